@@ -1,0 +1,256 @@
+//! Where each node of a document is in the file, addressed by JSON Pointer (RFC 6901).
+//!
+//! Locations are a tree that mirrors the YAML text, not the expanded JSON: an alias shares the
+//! subtree of its anchor instead of copying it, so an alias-heavy file costs no more here than
+//! its text, and no map keyed by full pointer strings (whose total size grows with depth times
+//! node count) is ever built. A lookup walks one pointer token per level.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// A stretch of the source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// 1-based line of `start`.
+    pub line: usize,
+    /// 1-based column of `start`, counted in characters (what editors show), not bytes.
+    pub column: usize,
+    /// Byte offset of the first byte.
+    pub start: usize,
+    /// Byte offset one past the last byte.
+    pub end: usize,
+}
+
+/// Where one node is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLocation {
+    /// The mapping key, when the node is a mapping value (`readinessProbe` in
+    /// `readinessProbe: {...}`).
+    pub key: Option<Span>,
+    /// The node itself: a scalar with its quotes, tag and anchor; a block scalar from its `|` or
+    /// `>` to its last non-blank character; a block collection from its first key or `-` to the
+    /// end of its last child; a flow collection from `[`/`{` to `]`/`}`; an alias as `*name`. An
+    /// empty value (`key:` with nothing after it) is an empty span at the `:`.
+    pub value: Span,
+    /// The `-` indicator, when the node is an item of a block sequence.
+    pub item: Option<Span>,
+    /// True when this node's text is reached through an alias or a merge key (`<<`), or is an
+    /// anchored node that some alias repeats: editing its text changes other places too, so a
+    /// fix should not splice it.
+    pub shared: bool,
+}
+
+/// Sentinel for "no children entry" (scalars and aliases of scalars).
+pub(super) const NONE: u32 = u32::MAX;
+
+pub(super) struct LocNode {
+    pub(super) key: Option<Span>,
+    pub(super) value: Span,
+    pub(super) item: Option<Span>,
+    /// Index into `Locations::children`, or [`NONE`]. Alias nodes share their anchor's entry.
+    pub(super) children: u32,
+    /// This node is an alias (`*name`).
+    pub(super) alias: bool,
+    /// This node carries an anchor that at least one alias refers to.
+    pub(super) aliased: bool,
+}
+
+impl LocNode {
+    pub(super) fn leaf(value: Span) -> Self {
+        LocNode {
+            key: None,
+            value,
+            item: None,
+            children: NONE,
+            alias: false,
+            aliased: false,
+        }
+    }
+}
+
+pub(super) enum Children {
+    Seq(Vec<u32>),
+    Map(HashMap<String, Entry>),
+}
+
+/// One key of a mapping.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Entry {
+    /// The node that provides the key's value.
+    pub(super) node: u32,
+    /// The value came from a merge key (`<<`), so its text lives elsewhere.
+    pub(super) merged: bool,
+    /// The node whose key span is the explicit `key:` in this mapping, or [`NONE`] when the key
+    /// only came from merges. Kept even when a later merge overrides the value, so that a
+    /// repeated explicit key is still reported against the first one.
+    pub(super) explicit: u32,
+}
+
+/// The locations of one document's nodes.
+#[derive(Default)]
+pub struct Locations {
+    pub(super) nodes: Vec<LocNode>,
+    pub(super) children: Vec<Children>,
+    pub(super) root: Option<u32>,
+    /// Where the document starts (its `---`, or its first token).
+    pub(super) start: Span,
+}
+
+impl std::fmt::Debug for Locations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Locations")
+            .field("nodes", &self.nodes.len())
+            .field("start", &self.start)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Locations {
+    /// The location of the node at `pointer` (`""` is the whole document), or `None` when no
+    /// node is there (or the pointer is malformed).
+    pub fn get(&self, pointer: &str) -> Option<NodeLocation> {
+        let walk = self.walk(pointer);
+        walk.complete.then(|| self.location(walk.node, walk.shared))
+    }
+
+    /// The span to show for a finding at `pointer`: the node's key when it is a mapping value
+    /// (so the caret lands on `readinessProbe:`), its `-` when it is a block sequence item,
+    /// else the node itself. When the pointer names something that does not exist (a missing
+    /// `readinessProbe`), the nearest existing ancestor is shown instead, e.g. the `- ` line
+    /// of `/spec/containers/0`.
+    pub fn locate(&self, pointer: &str) -> Span {
+        let walk = self.walk(pointer);
+        if walk.node == NONE {
+            return self.start;
+        }
+        let loc = self.location(walk.node, walk.shared);
+        loc.key.or(loc.item).unwrap_or(loc.value)
+    }
+
+    /// Where the document starts: its `---` line, or its first token.
+    pub fn document_start(&self) -> Span {
+        self.start
+    }
+
+    fn location(&self, node: u32, shared: bool) -> NodeLocation {
+        let Some(n) = self.nodes.get(node as usize) else {
+            return NodeLocation {
+                key: None,
+                value: self.start,
+                item: None,
+                shared,
+            };
+        };
+        NodeLocation {
+            key: n.key,
+            value: n.value,
+            item: n.item,
+            shared: shared || n.alias || n.aliased,
+        }
+    }
+
+    /// Follows `pointer` as far as nodes exist.
+    fn walk(&self, pointer: &str) -> Walk {
+        let Some(mut node) = self.root else {
+            return Walk {
+                node: NONE,
+                shared: false,
+                complete: false,
+            };
+        };
+        let mut shared = false;
+        if pointer.is_empty() {
+            return Walk {
+                node,
+                shared,
+                complete: true,
+            };
+        }
+        let Some(tokens) = pointer.strip_prefix('/') else {
+            return Walk {
+                node,
+                shared,
+                complete: false,
+            };
+        };
+        for raw in tokens.split('/') {
+            let Some(current) = self.nodes.get(node as usize) else {
+                break;
+            };
+            shared |= current.alias || current.aliased;
+            let next = match unescape_token(raw) {
+                None => None,
+                Some(token) => match self.children.get(current.children as usize) {
+                    Some(Children::Seq(items)) => {
+                        parse_index(&token).and_then(|i| items.get(i).copied())
+                    }
+                    Some(Children::Map(entries)) => entries.get(token.as_ref()).map(|e| {
+                        shared |= e.merged;
+                        e.node
+                    }),
+                    None => None,
+                },
+            };
+            match next {
+                Some(child) => node = child,
+                None => {
+                    return Walk {
+                        node,
+                        shared,
+                        complete: false,
+                    };
+                }
+            }
+        }
+        Walk {
+            node,
+            shared,
+            complete: true,
+        }
+    }
+}
+
+struct Walk {
+    node: u32,
+    shared: bool,
+    complete: bool,
+}
+
+/// An array index per RFC 6901: `0`, or digits without a leading zero.
+fn parse_index(token: &str) -> Option<usize> {
+    let valid = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_digit())
+        && (token == "0" || !token.starts_with('0'));
+    if valid { token.parse().ok() } else { None }
+}
+
+/// Decodes `~1` to `/` and `~0` to `~`; any other `~` makes the token invalid (RFC 6901).
+fn unescape_token(raw: &str) -> Option<Cow<'_, str>> {
+    if !raw.contains('~') {
+        return Some(Cow::Borrowed(raw));
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
+/// Escapes one mapping key for use as a JSON Pointer token: `~` → `~0`, `/` → `~1`, so the
+/// annotation key `probelint.io/ignore` becomes `probelint.io~1ignore`.
+pub fn escape_pointer_token(key: &str) -> Cow<'_, str> {
+    if key.contains(['~', '/']) {
+        Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(key)
+    }
+}

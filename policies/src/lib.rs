@@ -1,0 +1,21 @@
+//! probelint's rule engine.
+//!
+//! Takes Kubernetes objects as untyped JSON (so that broken manifests and unknown CRDs are still
+//! linted) and a [`Policy`], and returns [`Finding`]s. It knows nothing of files, HTTP or
+//! terminals: the CLI adds files and spans, the webhook adds AdmissionReview and TLS.
+
+pub mod custom;
+pub mod engine;
+pub mod finding;
+mod glob;
+pub mod pointer;
+pub mod policy;
+pub mod probe;
+pub mod rules;
+pub mod servers;
+pub mod workload;
+
+pub use engine::{Analysis, evaluate, evaluate_one};
+pub use finding::{Applicability, Finding, Fix, ObjectRef, Severity, Suppression, SuppressionSource};
+pub use policy::{DEFAULT_POLICY_YAML, Policy, PolicyError};
+pub use rules::{Rule, RuleMeta, registry};

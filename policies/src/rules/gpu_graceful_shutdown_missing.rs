@@ -1,0 +1,116 @@
+//! `gpu-graceful-shutdown-missing`: a serving GPU container is killed 30 s after SIGTERM with no drain.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+
+pub struct GpuGracefulShutdownMissing;
+
+static META: RuleMeta = RuleMeta {
+    id: "gpu-graceful-shutdown-missing",
+    severity: Severity::Info,
+    summary: "A serving GPU container has no preStop hook and terminationGracePeriodSeconds ≤ 30",
+    rationale: "A generation can stream for minutes. On a rollout or node drain the pod is removed from \
+the Service endpoints and sent SIGTERM at the same moment; endpoint removal propagates to load balancers \
+over a few seconds, so new requests still arrive, and in-flight generations are cut off when the kubelet \
+sends SIGKILL after terminationGracePeriodSeconds (default 30 s). A preStop sleep covers the propagation \
+delay and a longer grace period lets long generations finish.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      terminationGracePeriodSeconds: 120
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          lifecycle:
+            preStop:
+              sleep:
+                seconds: 10
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    fix: None,
+};
+
+impl Rule for GpuGracefulShutdownMissing {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.accelerated_containers() {
+            if !cx.pod.serving || cx.container.sidecar {
+                continue;
+            }
+            let has_pre_stop = cx
+                .container
+                .value
+                .pointer("/lifecycle/preStop")
+                .is_some_and(|v| !v.is_null());
+            let grace = cx.pod.termination_grace_period();
+            if has_pre_stop || grace > 30 {
+                continue;
+            }
+            report.container(
+                &cx,
+                cx.container.pointer.clone(),
+                format!(
+                    "{} has no preStop hook and terminationGracePeriodSeconds is {grace}: in-flight \
+                     generations are cut off on every rollout",
+                    cx.container.describe()
+                ),
+                "add lifecycle.preStop (e.g. sleep 10 s while endpoints update) and raise \
+                 terminationGracePeriodSeconds to cover your longest generation"
+                    .to_owned(),
+            );
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! `gpu-readiness-probe-missing`: a serving accelerator container has no readinessProbe.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::ProbeKind;
+
+pub struct GpuReadinessProbeMissing;
+
+static META: RuleMeta = RuleMeta {
+    id: "gpu-readiness-probe-missing",
+    severity: Severity::Error,
+    summary: "A serving GPU container has no readinessProbe",
+    rationale: "Without a readinessProbe a pod is Ready as soon as its containers start, so the Service \
+sends user requests to a model server that is still loading weights (minutes), and they time out or fail. \
+The same holds later: a server that is overloaded or has lost its GPU keeps receiving traffic. A \
+readinessProbe on the server's ready endpoint keeps the pod out of rotation until it can infer.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: triton
+spec:
+  template:
+    spec:
+      containers:
+        - name: triton
+          image: nvcr.io/nvidia/tritonserver:24.08-py3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /v2/health/ready
+              port: 8000
+            failureThreshold: 38
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: triton
+spec:
+  template:
+    spec:
+      containers:
+        - name: triton
+          image: nvcr.io/nvidia/tritonserver:24.08-py3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /v2/health/ready
+              port: 8000
+            failureThreshold: 38
+          readinessProbe:
+            httpGet:
+              path: /v2/health/ready
+              port: 8000
+"#,
+    fix: None,
+};
+
+impl Rule for GpuReadinessProbeMissing {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.accelerated_containers() {
+            if !cx.pod.serving || cx.container.probe(ProbeKind::Readiness).is_some() {
+                continue;
+            }
+            let help = match cx.container.server {
+                Some(server) => format!(
+                    "add a readinessProbe: httpGet {} on the server's port ({} serves it on {} by default)",
+                    server.ready_path, server.name, server.default_port
+                ),
+                None => "add a readinessProbe: httpGet on an endpoint that answers 200 only once the \
+                         model is loaded and can infer"
+                    .to_owned(),
+            };
+            report.container(
+                &cx,
+                cx.container.pointer.clone(),
+                format!(
+                    "{} has no readinessProbe: it receives traffic before its model is loaded",
+                    cx.container.describe()
+                ),
+                help,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{fired, findings_of};
+
+    const ID: &str = "gpu-readiness-probe-missing";
+
+    #[test]
+    fn help_names_the_known_servers_ready_endpoint() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert!(f.help.contains("/v2/health/ready"), "{}", f.help);
+        assert!(f.message.contains("container \"triton\""), "{}", f.message);
+    }
+
+    #[test]
+    fn kserve_model_and_ray_workers_are_checked() {
+        let isvc = r#"apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llama}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      resources: {limits: {nvidia.com/gpu: "1"}}
+"#;
+        assert_eq!(fired(isvc, ID), [(Some("kserve-container".into()), "/spec/predictor/model".into())]);
+        let ray = r#"apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: llm}
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: head, image: rayproject/ray-ml}]
+    workerGroupSpecs:
+      - template:
+          spec:
+            containers: [{name: worker, resources: {limits: {nvidia.com/gpu: 1}}}]
+"#;
+        assert_eq!(
+            fired(ray, ID),
+            [(Some("worker".into()), "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/0".into())]
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! `gpu-serving-without-pdb`: replicated GPU serving with no PodDisruptionBudget.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::workload::Workload;
+use serde_json::Value;
+
+pub struct GpuServingWithoutPdb;
+
+static META: RuleMeta = RuleMeta {
+    id: "gpu-serving-without-pdb",
+    severity: Severity::Info,
+    summary: "A GPU serving workload with more than one replica has no PodDisruptionBudget",
+    rationale: "A node drain (upgrade, autoscaler scale-down, GPU driver update) evicts every pod it can. \
+Without a PodDisruptionBudget it can evict all replicas of a model server at once, and a replacement \
+needs minutes to load its weights: the model is down for the whole load time. A PDB with minAvailable (or \
+maxUnavailable: 1) makes drains wait for replacements to become Ready. Only PDBs in the same input are \
+seen; exempt the rule when the PDB lives elsewhere.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: vllm
+  template:
+    metadata:
+      labels:
+        app: vllm
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: vllm
+  template:
+    metadata:
+      labels:
+        app: vllm
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: vllm
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app: vllm
+"#,
+    fix: None,
+};
+
+/// Whether a label selector (matchLabels + matchExpressions) selects `labels`.
+/// An empty selector selects everything, as in policy/v1.
+fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    if let Some(match_labels) = selector.get("matchLabels").and_then(Value::as_object)
+        && !match_labels.iter().all(|(k, v)| label(k) == v.as_str())
+    {
+        return false;
+    }
+    let Some(exprs) = selector.get("matchExpressions").and_then(Value::as_array) else {
+        return true;
+    };
+    exprs.iter().all(|e| {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match e.get("operator").and_then(Value::as_str) {
+            Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+            Some("Exists") => label(key).is_some(),
+            Some("DoesNotExist") => label(key).is_none(),
+            _ => false,
+        }
+    })
+}
+
+/// Pod template labels of a replicated workload, and its replica count (default 1).
+fn replicated<'a>(w: &'a Workload<'_>) -> Option<(i64, &'a serde_json::Map<String, Value>)> {
+    let template = match w.object_ref.kind.as_str() {
+        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" | "Rollout" => "/spec/template",
+        "LeaderWorkerSet" => "/spec/leaderWorkerTemplate/leaderTemplate",
+        _ => return None,
+    };
+    let replicas = w.object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let labels = w.object.pointer(&format!("{template}/metadata/labels"))?.as_object()?;
+    Some((replicas, labels))
+}
+
+impl Rule for GpuServingWithoutPdb {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        let pdbs: Vec<&Workload<'_>> = analysis
+            .workloads
+            .iter()
+            .filter(|w| w.object_ref.kind == "PodDisruptionBudget")
+            .collect();
+        for w in &analysis.workloads {
+            if !w.pod_specs.iter().any(|p| p.serving && p.has_accelerator()) {
+                continue;
+            }
+            let Some((replicas, labels)) = replicated(w) else {
+                continue;
+            };
+            if replicas <= 1 {
+                continue;
+            }
+            let covered = pdbs.iter().any(|pdb| {
+                pdb.object_ref.namespace == w.object_ref.namespace
+                    && pdb.object.pointer("/spec/selector").is_some_and(|s| selects(s, labels))
+            });
+            if covered {
+                continue;
+            }
+            report.object(
+                w,
+                if w.object.pointer("/spec/replicas").is_some() { "/spec/replicas" } else { "/spec" }.to_owned(),
+                format!(
+                    "{} runs {replicas} GPU serving replicas and no PodDisruptionBudget selects them: a \
+                     node drain can take them all down for a full model load",
+                    w.object_ref
+                ),
+                "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels".to_owned(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::selects;
+    use serde_json::json;
+
+    #[test]
+    fn selector_semantics() {
+        let labels = json!({"app": "vllm", "tier": "gpu"});
+        let labels = labels.as_object().unwrap();
+        assert!(selects(&json!({"matchLabels": {"app": "vllm"}}), labels));
+        assert!(!selects(&json!({"matchLabels": {"app": "tgi"}}), labels));
+        assert!(selects(&json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}), labels));
+        assert!(!selects(&json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}), labels));
+        assert!(selects(&json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}), labels));
+        assert!(selects(&json!({}), labels));
+    }
+
+    #[test]
+    fn single_replica_and_other_namespace_pdb() {
+        let single = super::META.bad_example.replace("replicas: 3", "replicas: 1");
+        assert!(crate::rules::testing::fired(&single, "gpu-serving-without-pdb").is_empty());
+        let elsewhere = super::META.good_example.replace("  name: vllm\nspec:\n  maxUnavailable", "  name: vllm\n  namespace: other\nspec:\n  maxUnavailable");
+        assert_eq!(crate::rules::testing::fired(&elsewhere, "gpu-serving-without-pdb").len(), 1);
+    }
+}

@@ -1,0 +1,166 @@
+//! `gpu-startup-probe-missing`: a serving accelerator container has no startupProbe.
+
+use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::ProbeKind;
+
+pub struct GpuStartupProbeMissing;
+
+static META: RuleMeta = RuleMeta {
+    id: "gpu-startup-probe-missing",
+    severity: Severity::Error,
+    summary: "A serving GPU container has no startupProbe",
+    rationale: "A model server spends minutes loading weights before it can answer anything. Without a \
+startupProbe, the liveness probe starts counting at container start and the kubelet kills the container \
+mid-load; it restarts, loads again and is killed again (a restart storm, ending in CrashLoopBackOff). A \
+startupProbe holds liveness and readiness off until the model is loaded, with a budget \
+(failureThreshold × periodSeconds) sized to the worst-case load time.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama-3-8b
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama-3-8b
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            periodSeconds: 10
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    fix: Some(
+        "Adds a startupProbe that reuses the container's liveness handler (else its readiness handler, \
+else the known server's health endpoint), periodSeconds 10, and a failureThreshold that covers the \
+model load time plus the policy margin.",
+    ),
+};
+
+impl Rule for GpuStartupProbeMissing {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        let margin = analysis.policy.startup_margin;
+        for cx in analysis.accelerated_containers() {
+            if !cx.pod.serving || cx.container.probe(ProbeKind::Startup).is_some() {
+                continue;
+            }
+            let needed = required_startup_seconds(cx.pod.load_seconds, margin);
+            let threshold = (needed + 9) / 10;
+            report.container(
+                &cx,
+                cx.container.pointer.clone(),
+                format!(
+                    "{} has no startupProbe: until its model is loaded (budget needed: {}), \
+                     liveness and readiness run unguarded",
+                    cx.container.describe(),
+                    required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
+                ),
+                format!(
+                    "add a startupProbe on the server's health endpoint with periodSeconds: 10 and \
+                     failureThreshold: {threshold} (a {} s budget)",
+                    threshold * 10
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{fired, findings_of};
+
+    const ID: &str = "gpu-startup-probe-missing";
+
+    #[test]
+    fn message_names_container_and_budget() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.pointer, "/spec/template/spec/containers/0");
+        assert_eq!(f.container.as_deref(), Some("vllm"));
+        assert!(f.message.contains("container \"vllm\" (requests nvidia.com/gpu)"), "{}", f.message);
+        assert!(f.message.contains("375 s (load 300 s by policy default + 25 %)"), "{}", f.message);
+        assert!(f.help.contains("failureThreshold: 38"), "{}", f.help);
+    }
+
+    #[test]
+    fn cpu_containers_and_batch_jobs_are_not_required_to_have_one() {
+        let cpu = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n";
+        assert!(fired(cpu, ID).is_empty());
+        let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: finetune}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: train\n          resources: {limits: {nvidia.com/gpu: 8}}\n";
+        assert!(fired(job, ID).is_empty());
+    }
+
+    #[test]
+    fn fires_on_lws_leader_and_worker_and_native_sidecar_with_gpu() {
+        let lws = r#"apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: vllm}
+spec:
+  leaderWorkerTemplate:
+    leaderTemplate:
+      spec:
+        containers:
+          - name: leader
+            resources: {limits: {nvidia.com/gpu: "8"}}
+    workerTemplate:
+      spec:
+        initContainers:
+          - name: gpu-sidecar
+            restartPolicy: Always
+            resources: {limits: {amd.com/gpu: 1}}
+          - name: plain-init
+            resources: {limits: {nvidia.com/gpu: 1}}
+        containers:
+          - name: worker
+            resources: {requests: {nvidia.com/mig-3g.40gb: 1}}
+"#;
+        let got: Vec<_> = fired(lws, ID).into_iter().map(|(c, p)| (c.unwrap(), p)).collect();
+        assert_eq!(
+            got,
+            [
+                ("leader".to_owned(), "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0".to_owned()),
+                ("worker".to_owned(), "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0".to_owned()),
+                ("gpu-sidecar".to_owned(), "/spec/leaderWorkerTemplate/workerTemplate/spec/initContainers/0".to_owned()),
+            ]
+        );
+    }
+}

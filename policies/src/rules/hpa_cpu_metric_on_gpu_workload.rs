@@ -1,0 +1,209 @@
+//! `hpa-cpu-metric-on-gpu-workload`: an HPA scales a GPU server on CPU or memory.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::workload::Workload;
+use serde_json::Value;
+
+pub struct HpaCpuMetricOnGpuWorkload;
+
+static META: RuleMeta = RuleMeta {
+    id: "hpa-cpu-metric-on-gpu-workload",
+    severity: Severity::Warning,
+    summary: "A HorizontalPodAutoscaler scales a GPU workload on cpu/memory only",
+    rationale: "A model server's CPU and memory barely move with load: the work is on the GPU, and the \
+weights occupy the same memory whether the server is idle or saturated. An HPA on cpu or memory therefore \
+never scales out when requests queue up (or scales on tokenizer noise). Scale on a serving metric — queue \
+depth, requests in flight, KV-cache use, time to first token — through a Pods or External metric.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: vllm
+  minReplicas: 1
+  maxReplicas: 4
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: 80
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: vllm
+  minReplicas: 1
+  maxReplicas: 4
+  metrics:
+    - type: Pods
+      pods:
+        metric:
+          name: vllm:num_requests_waiting
+        target:
+          type: AverageValue
+          averageValue: "5"
+"#,
+    fix: None,
+};
+
+/// Whether every metric of the HPA is a cpu/memory resource metric (including the implicit
+/// 80 % CPU of an HPA without metrics, and autoscaling/v1's targetCPUUtilizationPercentage).
+fn only_cpu_or_memory(hpa: &Value) -> bool {
+    let spec = &hpa["spec"];
+    let Some(metrics) = spec.get("metrics").and_then(Value::as_array) else {
+        return true;
+    };
+    if metrics.is_empty() {
+        return true;
+    }
+    metrics.iter().all(|m| {
+        let kind = m.get("type").and_then(Value::as_str).unwrap_or_default();
+        let name = match kind {
+            "Resource" => m.pointer("/resource/name"),
+            "ContainerResource" => m.pointer("/containerResource/name"),
+            _ => return false,
+        };
+        matches!(name.and_then(Value::as_str), Some("cpu" | "memory"))
+    })
+}
+
+fn same_namespace(a: &Workload<'_>, b: &Workload<'_>) -> bool {
+    a.object_ref.namespace == b.object_ref.namespace
+}
+
+impl Rule for HpaCpuMetricOnGpuWorkload {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for hpa in analysis.workloads.iter().filter(|w| w.object_ref.kind == "HorizontalPodAutoscaler") {
+            let target = &hpa.object["spec"]["scaleTargetRef"];
+            let (Some(kind), Some(name)) = (
+                target.get("kind").and_then(Value::as_str),
+                target.get("name").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            let Some(workload) = analysis.workloads.iter().find(|w| {
+                w.object_ref.kind == kind
+                    && w.object_ref.name.as_deref() == Some(name)
+                    && same_namespace(w, hpa)
+                    && w.pod_specs.iter().any(|p| p.serving && p.has_accelerator())
+            }) else {
+                continue;
+            };
+            if !only_cpu_or_memory(hpa.object) {
+                continue;
+            }
+            let pointer = if hpa.object.pointer("/spec/metrics").is_some() {
+                "/spec/metrics"
+            } else {
+                "/spec"
+            };
+            report.object(
+                hpa,
+                pointer.to_owned(),
+                format!(
+                    "{} scales {} (a GPU workload) on cpu/memory only: GPU servers saturate long \
+                     before their CPU does",
+                    hpa.object_ref, workload.object_ref
+                ),
+                "scale on a serving metric (queue depth, requests in flight, KV-cache use) with a Pods \
+                 or External metric"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::fired;
+
+    const ID: &str = "hpa-cpu-metric-on-gpu-workload";
+
+    #[test]
+    fn v1_hpa_and_hpa_without_metrics_use_cpu() {
+        let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers: [{name: m, resources: {limits: {nvidia.com/gpu: 1}}}]\n";
+        let v1 = format!("{deploy}---\napiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {{name: h}}\nspec:\n  scaleTargetRef: {{kind: Deployment, name: d}}\n  targetCPUUtilizationPercentage: 50\n");
+        assert_eq!(fired(&v1, ID), [(None, "/spec".to_owned())]);
+        let other = v1.replace("kind: Deployment, name: d}", "kind: Deployment, name: other}");
+        assert!(fired(&other, ID).is_empty(), "HPA of another workload");
+    }
+
+    #[test]
+    fn cpu_workload_is_not_flagged() {
+        let yaml = super::META.bad_example.replace("nvidia.com/gpu: 1", "cpu: 1");
+        assert!(fired(&yaml, ID).is_empty());
+    }
+}

@@ -1,0 +1,133 @@
+//! `known-server-endpoint`: a recognised model server is probed for readiness on the wrong endpoint.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::{Handler, ProbeKind};
+
+pub struct KnownServerEndpoint;
+
+static META: RuleMeta = RuleMeta {
+    id: "known-server-endpoint",
+    severity: Severity::Warning,
+    summary: "A known model server's readiness does not use that server's ready endpoint",
+    rationale: "Model servers separate \"the process is up\" from \"the model is loaded and can infer\": \
+Triton answers /v2/health/live as soon as it starts but /v2/health/ready only when its models are \
+loaded; NIM has /v1/health/live and /v1/health/ready; SGLang's /health_generate runs a real generation. \
+A readiness probe on the liveness endpoint (or on an arbitrary path) marks the pod Ready while the model \
+is still loading, and keeps it Ready when the model has failed. probelint knows the real endpoints of \
+vLLM, TGI, Triton, SGLang, llama.cpp, Ollama, NVIDIA NIM and KServe's model servers.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: triton
+spec:
+  template:
+    spec:
+      containers:
+        - name: triton
+          image: nvcr.io/nvidia/tritonserver:24.08-py3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /v2/health/live
+              port: 8000
+            failureThreshold: 38
+          readinessProbe:
+            httpGet:
+              path: /v2/health/live
+              port: 8000
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: triton
+spec:
+  template:
+    spec:
+      containers:
+        - name: triton
+          image: nvcr.io/nvidia/tritonserver:24.08-py3
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /v2/health/live
+              port: 8000
+            failureThreshold: 38
+          readinessProbe:
+            httpGet:
+              path: /v2/health/ready
+              port: 8000
+"#,
+    fix: Some(
+        "Replaces the readiness handler with an httpGet on the server's ready endpoint, on the port the \
+container declares (or the probe's own port).",
+    ),
+};
+
+impl Rule for KnownServerEndpoint {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.containers() {
+            let Some(server) = cx.container.server else {
+                continue;
+            };
+            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+                continue;
+            };
+            // tcpSocket readiness is readiness-port-open's finding; exec and gRPC are the user's call.
+            let Handler::HttpGet { path, .. } = &readiness.handler else {
+                continue;
+            };
+            if server.is_ready_path(path) {
+                continue;
+            }
+            report.container(
+                &cx,
+                format!("{}/httpGet/path", readiness.pointer),
+                format!(
+                    "{}: {} readiness should be {} but the probe checks {path}",
+                    cx.container.describe(),
+                    server.name,
+                    server.ready_path
+                ),
+                format!(
+                    "set readinessProbe.httpGet.path to {}: it answers 200 only when the model can serve",
+                    server.ready_path
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{fired, findings_of};
+
+    const ID: &str = "known-server-endpoint";
+
+    #[test]
+    fn triton_live_endpoint_for_readiness_fires_with_the_right_path() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.pointer, "/spec/template/spec/containers/0/readinessProbe/httpGet/path");
+        assert!(f.help.contains("/v2/health/ready"), "{}", f.help);
+    }
+
+    #[test]
+    fn alternatives_and_unknown_images_are_silent() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:latest\n      readinessProbe: {httpGet: {path: /v1/models, port: 8000}}\n    - name: other\n      image: example/server\n      readinessProbe: {httpGet: {path: /whatever, port: 8000}}\n";
+        assert!(fired(pod, ID).is_empty());
+    }
+}

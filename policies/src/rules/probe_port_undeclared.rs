@@ -1,0 +1,225 @@
+//! `probe-port-undeclared`: a probe targets a port the container does not declare.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::PortRef;
+
+pub struct ProbePortUndeclared;
+
+static META: RuleMeta = RuleMeta {
+    id: "probe-port-undeclared",
+    severity: Severity::Error,
+    summary: "A probe targets a port the container does not declare",
+    rationale: "A probe on a named port that the container does not declare can never succeed: the \
+kubelet cannot resolve the name, the probe fails, and a startup or liveness probe then restarts the \
+container forever (quoting a number makes it a name: port: \"8080\" is a named port). A probe on a UDP \
+port can never be reached by an HTTP, TCP or gRPC check. A numeric port that matches no declared TCP \
+containerPort usually means the server moved (a --port flag changed) and the probe did not: a warning, \
+since declaring ports is optional.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - name: http
+              containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: api
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: http
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          ports:
+            - name: http
+              containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: http
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: http
+"#,
+    fix: None,
+};
+
+impl Rule for ProbePortUndeclared {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.containers() {
+            let ports = cx.container.ports();
+            let declared: Vec<String> = ports
+                .iter()
+                .map(|p| match (&p.name, p.number) {
+                    (Some(n), Some(num)) => format!("{n}={num}/{}", p.protocol),
+                    (None, Some(num)) => format!("{num}/{}", p.protocol),
+                    (Some(n), None) => n.clone(),
+                    (None, None) => "?".to_owned(),
+                })
+                .collect();
+            let declared = if declared.is_empty() {
+                "none".to_owned()
+            } else {
+                declared.join(", ")
+            };
+            for probe in cx.container.probes() {
+                let (Some(port), Some(field)) = (probe.handler.port(), probe.handler.field()) else {
+                    continue;
+                };
+                let pointer = format!("{}/{field}/port", probe.pointer);
+                let what = format!("{}Probe", probe.kind.noun());
+                match port {
+                    PortRef::Name(name) => {
+                        let found = ports.iter().find(|p| p.name.as_deref() == Some(name.as_str()));
+                        match found {
+                            None => {
+                                let quoted_number = name.parse::<u16>().is_ok();
+                                report.container(
+                                    &cx,
+                                    pointer,
+                                    format!(
+                                        "{}: {what} uses port {name:?}, which is not a declared \
+                                         containerPort name (declared: {declared})",
+                                        cx.container.describe()
+                                    ),
+                                    if quoted_number {
+                                        format!("write the port as a number (port: {name}), not a quoted string")
+                                    } else {
+                                        format!("declare a containerPort named {name:?}, or use a declared name or number")
+                                    },
+                                );
+                            }
+                            Some(p) if !p.protocol.eq_ignore_ascii_case("TCP") => {
+                                report.container(
+                                    &cx,
+                                    pointer,
+                                    format!(
+                                        "{}: {what} uses port {name:?}, a {} port: {} probes cannot reach it",
+                                        cx.container.describe(),
+                                        p.protocol,
+                                        probe.handler.kind()
+                                    ),
+                                    "probe a TCP port the server listens on".to_owned(),
+                                );
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    PortRef::Number(n) => {
+                        let tcp_match = ports
+                            .iter()
+                            .any(|p| p.number == Some(*n) && p.protocol.eq_ignore_ascii_case("TCP"));
+                        if !ports.is_empty() && !tcp_match {
+                            report
+                                .container(
+                                    &cx,
+                                    pointer,
+                                    format!(
+                                        "{}: {what} uses port {n}, which matches no declared TCP \
+                                         containerPort (declared: {declared})",
+                                        cx.container.describe()
+                                    ),
+                                    "probe the port the server listens on, and declare it".to_owned(),
+                                )
+                                .severity = Severity::Warning;
+                        }
+                    }
+                    PortRef::Missing => {}
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Severity;
+    use crate::rules::testing::lint;
+
+    const ID: &str = "probe-port-undeclared";
+
+    /// kube-linter's own fixtures: every `fire-*` container fires, no `dont-fire-*` does.
+    #[test]
+    fn agrees_with_kube_linter_port_fixtures() {
+        for file in ["liveness-port.yml", "readiness-port.yml", "startup-port.yml"] {
+            let path = format!("{}/../../shared/corpus/peers/kube-linter/{file}", env!("CARGO_MANIFEST_DIR"));
+            let yaml = std::fs::read_to_string(&path).expect("peer fixture readable");
+            let objects = crate::rules::testing::objects(&yaml);
+            let findings = crate::evaluate(&objects, &crate::Policy::default());
+            let mut fire_seen = 0;
+            for w in &crate::Analysis::new(&objects, &crate::Policy::default()).workloads {
+                for pod in &w.pod_specs {
+                    for c in &pod.containers {
+                        let hits: Vec<_> = findings
+                            .iter()
+                            .filter(|f| f.rule == ID && f.object_index == w.index && f.pointer.starts_with(&format!("{}/", c.pointer)))
+                            .collect();
+                        if c.name.starts_with("fire-") {
+                            fire_seen += 1;
+                            assert_eq!(hits.len(), 1, "{file}: {} should fire once: {hits:?}", c.name);
+                        } else if c.name.starts_with("dont-fire-") {
+                            assert!(hits.is_empty(), "{file}: {} should not fire: {hits:?}", c.name);
+                        }
+                    }
+                }
+            }
+            assert!(fire_seen >= 3, "{file}: fixture has fire cases");
+        }
+    }
+
+    #[test]
+    fn quoted_number_is_a_name_and_help_says_so() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      ports: [{containerPort: 8080}]\n      readinessProbe: {httpGet: {path: /h, port: \"8080\"}}\n";
+        let f: Vec<_> = lint(pod).into_iter().filter(|f| f.rule == ID).collect();
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].help.contains("port: 8080"), "{}", f[0].help);
+    }
+
+    #[test]
+    fn numeric_mismatch_is_a_warning_and_no_declared_ports_is_silent() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      ports: [{containerPort: 9000}]\n      livenessProbe: {tcpSocket: {port: 8080}}\n    - name: n\n      livenessProbe: {tcpSocket: {port: 8080}}\n";
+        let f: Vec<_> = lint(pod).into_iter().filter(|f| f.rule == ID).collect();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].pointer, "/spec/containers/0/livenessProbe/tcpSocket/port");
+    }
+}

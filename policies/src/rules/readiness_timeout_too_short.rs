@@ -1,0 +1,135 @@
+//! `readiness-timeout-too-short`: a readiness probe that runs a generation with a 1 s timeout.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::{Field, Handler, ProbeKind};
+use crate::servers::is_inference_path;
+
+pub struct ReadinessTimeoutTooShort;
+
+static META: RuleMeta = RuleMeta {
+    id: "readiness-timeout-too-short",
+    severity: Severity::Warning,
+    summary: "Readiness runs a generation (e.g. /health_generate) with timeoutSeconds ≤ 1",
+    rationale: "Some readiness endpoints run a real inference: SGLang's /health_generate, a completion \
+request, a model's :predict. Under load that takes longer than Kubernetes' default timeoutSeconds of 1, \
+so every replica that is busy serving real traffic fails readiness at the same moment and the Service \
+is left with no endpoints — an outage caused by success. Give such probes a timeout that covers a \
+generation under load (5-10 s).",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.4.1-cu124
+          ports:
+            - containerPort: 30000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 30000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health_generate
+              port: 30000
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.4.1-cu124
+          ports:
+            - containerPort: 30000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 30000
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health_generate
+              port: 30000
+            timeoutSeconds: 10
+"#,
+    fix: None,
+};
+
+impl Rule for ReadinessTimeoutTooShort {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.containers() {
+            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+                continue;
+            };
+            let Handler::HttpGet { path, .. } = &readiness.handler else {
+                continue;
+            };
+            let generates = is_inference_path(path)
+                || cx
+                    .container
+                    .server
+                    .is_some_and(|s| s.ready_runs_generation && s.is_ready_path(path));
+            if !generates || readiness.timeout() > 1 {
+                continue;
+            }
+            let (pointer, shown) = match readiness.timeout_seconds {
+                Field::Set(v) => (format!("{}/timeoutSeconds", readiness.pointer), format!("timeoutSeconds: {v}")),
+                _ => (readiness.pointer.clone(), "the default timeoutSeconds of 1".to_owned()),
+            };
+            report.container(
+                &cx,
+                pointer,
+                format!(
+                    "{}: readiness on {path} runs a generation with {shown}: busy replicas fail \
+                     readiness together",
+                    cx.container.describe()
+                ),
+                "set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)".to_owned(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::fired;
+
+    const ID: &str = "readiness-timeout-too-short";
+
+    #[test]
+    fn default_timeout_points_at_the_probe_and_explicit_one_at_the_field() {
+        assert_eq!(
+            fired(super::META.bad_example, ID)[0].1,
+            "/spec/template/spec/containers/0/readinessProbe"
+        );
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      readinessProbe: {httpGet: {path: /v1/chat/completions, port: 8000}, timeoutSeconds: 1}\n";
+        assert_eq!(fired(pod, ID)[0].1, "/spec/containers/0/readinessProbe/timeoutSeconds");
+    }
+}

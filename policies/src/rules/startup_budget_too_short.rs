@@ -1,0 +1,170 @@
+//! `startup-budget-too-short`: the startupProbe gives up before the model can have loaded.
+
+use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::ProbeKind;
+
+pub struct StartupBudgetTooShort;
+
+static META: RuleMeta = RuleMeta {
+    id: "startup-budget-too-short",
+    severity: Severity::Error,
+    summary: "startupProbe budget is shorter than the model load time plus margin",
+    rationale: "The kubelet kills a container whose startupProbe has failed failureThreshold times in a \
+row, so a startup budget (initialDelaySeconds + failureThreshold × periodSeconds) shorter than the \
+model's load time restarts the server mid-load, every time: it never becomes ready and the node churns \
+through CrashLoopBackOff. Weights load slower on a cold node, from a busy registry or with more replicas \
+pulling at once, so the budget needs a margin over the typical load time. Declare the worst case with \
+the probelint.io/model-load-seconds annotation.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tgi
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:2.4
+          ports:
+            - containerPort: 80
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 80
+            periodSeconds: 10
+            failureThreshold: 6
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 80
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tgi
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:2.4
+          ports:
+            - containerPort: 80
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 80
+            periodSeconds: 10
+            failureThreshold: 15
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 80
+"#,
+    fix: Some("Raises failureThreshold until the budget covers the load time plus margin; nothing else changes."),
+};
+
+impl Rule for StartupBudgetTooShort {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        let margin = analysis.policy.startup_margin;
+        for cx in analysis.accelerated_containers() {
+            let Some(probe) = cx.container.probe(ProbeKind::Startup) else {
+                continue;
+            };
+            let needed = required_startup_seconds(cx.pod.load_seconds, margin);
+            if probe.budget_seconds() >= needed || probe.period() <= 0 {
+                continue;
+            }
+            let remaining = needed - probe.initial_delay().max(0);
+            let threshold = (remaining + probe.period() - 1) / probe.period();
+            report.container(
+                &cx,
+                probe.pointer.clone(),
+                format!(
+                    "{}: startup budget {} < {}",
+                    cx.container.describe(),
+                    probe.budget_arithmetic(),
+                    required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
+                ),
+                format!(
+                    "raise startupProbe.failureThreshold to {threshold} (or set \
+                     probelint.io/model-load-seconds to the real worst-case load time)"
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{fired, findings_of};
+
+    const ID: &str = "startup-budget-too-short";
+
+    #[test]
+    fn message_shows_the_arithmetic() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(
+            f.message,
+            "container \"tgi\" (requests nvidia.com/gpu): startup budget 60 s (6 × 10 s) < 150 s \
+             (load 120 s from probelint.io/model-load-seconds + 25 %)"
+        );
+        assert!(f.help.contains("failureThreshold to 15"), "{}", f.help);
+        assert_eq!(f.pointer, "/spec/template/spec/containers/0/startupProbe");
+    }
+
+    #[test]
+    fn defaults_apply_when_fields_are_missing() {
+        // 3 × 10 s = 30 s against the policy default of 300 s + 25 %.
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n";
+        let f = &findings_of(pod, ID)[0];
+        assert!(f.message.contains("30 s (3 × 10 s) < 375 s"), "{}", f.message);
+    }
+
+    #[test]
+    fn object_annotation_applies_and_template_annotation_wins() {
+        let yaml = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+  annotations: {probelint.io/model-load-seconds: "1000"}
+spec:
+  template:
+    metadata:
+      annotations: {probelint.io/model-load-seconds: "40"}
+    spec:
+      containers:
+        - name: m
+          resources: {limits: {nvidia.com/gpu: 1}}
+          startupProbe: {httpGet: {path: /h, port: 1}, failureThreshold: 5}
+"#;
+        assert!(fired(yaml, ID).is_empty(), "50 s covers 40 s + 25 %");
+        let yaml = yaml.replace("      annotations: {probelint.io/model-load-seconds: \"40\"}\n", "      labels: {}\n");
+        assert_eq!(fired(&yaml, ID).len(), 1, "1000 s from the object applies");
+    }
+
+    #[test]
+    fn initial_delay_counts_toward_the_budget() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {probelint.io/model-load-seconds: '100'}}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n        initialDelaySeconds: 100\n        failureThreshold: 3\n";
+        assert!(fired(pod, ID).is_empty(), "100 + 30 ≥ 125");
+    }
+}

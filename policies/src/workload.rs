@@ -1,0 +1,603 @@
+//! Finding the pod specs and containers inside Kubernetes objects, and what the engine knows
+//! about each: accelerator or not, serving or batch, expected model load time, known server.
+
+use crate::finding::ObjectRef;
+use crate::pointer;
+use crate::policy::Policy;
+use crate::probe::{Probe, ProbeKind};
+use crate::servers::KnownServer;
+use serde_json::Value;
+
+/// Annotation declaring the worst-case model load time, in seconds.
+pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
+
+/// Where pod specs live in one kind of object.
+struct Layout {
+    /// Pointers to pod specs; `*` expands to every item of an array (or value of a map).
+    pod_specs: &'static [&'static str],
+    batch: bool,
+}
+
+/// The built-in workload kinds. `group` is matched against the apiVersion's group when the kind
+/// name alone is ambiguous (a Knative `Service` is a workload; a core `Service` is not).
+fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let template = &["/spec/template/spec"][..];
+    let layout = |pod_specs, batch| Some(Layout { pod_specs, batch });
+    match kind {
+        "Pod" if group.is_empty() => layout(&["/spec"], false),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => layout(template, false),
+        "ReplicationController" if group.is_empty() => layout(template, false),
+        "Job" => layout(template, true),
+        "CronJob" => layout(&["/spec/jobTemplate/spec/template/spec"], true),
+        "LeaderWorkerSet" => layout(
+            &[
+                "/spec/leaderWorkerTemplate/leaderTemplate/spec",
+                "/spec/leaderWorkerTemplate/workerTemplate/spec",
+            ],
+            false,
+        ),
+        "Rollout" if group == "argoproj.io" => layout(template, false),
+        "Service" if group == "serving.knative.dev" => layout(template, false),
+        "JobSet" => layout(&["/spec/replicatedJobs/*/template/spec/template/spec"], true),
+        "RayService" => layout(
+            &[
+                "/spec/rayClusterConfig/headGroupSpec/template/spec",
+                "/spec/rayClusterConfig/workerGroupSpecs/*/template/spec",
+            ],
+            false,
+        ),
+        "RayCluster" => layout(
+            &["/spec/headGroupSpec/template/spec", "/spec/workerGroupSpecs/*/template/spec"],
+            false,
+        ),
+        "RayJob" => layout(
+            &[
+                "/spec/rayClusterSpec/headGroupSpec/template/spec",
+                "/spec/rayClusterSpec/workerGroupSpecs/*/template/spec",
+                "/spec/submitterPodTemplate/spec",
+            ],
+            true,
+        ),
+        // KServe components are pod specs with extra fields, plus a model container (below).
+        "InferenceService" if group == "serving.kserve.io" => layout(
+            &[
+                "/spec/predictor",
+                "/spec/predictor/workerSpec",
+                "/spec/transformer",
+                "/spec/explainer",
+            ],
+            false,
+        ),
+        "ServingRuntime" | "ClusterServingRuntime" if group == "serving.kserve.io" => {
+            layout(&["/spec", "/spec/workerSpec"], false)
+        }
+        "LLMInferenceService" if group == "serving.kserve.io" => layout(
+            &["/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker"],
+            false,
+        ),
+        _ => None,
+    }
+}
+
+/// KServe predictor keys that hold a single model container (`model`, or a legacy framework).
+const KSERVE_MODEL_KEYS: &[&str] = &[
+    "model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml",
+    "lightgbm", "paddle",
+];
+
+/// Why a container counts as an accelerator container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcceleratorReason {
+    /// It requests an accelerator extended resource (`nvidia.com/gpu`).
+    Resource(String),
+    /// It uses a DRA resource claim.
+    ResourceClaim(String),
+    /// The pod runs with an accelerator runtime class.
+    RuntimeClass(String),
+}
+
+impl std::fmt::Display for AcceleratorReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AcceleratorReason::Resource(r) => write!(f, "requests {r}"),
+            AcceleratorReason::ResourceClaim(c) => write!(f, "uses resource claim {c:?}"),
+            AcceleratorReason::RuntimeClass(c) => write!(f, "runs with runtimeClassName {c:?}"),
+        }
+    }
+}
+
+/// Where the model load time came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadSource {
+    /// `probelint.io/model-load-seconds` on the object or pod template.
+    Annotation,
+    /// The policy's `modelLoadSeconds`.
+    Policy,
+    /// The annotation is present but not a number of seconds; the policy default applies.
+    InvalidAnnotation(String),
+}
+
+/// A declared container port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerPort {
+    pub name: Option<String>,
+    pub number: Option<i64>,
+    /// `TCP` unless declared otherwise.
+    pub protocol: String,
+}
+
+/// One container (or native sidecar) of a pod spec.
+#[derive(Debug, Clone)]
+pub struct Container<'a> {
+    /// Pointer to the container (`/spec/template/spec/containers/0`).
+    pub pointer: String,
+    pub value: &'a Value,
+    pub name: String,
+    /// An init container with `restartPolicy: Always` (a native sidecar).
+    pub sidecar: bool,
+    pub image: String,
+    /// Empty when the container uses no accelerator.
+    pub accelerators: Vec<AcceleratorReason>,
+    pub server: Option<&'static KnownServer>,
+}
+
+impl<'a> Container<'a> {
+    pub fn is_accelerated(&self) -> bool {
+        !self.accelerators.is_empty()
+    }
+
+    pub fn probe(&self, kind: ProbeKind) -> Option<Probe<'a>> {
+        let value = self.value.get(kind.field()).filter(|v| !v.is_null())?;
+        Some(Probe::from_value(kind, pointer::join(&self.pointer, kind.field()), value))
+    }
+
+    pub fn probes(&self) -> impl Iterator<Item = Probe<'a>> + '_ {
+        ProbeKind::ALL.into_iter().filter_map(|k| self.probe(k))
+    }
+
+    pub fn ports(&self) -> Vec<ContainerPort> {
+        let Some(ports) = self.value.get("ports").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        ports
+            .iter()
+            .map(|p| ContainerPort {
+                name: p.get("name").and_then(Value::as_str).map(str::to_owned),
+                number: p.get("containerPort").and_then(Value::as_i64),
+                protocol: p
+                    .get("protocol")
+                    .and_then(Value::as_str)
+                    .unwrap_or("TCP")
+                    .to_owned(),
+            })
+            .collect()
+    }
+
+    /// `container "vllm" (requests nvidia.com/gpu)` — how messages name a container.
+    pub fn describe(&self) -> String {
+        match self.accelerators.first() {
+            Some(reason) => format!("container {:?} ({reason})", self.name),
+            None => format!("container {:?}", self.name),
+        }
+    }
+}
+
+/// One pod spec inside an object.
+#[derive(Debug, Clone)]
+pub struct PodSpec<'a> {
+    /// Pointer to the pod spec (`/spec/template/spec`, `/spec` for a Pod, `/spec/predictor`).
+    pub pointer: String,
+    pub value: &'a Value,
+    /// The annotations that apply to this pod spec's template, if it has its own.
+    pub template_annotations: Option<&'a serde_json::Map<String, Value>>,
+    /// Serves traffic (false for Jobs, CronJobs, JobSets, run-to-completion Pods).
+    pub serving: bool,
+    pub containers: Vec<Container<'a>>,
+    /// Expected worst-case model load, in seconds.
+    pub load_seconds: f64,
+    pub load_source: LoadSource,
+}
+
+impl PodSpec<'_> {
+    pub fn has_accelerator(&self) -> bool {
+        self.containers.iter().any(Container::is_accelerated)
+    }
+
+    /// `terminationGracePeriodSeconds`, with Kubernetes' default of 30.
+    pub fn termination_grace_period(&self) -> i64 {
+        self.value
+            .get("terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(30)
+    }
+}
+
+/// An object given to the engine, analysed.
+#[derive(Debug, Clone)]
+pub struct Workload<'a> {
+    /// Position in the input.
+    pub index: usize,
+    pub object: &'a Value,
+    pub object_ref: ObjectRef,
+    pub annotations: Option<&'a serde_json::Map<String, Value>>,
+    /// Empty for objects without pod specs (Services, HPAs, PDBs...).
+    pub pod_specs: Vec<PodSpec<'a>>,
+}
+
+impl<'a> Workload<'a> {
+    pub fn analyse(index: usize, object: &'a Value, policy: &Policy) -> Self {
+        let object_ref = ObjectRef::from_object(object);
+        let annotations = object
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object);
+        let mut pod_specs = Vec::new();
+        let layout = builtin_layout(&object_ref.api_version, &object_ref.kind).or_else(|| {
+            policy
+                .workloads
+                .iter()
+                .find(|w| w.matches(&object_ref.api_version, &object_ref.kind))
+                .map(|w| Layout {
+                    pod_specs: &[],
+                    batch: w.batch,
+                })
+        });
+        if let Some(layout) = layout {
+            let custom: Vec<&str> = policy
+                .workloads
+                .iter()
+                .filter(|w| {
+                    builtin_layout(&object_ref.api_version, &object_ref.kind).is_none()
+                        && w.matches(&object_ref.api_version, &object_ref.kind)
+                })
+                .flat_map(|w| w.pod_specs.iter().map(String::as_str))
+                .collect();
+            for pattern in layout.pod_specs.iter().copied().chain(custom) {
+                for (ptr, value) in expand(object, pattern) {
+                    if value.is_object() {
+                        pod_specs.push(analyse_pod_spec(
+                            &object_ref,
+                            object,
+                            annotations,
+                            ptr,
+                            value,
+                            layout.batch,
+                            policy,
+                        ));
+                    }
+                }
+            }
+        }
+        Workload {
+            index,
+            object,
+            object_ref,
+            annotations,
+            pod_specs,
+        }
+    }
+}
+
+/// Expands a pointer pattern with `*` wildcards into the nodes it names.
+fn expand<'a>(root: &'a Value, pattern: &str) -> Vec<(String, &'a Value)> {
+    let mut current = vec![(String::new(), root)];
+    for token in pattern.split('/').skip(1) {
+        let mut next = Vec::new();
+        for (ptr, node) in current {
+            if token == "*" {
+                match node {
+                    Value::Array(items) => next.extend(
+                        items
+                            .iter()
+                            .enumerate()
+                            .map(|(i, v)| (pointer::join_index(&ptr, i), v)),
+                    ),
+                    Value::Object(map) => {
+                        next.extend(map.iter().map(|(k, v)| (pointer::join(&ptr, k), v)))
+                    }
+                    _ => {}
+                }
+            } else {
+                let token = token.replace("~1", "/").replace("~0", "~");
+                let child = match node {
+                    Value::Object(map) => map.get(&token),
+                    Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                    _ => None,
+                };
+                if let Some(child) = child {
+                    next.push((pointer::join(&ptr, &token), child));
+                }
+            }
+        }
+        current = next;
+    }
+    current
+}
+
+fn analyse_pod_spec<'a>(
+    object_ref: &ObjectRef,
+    object: &'a Value,
+    object_annotations: Option<&'a serde_json::Map<String, Value>>,
+    pointer: String,
+    spec: &'a Value,
+    batch_kind: bool,
+    policy: &Policy,
+) -> PodSpec<'a> {
+    // A template's metadata sits beside its spec (`/spec/template/metadata`); KServe components
+    // carry `annotations` on the component itself.
+    let template_annotations = match pointer.strip_suffix("/spec") {
+        Some(prefix) if prefix.is_empty() => None,
+        Some(prefix) => object
+            .pointer(&format!("{prefix}/metadata/annotations"))
+            .and_then(Value::as_object),
+        None => spec.get("annotations").and_then(Value::as_object),
+    };
+    let (load_seconds, load_source) = load_time(template_annotations, object_annotations, policy);
+
+    let runtime_class = spec
+        .get("runtimeClassName")
+        .and_then(Value::as_str)
+        .filter(|rc| policy.accelerator_runtime_classes.iter().any(|a| crate::glob::matches(a, rc)));
+    let mut containers = Vec::new();
+    let mut add = |ptr: String, value: &'a Value, sidecar: bool, default_name: &str| {
+        if !value.is_object() {
+            return;
+        }
+        let mut accelerators = accelerator_resources(value, policy);
+        if let Some(rc) = runtime_class
+            && !sidecar
+        {
+            accelerators.push(AcceleratorReason::RuntimeClass(rc.to_owned()));
+        }
+        let image = value.get("image").and_then(Value::as_str).unwrap_or_default().to_owned();
+        containers.push(Container {
+            name: value
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or(default_name)
+                .to_owned(),
+            server: KnownServer::for_image(&image),
+            image,
+            pointer: ptr,
+            value,
+            sidecar,
+            accelerators,
+        });
+    };
+    if let Some(list) = spec.get("containers").and_then(Value::as_array) {
+        for (i, c) in list.iter().enumerate() {
+            add(pointer::join_index(&pointer::join(&pointer, "containers"), i), c, false, "");
+        }
+    }
+    if let Some(list) = spec.get("initContainers").and_then(Value::as_array) {
+        for (i, c) in list.iter().enumerate() {
+            if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+                add(pointer::join_index(&pointer::join(&pointer, "initContainers"), i), c, true, "");
+            }
+        }
+    }
+    if object_ref.kind == "InferenceService" {
+        for key in KSERVE_MODEL_KEYS {
+            if let Some(model) = spec.get(*key) {
+                add(pointer::join(&pointer, key), model, false, "kserve-container");
+            }
+        }
+    }
+
+    let run_to_completion = matches!(
+        spec.get("restartPolicy").and_then(Value::as_str),
+        Some("Never" | "OnFailure")
+    );
+    let declares_port = containers
+        .iter()
+        .any(|c| c.value.get("ports").and_then(Value::as_array).is_some_and(|p| !p.is_empty()));
+    let batch = batch_kind || (object_ref.kind == "Pod" && run_to_completion && !declares_port);
+
+    PodSpec {
+        pointer,
+        value: spec,
+        template_annotations,
+        serving: !batch,
+        containers,
+        load_seconds,
+        load_source,
+    }
+}
+
+fn load_time(
+    template: Option<&serde_json::Map<String, Value>>,
+    object: Option<&serde_json::Map<String, Value>>,
+    policy: &Policy,
+) -> (f64, LoadSource) {
+    let raw = template
+        .and_then(|a| a.get(LOAD_SECONDS_ANNOTATION))
+        .or_else(|| object.and_then(|a| a.get(LOAD_SECONDS_ANNOTATION)));
+    let Some(raw) = raw else {
+        return (policy.model_load_seconds, LoadSource::Policy);
+    };
+    let parsed = match raw {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().trim_end_matches('s').trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match parsed {
+        Some(secs) if secs.is_finite() && secs >= 0.0 => (secs, LoadSource::Annotation),
+        _ => (
+            policy.model_load_seconds,
+            LoadSource::InvalidAnnotation(match raw {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }),
+        ),
+    }
+}
+
+/// Accelerator resources a container asks for (non-zero quantities only), and DRA claims.
+fn accelerator_resources(container: &Value, policy: &Policy) -> Vec<AcceleratorReason> {
+    let mut out: Vec<AcceleratorReason> = Vec::new();
+    let resources = container.get("resources");
+    for section in ["limits", "requests"] {
+        let Some(map) = resources.and_then(|r| r.get(section)).and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, quantity) in map {
+            let zero = match quantity {
+                Value::Number(n) => n.as_f64() == Some(0.0),
+                Value::String(s) => s.trim() == "0",
+                _ => false,
+            };
+            if !zero
+                && policy.is_accelerator_resource(name)
+                && !out.iter().any(|r| matches!(r, AcceleratorReason::Resource(n) if n == name))
+            {
+                out.push(AcceleratorReason::Resource(name.clone()));
+            }
+        }
+    }
+    if let Some(claims) = resources.and_then(|r| r.get("claims")).and_then(Value::as_array) {
+        for claim in claims {
+            if let Some(name) = claim.get("name").and_then(Value::as_str) {
+                out.push(AcceleratorReason::ResourceClaim(name.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn analyse(v: &Value) -> Workload<'_> {
+        Workload::analyse(0, v, Box::leak(Box::new(Policy::default())))
+    }
+
+    #[test]
+    fn deployment_template_is_found_with_gpu_container_and_sidecar() {
+        let v = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm"},
+            "spec": {"template": {"metadata": {"annotations": {LOAD_SECONDS_ANNOTATION: "600"}},
+              "spec": {
+                "initContainers": [
+                  {"name": "download", "image": "busybox"},
+                  {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}],
+                "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
+                  "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}
+        });
+        let w = analyse(&v);
+        assert_eq!(w.pod_specs.len(), 1);
+        let pod = &w.pod_specs[0];
+        assert_eq!(pod.pointer, "/spec/template/spec");
+        assert!(pod.serving);
+        assert_eq!(pod.load_seconds, 600.0);
+        assert_eq!(pod.load_source, LoadSource::Annotation);
+        let names: Vec<_> = pod.containers.iter().map(|c| (c.name.as_str(), c.sidecar, c.is_accelerated())).collect();
+        assert_eq!(names, [("vllm", false, true), ("proxy", true, false)]);
+        assert_eq!(pod.containers[0].pointer, "/spec/template/spec/containers/0");
+        assert_eq!(pod.containers[1].pointer, "/spec/template/spec/initContainers/1");
+        assert_eq!(pod.containers[0].server.map(|s| s.id), Some("vllm"));
+    }
+
+    #[test]
+    fn zero_gpu_and_unknown_resources_are_not_accelerators() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
+            {"name": "a", "resources": {"limits": {"nvidia.com/gpu": "0"}}},
+            {"name": "b", "resources": {"limits": {"example.com/fpga": 1}}},
+            {"name": "c", "resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}}}]}});
+        let w = analyse(&v);
+        let accel: Vec<_> = w.pod_specs[0].containers.iter().map(|c| c.is_accelerated()).collect();
+        assert_eq!(accel, [false, false, true]);
+    }
+
+    #[test]
+    fn runtime_class_and_dra_claims_make_accelerator_containers() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"runtimeClassName": "nvidia",
+            "containers": [{"name": "a"}]}});
+        assert!(analyse(&v).pod_specs[0].containers[0].is_accelerated());
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "spec": {
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+            "containers": [{"name": "a", "resources": {"claims": [{"name": "gpu"}]}}, {"name": "b"}]}});
+        let w = analyse(&v);
+        assert!(w.pod_specs[0].containers[0].is_accelerated());
+        assert!(!w.pod_specs[0].containers[1].is_accelerated());
+    }
+
+    #[test]
+    fn batch_kinds_and_run_to_completion_pods_do_not_serve() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": {"containers": [{"name": "a"}]}}}});
+        assert!(!analyse(&job).pod_specs[0].serving);
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"restartPolicy": "Never", "containers": [{"name": "a"}]}});
+        assert!(!analyse(&pod).pod_specs[0].serving);
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
+        assert!(analyse(&pod).pod_specs[0].serving);
+    }
+
+    #[test]
+    fn every_builtin_kind_finds_its_pod_specs() {
+        let pod = json!({"containers": [{"name": "c"}]});
+        let tpl = json!({"spec": pod});
+        let cases = [
+            (json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
+            (json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
+            (json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
+            (json!({"apiVersion": "v1", "kind": "ReplicationController", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
+            (json!({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": tpl}}}}), vec!["/spec/jobTemplate/spec/template/spec"]),
+            (json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "spec": {"leaderWorkerTemplate": {"leaderTemplate": tpl, "workerTemplate": tpl}}}),
+                vec!["/spec/leaderWorkerTemplate/leaderTemplate/spec", "/spec/leaderWorkerTemplate/workerTemplate/spec"]),
+            (json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
+            (json!({"apiVersion": "serving.knative.dev/v1", "kind": "Service", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
+            (json!({"apiVersion": "v1", "kind": "Service", "spec": {"template": tpl}}), vec![]),
+            (json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {"replicatedJobs": [{"template": {"spec": {"template": tpl}}}, {"template": {"spec": {"template": tpl}}}]}}),
+                vec!["/spec/replicatedJobs/0/template/spec/template/spec", "/spec/replicatedJobs/1/template/spec/template/spec"]),
+            (json!({"apiVersion": "ray.io/v1", "kind": "RayService", "spec": {"rayClusterConfig": {"headGroupSpec": {"template": tpl}, "workerGroupSpecs": [{"template": tpl}]}}}),
+                vec!["/spec/rayClusterConfig/headGroupSpec/template/spec", "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec"]),
+            (json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": tpl}, "workerGroupSpecs": [{"template": tpl}]}}),
+                vec!["/spec/headGroupSpec/template/spec", "/spec/workerGroupSpecs/0/template/spec"]),
+            (json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime", "spec": pod}), vec!["/spec"]),
+            (json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService", "spec": {"template": pod, "prefill": {"template": pod}}}),
+                vec!["/spec/template", "/spec/prefill/template"]),
+        ];
+        for (object, want) in cases {
+            let w = analyse(&object);
+            let got: Vec<_> = w.pod_specs.iter().map(|p| p.pointer.as_str()).collect();
+            assert_eq!(got, want, "{}", object["kind"]);
+        }
+    }
+
+    #[test]
+    fn kserve_model_spec_is_a_container() {
+        let v = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "llama"},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
+                "resources": {"limits": {"nvidia.com/gpu": "1"}}}}}});
+        let w = analyse(&v);
+        let c = &w.pod_specs[0].containers[0];
+        assert_eq!(c.pointer, "/spec/predictor/model");
+        assert_eq!(c.name, "kserve-container");
+        assert!(c.is_accelerated());
+    }
+
+    #[test]
+    fn policy_workloads_add_crd_pod_specs() {
+        let policy = Policy::with_user_yaml(
+            "workloads:\n  - kind: Model\n    apiVersion: kubeai.org\n    podSpecs: [/spec/pods/*/spec]\n",
+        )
+        .unwrap();
+        let v = json!({"apiVersion": "kubeai.org/v1", "kind": "Model",
+            "spec": {"pods": {"a": {"spec": {"containers": [{"name": "x"}]}}}}});
+        let w = Workload::analyse(0, &v, &policy);
+        assert_eq!(w.pod_specs[0].pointer, "/spec/pods/a/spec");
+    }
+
+    #[test]
+    fn bad_load_annotation_falls_back_to_policy_and_says_so() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"annotations": {LOAD_SECONDS_ANNOTATION: "ten minutes"}},
+            "spec": {"containers": [{"name": "a"}]}});
+        let w = analyse(&v);
+        assert_eq!(w.pod_specs[0].load_seconds, 300.0);
+        assert_eq!(w.pod_specs[0].load_source, LoadSource::InvalidAnnotation("ten minutes".into()));
+    }
+}
