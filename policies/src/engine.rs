@@ -207,3 +207,186 @@ fn suppression(analysis: &Analysis<'_>, finding: &Finding) -> Option<Suppression
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::finding::SuppressionSource;
+    use crate::rules::testing::{lint, lint_with, objects};
+    use crate::{Policy, Severity};
+
+    const NO_PROBES: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+  namespace: serving
+  annotations: ANNOTATIONS
+spec:
+  template:
+    spec:
+      containers:
+        - name: server
+          image: vllm/vllm-openai:v0.6.3
+          resources: {limits: {nvidia.com/gpu: 1}}
+        - name: metrics
+          image: prom/exporter
+"#;
+
+    fn with_annotations(a: &str) -> String {
+        NO_PROBES.replace("ANNOTATIONS", a)
+    }
+
+    fn rules_of(findings: &[crate::Finding], suppressed: bool) -> Vec<String> {
+        findings
+            .iter()
+            .filter(|f| f.is_suppressed() == suppressed)
+            .map(|f| f.rule.clone())
+            .collect()
+    }
+
+    #[test]
+    fn annotation_exemption_is_reported_as_suppressed_with_its_reason() {
+        let yaml = with_annotations(
+            "{probelint.io/ignore: 'gpu-readiness-probe-missing', probelint.io/ignore-reason: 'served behind a queue'}",
+        );
+        let findings = lint(&yaml);
+        let suppressed: Vec<_> = findings.iter().filter(|f| f.is_suppressed()).collect();
+        assert_eq!(suppressed.len(), 1);
+        assert_eq!(suppressed[0].rule, "gpu-readiness-probe-missing");
+        let s = suppressed[0].suppressed.as_ref().unwrap();
+        assert_eq!(s.source, SuppressionSource::Annotation);
+        assert_eq!(s.reason, "served behind a queue");
+        assert!(rules_of(&findings, false).contains(&"gpu-startup-probe-missing".to_owned()));
+    }
+
+    #[test]
+    fn ignore_all_and_per_container_annotations() {
+        let all = lint(&with_annotations("{probelint.io/ignore: all}"));
+        assert!(!all.is_empty() && all.iter().all(|f| f.is_suppressed()));
+        assert_eq!(
+            all[0].suppressed.as_ref().unwrap().reason,
+            "no reason given (add probelint.io/ignore-reason)"
+        );
+        let other = lint(&with_annotations("{probelint.io/ignore.metrics: all}"));
+        assert!(other.iter().all(|f| !f.is_suppressed()), "only container metrics is exempt");
+        let this = lint(&with_annotations("{probelint.io/ignore.server: 'gpu-startup-probe-missing, gpu-readiness-probe-missing'}"));
+        assert_eq!(rules_of(&this, true), ["gpu-readiness-probe-missing", "gpu-startup-probe-missing"]);
+    }
+
+    #[test]
+    fn template_annotations_exempt_too() {
+        let yaml = NO_PROBES
+            .replace("  annotations: ANNOTATIONS\n", "")
+            .replace("  template:\n    spec:", "  template:\n    metadata:\n      annotations: {probelint.io/ignore: all}\n    spec:");
+        assert!(lint(&yaml).iter().all(|f| f.is_suppressed()));
+    }
+
+    #[test]
+    fn strict_mode_ignores_annotations_but_keeps_policy_exemptions() {
+        let yaml = with_annotations("{probelint.io/ignore: all}");
+        let strict = Policy::with_user_yaml(
+            "allowAnnotationExemptions: false\nexemptions:\n  - rules: [gpu-readiness-probe-missing]\n    namespaces: [serv*]\n    containers: [server]\n    reason: readiness is enforced by the gateway\n",
+        )
+        .unwrap();
+        let findings = lint_with(&yaml, &strict);
+        assert_eq!(rules_of(&findings, true), ["gpu-readiness-probe-missing"]);
+        let f = findings.iter().find(|f| f.is_suppressed()).unwrap();
+        assert_eq!(f.suppressed.as_ref().unwrap().source, SuppressionSource::Policy);
+        assert!(rules_of(&findings, false).contains(&"gpu-startup-probe-missing".to_owned()));
+    }
+
+    #[test]
+    fn policy_exemption_selectors_must_all_match() {
+        let policy = Policy::with_user_yaml(
+            "exemptions:\n  - rules: [all]\n    namespaces: [other]\n    reason: not ours\n",
+        )
+        .unwrap();
+        assert!(lint_with(&with_annotations("{}"), &policy).iter().all(|f| !f.is_suppressed()));
+    }
+
+    #[test]
+    fn rule_off_drops_its_findings() {
+        let policy = Policy::with_user_yaml("rules:\n  gpu-startup-probe-missing: off\n").unwrap();
+        let findings = lint_with(&with_annotations("{}"), &policy);
+        assert!(findings.iter().all(|f| f.rule != "gpu-startup-probe-missing"));
+        assert!(findings.iter().any(|f| f.rule == "gpu-readiness-probe-missing"));
+    }
+
+    #[test]
+    fn custom_rules_check_containers_pod_specs_and_objects() {
+        let policy = Policy::with_user_yaml(
+            r#"customRules:
+  - id: gpu-memory-limit
+    severity: warning
+    target: container
+    acceleratorsOnly: true
+    message: GPU containers must set a memory limit
+    schema:
+      type: object
+      required: [resources]
+      properties:
+        resources:
+          required: [limits]
+          properties:
+            limits: {required: [memory]}
+  - id: owner-label
+    severity: info
+    target: object
+    message: objects need an owner label
+    schema: {required: [metadata], properties: {metadata: {required: [labels]}}}
+  - id: no-host-network
+    severity: error
+    target: podSpec
+    message: no hostNetwork
+    schema: {properties: {hostNetwork: {const: false}}}
+"#,
+        )
+        .unwrap();
+        let findings = lint_with(&with_annotations("{}"), &policy);
+        let custom: Vec<_> = findings
+            .iter()
+            .filter(|f| ["gpu-memory-limit", "owner-label", "no-host-network"].contains(&f.rule.as_str()))
+            .map(|f| (f.rule.as_str(), f.severity, f.container.as_deref(), f.pointer.as_str()))
+            .collect();
+        assert_eq!(
+            custom,
+            [
+                ("owner-label", Severity::Info, None, ""),
+                ("gpu-memory-limit", Severity::Warning, Some("server"), "/spec/template/spec/containers/0"),
+            ]
+        );
+    }
+
+    #[test]
+    fn custom_rule_schema_errors_and_remote_refs_are_refused() {
+        let err = Policy::with_user_yaml(
+            "customRules:\n  - id: x\n    severity: error\n    target: object\n    message: m\n    schema: {type: 12}\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("customRules[0].schema"), "{err}");
+        let err = Policy::with_user_yaml(
+            "customRules:\n  - id: x\n    severity: error\n    target: object\n    message: m\n    schema: {$ref: 'https://example.com/s.json'}\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("customRules[0].schema"), "{err}");
+        let err = Policy::with_user_yaml(
+            "customRules:\n  - id: x\n    severity: error\n    target: object\n    message: m\n    schema: {$ref: 'file:///etc/passwd'}\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("customRules[0].schema"), "{err}");
+        let err = Policy::with_user_yaml(
+            "customRules:\n  - id: gpu-startup-probe-missing\n    severity: error\n    target: object\n    message: m\n    schema: {}\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("already taken"), "{err}");
+    }
+
+    #[test]
+    fn findings_know_which_input_object_they_are_about() {
+        let yaml = format!("{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: s}}\n---\n{}", with_annotations("{}"), with_annotations("{}").replace("name: llm", "name: llm2"));
+        let objs = objects(&yaml);
+        let findings = crate::evaluate(&objs, &Policy::default());
+        assert!(findings.iter().any(|f| f.object_index == 0 && f.object.name.as_deref() == Some("llm")));
+        assert!(findings.iter().any(|f| f.object_index == 2 && f.object.name.as_deref() == Some("llm2")));
+        assert!(findings.iter().all(|f| f.object_index != 1));
+    }
+}

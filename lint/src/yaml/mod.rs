@@ -1,1 +1,133 @@
-//! stub
+//! Loading Kubernetes manifests (YAML or JSON) into JSON values with source locations.
+//!
+//! # Why not a YAML library's loader
+//!
+//! kubectl and the apiserver read manifests through sigs.k8s.io/yaml over go-yaml v2, i.e. with
+//! **YAML 1.1** scalar rules: `yes`/`no`/`on`/`off`/`y`/`n` are booleans, `0644` is octal,
+//! `1_000` is an integer, while quoted scalars are always strings. Most Rust YAML crates
+//! resolve YAML 1.2, where `enabled: on` is the string `"on"`; a linter that disagrees with the
+//! cluster about what a manifest says is worse than none. So this module drives
+//! saphyr-parser's event API (a YAML 1.2 *syntax* parser; syntax is the same in both versions)
+//! and resolves plain scalars the way go-yaml v2 does ([`resolve`]). Mapping keys become
+//! strings the way sigs.k8s.io/yaml makes them (`8080:` → `"8080"`, `yes:` → `"true"`).
+//!
+//! # Hostile input
+//!
+//! The CLI lints whatever is in a repository, so every input is bounded ([`Limits`]) and
+//! checked while events stream in, before a tree exists: file size before parsing; NUL bytes
+//! and invalid UTF-8 before parsing; nesting depth on each collection start and alias; node
+//! count (including alias expansion, the "billion laughs" attack) on each node. Nothing here
+//! recurses on input structure. The resulting [`serde_json::Value`] is at most
+//! [`Limits::max_depth`] deep, which also bounds the recursion of anything that walks it later
+//! (and of its `Drop`).
+//!
+//! # Locations
+//!
+//! Each [`Document`] carries [`Locations`], which map a JSON Pointer (RFC 6901, e.g.
+//! `/spec/template/spec/containers/0/readinessProbe`) to the line, character column and byte
+//! range of the node, its key and its `-`. Lines and columns are for people; byte offsets are
+//! for `--fix`, which splices text and so must know when a node's text is shared through an
+//! anchor ([`NodeLocation::shared`]).
+
+mod builder;
+mod error;
+mod location;
+mod resolve;
+mod source;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::{YamlError, YamlErrorKind};
+pub use location::{Locations, NodeLocation, Span, escape_pointer_token};
+
+/// Bounds on what one file may cost. The defaults are far above any real manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest file accepted, in bytes; checked before anything else. Default 32 MiB.
+    pub max_file_bytes: usize,
+    /// Most documents (`---` separated) in one file, empty ones included. Default 10,000.
+    pub max_documents: usize,
+    /// Deepest nesting of collections, counting what aliases expand to. Default 256. Flow
+    /// collections (`[`, `{`) cannot nest past 255 whatever this says: saphyr-parser's own
+    /// limit, reported as [`YamlErrorKind::TooDeep`] too.
+    pub max_depth: usize,
+    /// Most nodes (scalars, collections, keys) in one file, counting every alias as the size
+    /// of what it repeats and every anchored collection twice (its copy kept for aliases).
+    /// Default 1,000,000.
+    pub max_nodes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 32 * 1024 * 1024,
+            max_documents: 10_000,
+            max_depth: 256,
+            max_nodes: 1_000_000,
+        }
+    }
+}
+
+/// One non-empty document of a file.
+#[derive(Debug)]
+pub struct Document {
+    /// The document as Kubernetes sees it (what `kubectl` would send as JSON).
+    pub value: serde_json::Value,
+    /// Where each node of `value` is written.
+    pub locations: Locations,
+    /// 1-based line where the document starts: its `---`, or its first token.
+    pub line: usize,
+}
+
+/// Everything read from a file, even when a later part of it is broken.
+#[derive(Debug)]
+pub struct Stream {
+    /// The documents that were complete before `error`, in file order. Empty documents (only
+    /// `---`, only comments, or `null`) are skipped, as kubectl skips them.
+    pub documents: Vec<Document>,
+    /// The first error, if any; nothing after it was read.
+    pub error: Option<YamlError>,
+}
+
+/// Parses a file of one or more YAML (or JSON) documents; any error fails the whole file.
+///
+/// # Errors
+///
+/// The first problem found, with its line and column; see [`YamlErrorKind`].
+pub fn parse_stream(src: &[u8], limits: &Limits) -> Result<Vec<Document>, YamlError> {
+    let stream = parse_stream_partial(src, limits);
+    match stream.error {
+        Some(error) => Err(error),
+        None => Ok(stream.documents),
+    }
+}
+
+/// Like [`parse_stream`], but keeps the documents completed before the first error, so that a
+/// linter can still check the healthy documents of a file whose third document is broken.
+/// Errors found before parsing (size, encoding) leave `documents` empty.
+pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
+    let failed = |error| Stream {
+        documents: Vec::new(),
+        error: Some(error),
+    };
+    if src.len() > limits.max_file_bytes {
+        return failed(YamlError {
+            kind: YamlErrorKind::TooLarge,
+            message: format!(
+                "the file is {} bytes, more than the {}-byte limit",
+                src.len(),
+                limits.max_file_bytes
+            ),
+            line: 1,
+            column: 1,
+            offset: 0,
+        });
+    }
+    let text = match source::check_text(src) {
+        Ok(text) => text,
+        Err(error) => return failed(error),
+    };
+    let map = source::SourceMap::new(text);
+    builder::parse(&map, limits)
+}
