@@ -1,1 +1,315 @@
-fn main() {}
+//! `probelint`: lint Kubernetes manifests for GPU model-serving probe mistakes.
+
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use probelint::inputs::{self, Input};
+use probelint::lint::{self, Source};
+use probelint::output::{self, Format};
+use probelint::yaml::Limits;
+use probelint_policies::{DEFAULT_POLICY_YAML, Policy, Severity};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code when findings reach `--fail-on`.
+const EXIT_FINDINGS: u8 = 1;
+/// Exit code for usage errors and input that could not be read or parsed.
+const EXIT_ERROR: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "probelint",
+    version = VERSION.as_str(),
+    about = "Lint Kubernetes manifests for GPU model-serving probe mistakes",
+    long_about = "Lint Kubernetes manifests for GPU model-serving probe mistakes: missing startup \
+probes that cause restart storms while weights load, port-open readiness that sends traffic to pods \
+that cannot infer, and more. Files and directories are read recursively (.yaml, .yml, .json); `-` \
+reads standard input.",
+    after_help = "Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage or input errors.",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    #[command(flatten)]
+    lint: LintArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct LintArgs {
+    /// Files or directories to lint; `-` for standard input.
+    #[arg(value_name = "PATH")]
+    paths: Vec<String>,
+
+    /// Output format; repeat to write several (pair each with --output).
+    #[arg(long, short = 'f', value_enum, action = ArgAction::Append)]
+    format: Vec<Format>,
+
+    /// Write the preceding --format to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE", action = ArgAction::Append)]
+    output: Vec<PathBuf>,
+
+    /// Lowest severity that makes the run fail (exit 1).
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    fail_on: FailOn,
+
+    /// Skip paths matching GLOB (repeatable), e.g. 'charts/**'.
+    #[arg(long, value_name = "GLOB", action = ArgAction::Append)]
+    exclude: Vec<String>,
+
+    /// Policy file (default: the nearest .probelint.yaml at or above the current directory).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Print the built-in policy and exit.
+    #[arg(long)]
+    policy_default: bool,
+
+    /// Render directories that contain kustomization.yaml with `kubectl kustomize` (or
+    /// `kustomize build`) and lint the result.
+    #[arg(long)]
+    kustomize: bool,
+
+    /// When to use colour in human output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+
+    /// Also list skipped documents and files.
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List every rule: id, default severity, summary.
+    Rules,
+    /// Explain a rule: why it matters, a bad and a good example, the fix.
+    Explain {
+        /// The rule id, e.g. gpu-startup-probe-missing.
+        rule: String,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    Error,
+    Warning,
+    Info,
+}
+
+impl FailOn {
+    fn threshold(self) -> Severity {
+        match self {
+            FailOn::Error => Severity::Error,
+            FailOn::Warning => Severity::Warning,
+            FailOn::Info => Severity::Info,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// `0.1.0 (built-in policy 2026.11.0)`: which rules a CI log was produced with.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let policy = Policy::builtin()
+        .map(|p| p.version)
+        .unwrap_or_else(|_| "invalid".to_owned());
+    format!("{} (built-in policy {policy})", env!("CARGO_PKG_VERSION"))
+});
+
+fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Some(Command::Rules) => print_rules(),
+        Some(Command::Explain { rule }) => explain(&rule),
+        None => run_lint(&cli.lint, &matches),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            let _ = writeln!(anstream::stderr(), "probelint: error: {message}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Pairs each `--output` with the `--format` written before it; formats without one go to stdout.
+fn destinations(
+    args: &LintArgs,
+    matches: &clap::ArgMatches,
+) -> Result<Vec<(Format, Option<PathBuf>)>, String> {
+    let format_at: Vec<usize> = matches
+        .indices_of("format")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    let output_at: Vec<usize> = matches
+        .indices_of("output")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    let mut pairs: Vec<(Format, Option<PathBuf>)> =
+        args.format.iter().map(|f| (*f, None)).collect();
+    if pairs.is_empty() {
+        pairs.push((Format::Human, None));
+    }
+    for (output, at) in args.output.iter().zip(output_at) {
+        // The last --format before this --output; an --output before any --format applies to
+        // the default (human) format.
+        let slot = format_at.iter().rposition(|f| *f < at).unwrap_or(0);
+        if pairs[slot].1.is_some() {
+            return Err(format!(
+                "--output {} has no --format of its own before it (each --output follows its --format)",
+                output.display()
+            ));
+        }
+        pairs[slot].1 = Some(output.clone());
+    }
+    if pairs.iter().filter(|(_, o)| o.is_none()).count() > 1 {
+        return Err(
+            "several --format options write to standard output; give all but one an --output FILE"
+                .to_owned(),
+        );
+    }
+    Ok(pairs)
+}
+
+fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
+    if args.policy_default {
+        print!("{DEFAULT_POLICY_YAML}");
+        return Ok(0);
+    }
+    let destinations = destinations(args, matches)?;
+    if args.paths.is_empty() {
+        return Err(
+            "no paths given (try `probelint manifests/`, or `-` for standard input)".to_owned(),
+        );
+    }
+    let config_path = match &args.config {
+        Some(path) => Some(path.clone()),
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| probelint::config::discover(&d)),
+    };
+    let policy = probelint::config::load(config_path.as_deref())?;
+    let excludes = inputs::exclude_set(&args.exclude)?;
+    let limits = Limits::default();
+
+    let mut sources = Vec::new();
+    let mut paths = args.paths.clone();
+    if args.kustomize {
+        let (rendered, rest) = probelint::kustomize::render_all(&paths)?;
+        sources.extend(rendered);
+        paths = rest;
+    }
+    let discovery = inputs::discover(&paths, &excludes);
+    sources.extend(
+        discovery
+            .inputs
+            .iter()
+            .map(|i| lint::read_input(i, &limits)),
+    );
+    sources.extend(discovery.errors.into_iter().map(|(name, why)| Source {
+        input: Input::File(PathBuf::from(&name)),
+        name,
+        bytes: Err(why),
+    }));
+
+    let report = lint::lint_sources(sources, &policy, &limits);
+
+    for (format, path) in &destinations {
+        let color = match args.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            // https://no-color.org: any non-empty NO_COLOR turns automatic colour off.
+            ColorChoice::Auto => {
+                path.is_none()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::IsTerminal::is_terminal(&std::io::stdout())
+            }
+        };
+        let options = output::Options {
+            color,
+            verbose: args.verbose,
+        };
+        match path {
+            None => {
+                let stdout = std::io::stdout();
+                let mut out = stdout.lock();
+                output::render(*format, &report, &options, &mut out)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| format!("cannot write output: {e}"))?;
+            }
+            Some(path) => probelint::atomic::write_with(path, |out| {
+                output::render(*format, &report, &options, out)
+            })
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        }
+    }
+
+    let threshold = args.fail_on.threshold();
+    let failing = report
+        .findings
+        .iter()
+        .any(|f| !f.finding.is_suppressed() && f.finding.severity >= threshold);
+    Ok(if !report.errors.is_empty() {
+        EXIT_ERROR
+    } else if failing {
+        EXIT_FINDINGS
+    } else {
+        0
+    })
+}
+
+fn print_rules() -> Result<u8, String> {
+    let mut out = std::io::stdout().lock();
+    let width = probelint_policies::registry()
+        .iter()
+        .map(|r| r.meta().id.len())
+        .max()
+        .unwrap_or(0);
+    let mut text = format!("{:width$}  {:8}  {}\n", "RULE", "SEVERITY", "SUMMARY");
+    for rule in probelint_policies::registry() {
+        let m = rule.meta();
+        let fix = if m.fix.is_some() { " (fixable)" } else { "" };
+        text.push_str(&format!(
+            "{:width$}  {:8}  {}{fix}\n",
+            m.id,
+            m.severity.as_str(),
+            m.summary
+        ));
+    }
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+fn explain(id: &str) -> Result<u8, String> {
+    let Some(rule) = probelint_policies::rules::find(id) else {
+        let ids: Vec<&str> = probelint_policies::registry()
+            .iter()
+            .map(|r| r.meta().id)
+            .collect();
+        let near = ids
+            .iter()
+            .find(|known| known.contains(id) || id.contains(**known));
+        let hint = near
+            .map(|n| format!(" (did you mean {n}?)"))
+            .unwrap_or_default();
+        return Err(format!(
+            "unknown rule {id:?}{hint}; `probelint rules` lists them"
+        ));
+    };
+    let text = probelint::explain::render(rule.meta());
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())?;
+    Ok(0)
+}

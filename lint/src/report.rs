@@ -82,15 +82,23 @@ impl Report {
     /// Puts findings and errors in the deterministic order every format prints.
     pub fn sort(&mut self) {
         self.findings.sort_by(|a, b| {
-            (&a.file, a.line, a.column, &a.finding.rule, &a.finding.pointer).cmp(&(
-                &b.file,
-                b.line,
-                b.column,
-                &b.finding.rule,
-                &b.finding.pointer,
-            ))
+            (
+                &a.file,
+                a.line,
+                a.column,
+                &a.finding.rule,
+                &a.finding.pointer,
+            )
+                .cmp(&(
+                    &b.file,
+                    b.line,
+                    b.column,
+                    &b.finding.rule,
+                    &b.finding.pointer,
+                ))
         });
-        self.errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        self.errors
+            .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
         self.skipped.sort_by(|a, b| a.file.cmp(&b.file));
     }
 }

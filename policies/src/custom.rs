@@ -72,17 +72,25 @@ impl CustomRule {
         if !id_ok {
             return Err(PolicyError::Invalid {
                 key: key("id"),
-                message: format!("expected a kebab-case id like \"gpu-memory-limit\", got {:?}", file.id),
+                message: format!(
+                    "expected a kebab-case id like \"gpu-memory-limit\", got {:?}",
+                    file.id
+                ),
             });
         }
-        let validator = jsonschema::validator_for(&file.schema).map_err(|e| PolicyError::Invalid {
-            key: key("schema"),
-            message: format!("not a valid JSON Schema: {e}"),
-        })?;
+        let validator =
+            jsonschema::validator_for(&file.schema).map_err(|e| PolicyError::Invalid {
+                key: key("schema"),
+                message: format!("not a valid JSON Schema: {e}"),
+            })?;
         Ok(CustomRule {
-            help: file
-                .help
-                .unwrap_or_else(|| format!("make the {} satisfy the policy's schema for `{}`", target_noun(file.target), file.id)),
+            help: file.help.unwrap_or_else(|| {
+                format!(
+                    "make the {} satisfy the policy's schema for `{}`",
+                    target_noun(file.target),
+                    file.id
+                )
+            }),
             id: file.id,
             severity: file.severity,
             target: file.target,

@@ -45,11 +45,13 @@ impl<'a> Analysis<'a> {
     pub fn containers(&self) -> impl Iterator<Item = ContainerContext<'_, 'a>> {
         self.workloads.iter().flat_map(|workload| {
             workload.pod_specs.iter().flat_map(move |pod| {
-                pod.containers.iter().map(move |container| ContainerContext {
-                    workload,
-                    pod,
-                    container,
-                })
+                pod.containers
+                    .iter()
+                    .map(move |container| ContainerContext {
+                        workload,
+                        pod,
+                        container,
+                    })
             })
         })
     }
@@ -191,7 +193,11 @@ fn suppression(analysis: &Analysis<'_>, finding: &Finding) -> Option<Suppression
             annotations
                 .get(key)
                 .and_then(Value::as_str)
-                .is_some_and(|list| list.split(',').map(str::trim).any(|r| r == "all" || r == finding.rule))
+                .is_some_and(|list| {
+                    list.split(',')
+                        .map(str::trim)
+                        .any(|r| r == "all" || r == finding.rule)
+                })
         });
         if listed {
             let reason = annotations
@@ -267,9 +273,17 @@ spec:
             "no reason given (add probelint.io/ignore-reason)"
         );
         let other = lint(&with_annotations("{probelint.io/ignore.metrics: all}"));
-        assert!(other.iter().all(|f| !f.is_suppressed()), "only container metrics is exempt");
-        let this = lint(&with_annotations("{probelint.io/ignore.server: 'gpu-startup-probe-missing, gpu-readiness-probe-missing'}"));
-        assert_eq!(rules_of(&this, true), ["gpu-readiness-probe-missing", "gpu-startup-probe-missing"]);
+        assert!(
+            other.iter().all(|f| !f.is_suppressed()),
+            "only container metrics is exempt"
+        );
+        let this = lint(&with_annotations(
+            "{probelint.io/ignore.server: 'gpu-startup-probe-missing, gpu-readiness-probe-missing'}",
+        ));
+        assert_eq!(
+            rules_of(&this, true),
+            ["gpu-readiness-probe-missing", "gpu-startup-probe-missing"]
+        );
     }
 
     #[test]
@@ -290,7 +304,10 @@ spec:
         let findings = lint_with(&yaml, &strict);
         assert_eq!(rules_of(&findings, true), ["gpu-readiness-probe-missing"]);
         let f = findings.iter().find(|f| f.is_suppressed()).unwrap();
-        assert_eq!(f.suppressed.as_ref().unwrap().source, SuppressionSource::Policy);
+        assert_eq!(
+            f.suppressed.as_ref().unwrap().source,
+            SuppressionSource::Policy
+        );
         assert!(rules_of(&findings, false).contains(&"gpu-startup-probe-missing".to_owned()));
     }
 
@@ -300,15 +317,27 @@ spec:
             "exemptions:\n  - rules: [all]\n    namespaces: [other]\n    reason: not ours\n",
         )
         .unwrap();
-        assert!(lint_with(&with_annotations("{}"), &policy).iter().all(|f| !f.is_suppressed()));
+        assert!(
+            lint_with(&with_annotations("{}"), &policy)
+                .iter()
+                .all(|f| !f.is_suppressed())
+        );
     }
 
     #[test]
     fn rule_off_drops_its_findings() {
         let policy = Policy::with_user_yaml("rules:\n  gpu-startup-probe-missing: off\n").unwrap();
         let findings = lint_with(&with_annotations("{}"), &policy);
-        assert!(findings.iter().all(|f| f.rule != "gpu-startup-probe-missing"));
-        assert!(findings.iter().any(|f| f.rule == "gpu-readiness-probe-missing"));
+        assert!(
+            findings
+                .iter()
+                .all(|f| f.rule != "gpu-startup-probe-missing")
+        );
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.rule == "gpu-readiness-probe-missing")
+        );
     }
 
     #[test]
@@ -344,14 +373,28 @@ spec:
         let findings = lint_with(&with_annotations("{}"), &policy);
         let custom: Vec<_> = findings
             .iter()
-            .filter(|f| ["gpu-memory-limit", "owner-label", "no-host-network"].contains(&f.rule.as_str()))
-            .map(|f| (f.rule.as_str(), f.severity, f.container.as_deref(), f.pointer.as_str()))
+            .filter(|f| {
+                ["gpu-memory-limit", "owner-label", "no-host-network"].contains(&f.rule.as_str())
+            })
+            .map(|f| {
+                (
+                    f.rule.as_str(),
+                    f.severity,
+                    f.container.as_deref(),
+                    f.pointer.as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             custom,
             [
                 ("owner-label", Severity::Info, None, ""),
-                ("gpu-memory-limit", Severity::Warning, Some("server"), "/spec/template/spec/containers/0"),
+                (
+                    "gpu-memory-limit",
+                    Severity::Warning,
+                    Some("server"),
+                    "/spec/template/spec/containers/0"
+                ),
             ]
         );
     }
@@ -362,17 +405,26 @@ spec:
             "customRules:\n  - id: x\n    severity: error\n    target: object\n    message: m\n    schema: {type: 12}\n",
         )
         .unwrap_err();
-        assert!(err.to_string().starts_with("customRules[0].schema"), "{err}");
+        assert!(
+            err.to_string().starts_with("customRules[0].schema"),
+            "{err}"
+        );
         let err = Policy::with_user_yaml(
             "customRules:\n  - id: x\n    severity: error\n    target: object\n    message: m\n    schema: {$ref: 'https://example.com/s.json'}\n",
         )
         .unwrap_err();
-        assert!(err.to_string().starts_with("customRules[0].schema"), "{err}");
+        assert!(
+            err.to_string().starts_with("customRules[0].schema"),
+            "{err}"
+        );
         let err = Policy::with_user_yaml(
             "customRules:\n  - id: x\n    severity: error\n    target: object\n    message: m\n    schema: {$ref: 'file:///etc/passwd'}\n",
         )
         .unwrap_err();
-        assert!(err.to_string().starts_with("customRules[0].schema"), "{err}");
+        assert!(
+            err.to_string().starts_with("customRules[0].schema"),
+            "{err}"
+        );
         let err = Policy::with_user_yaml(
             "customRules:\n  - id: gpu-startup-probe-missing\n    severity: error\n    target: object\n    message: m\n    schema: {}\n",
         )
@@ -382,11 +434,23 @@ spec:
 
     #[test]
     fn findings_know_which_input_object_they_are_about() {
-        let yaml = format!("{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: s}}\n---\n{}", with_annotations("{}"), with_annotations("{}").replace("name: llm", "name: llm2"));
+        let yaml = format!(
+            "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: s}}\n---\n{}",
+            with_annotations("{}"),
+            with_annotations("{}").replace("name: llm", "name: llm2")
+        );
         let objs = objects(&yaml);
         let findings = crate::evaluate(&objs, &Policy::default());
-        assert!(findings.iter().any(|f| f.object_index == 0 && f.object.name.as_deref() == Some("llm")));
-        assert!(findings.iter().any(|f| f.object_index == 2 && f.object.name.as_deref() == Some("llm2")));
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.object_index == 0 && f.object.name.as_deref() == Some("llm"))
+        );
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.object_index == 2 && f.object.name.as_deref() == Some("llm2"))
+        );
         assert!(findings.iter().all(|f| f.object_index != 1));
     }
 }

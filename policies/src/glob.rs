@@ -33,7 +33,10 @@ mod tests {
     #[test]
     fn star_matches_any_suffix_prefix_or_middle() {
         assert!(matches("nvidia.com/mig-*", "nvidia.com/mig-1g.12gb"));
-        assert!(matches("aws.amazon.com/neuron*", "aws.amazon.com/neuroncore"));
+        assert!(matches(
+            "aws.amazon.com/neuron*",
+            "aws.amazon.com/neuroncore"
+        ));
         assert!(matches("*-serving", "llm-serving"));
         assert!(matches("a*b*c", "a-x-b-y-c"));
         assert!(!matches("a*b*c", "a-x-c"));

@@ -16,6 +16,8 @@ pub mod servers;
 pub mod workload;
 
 pub use engine::{Analysis, evaluate, evaluate_one};
-pub use finding::{Applicability, Finding, Fix, ObjectRef, Severity, Suppression, SuppressionSource};
+pub use finding::{
+    Applicability, Finding, Fix, ObjectRef, Severity, Suppression, SuppressionSource,
+};
 pub use policy::{DEFAULT_POLICY_YAML, Policy, PolicyError};
 pub use rules::{Rule, RuleMeta, registry};

@@ -54,7 +54,10 @@ impl KubernetesVersion {
         if let Some(patch) = parts.next() {
             patch.parse::<u32>().ok()?;
         }
-        parts.next().is_none().then_some(KubernetesVersion { major, minor })
+        parts
+            .next()
+            .is_none()
+            .then_some(KubernetesVersion { major, minor })
     }
 }
 
@@ -280,7 +283,12 @@ impl Policy {
             rule_levels.insert(id, level);
         }
         let mut custom_rules = Vec::new();
-        for (i, file) in base.custom_rules.into_iter().chain(user.custom_rules).enumerate() {
+        for (i, file) in base
+            .custom_rules
+            .into_iter()
+            .chain(user.custom_rules)
+            .enumerate()
+        {
             custom_rules.push(CustomRule::compile(file, i)?);
         }
         let known = |id: &str| {
@@ -288,7 +296,9 @@ impl Policy {
                 || custom_rules.iter().any(|c| c.id == id)
         };
         for (i, custom) in custom_rules.iter().enumerate() {
-            if crate::rules::registry().iter().any(|r| r.meta().id == custom.id)
+            if crate::rules::registry()
+                .iter()
+                .any(|r| r.meta().id == custom.id)
                 || custom_rules[..i].iter().any(|c| c.id == custom.id)
             {
                 return Err(PolicyError::invalid(
@@ -305,7 +315,8 @@ impl Policy {
                 ));
             }
         }
-        let exemptions: Vec<Exemption> = base.exemptions.into_iter().chain(user.exemptions).collect();
+        let exemptions: Vec<Exemption> =
+            base.exemptions.into_iter().chain(user.exemptions).collect();
         for (i, exemption) in exemptions.iter().enumerate() {
             if exemption.rules.is_empty() {
                 return Err(PolicyError::invalid(
@@ -328,7 +339,8 @@ impl Policy {
                 ));
             }
         }
-        let workloads: Vec<WorkloadSpec> = base.workloads.into_iter().chain(user.workloads).collect();
+        let workloads: Vec<WorkloadSpec> =
+            base.workloads.into_iter().chain(user.workloads).collect();
         for (i, workload) in workloads.iter().enumerate() {
             for (j, pointer) in workload.pod_specs.iter().enumerate() {
                 if !pointer.starts_with('/') {
@@ -421,7 +433,10 @@ mod tests {
         let err = Policy::with_user_yaml("modelLoadSeconds: soon\n")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("modelLoadSeconds") || err.contains("soon"), "{err}");
+        assert!(
+            err.contains("modelLoadSeconds") || err.contains("soon"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -443,12 +458,15 @@ mod tests {
 
     #[test]
     fn exemption_needs_a_reason_and_known_rules() {
-        let err = Policy::with_user_yaml("exemptions:\n  - rules: [all]\n    reason: ''\n")
-            .unwrap_err();
+        let err =
+            Policy::with_user_yaml("exemptions:\n  - rules: [all]\n    reason: ''\n").unwrap_err();
         assert!(err.to_string().contains("exemptions[0].reason"), "{err}");
-        let err = Policy::with_user_yaml("exemptions:\n  - rules: [nope]\n    reason: x\n")
-            .unwrap_err();
-        assert!(err.to_string().contains("unknown rule id \"nope\""), "{err}");
+        let err =
+            Policy::with_user_yaml("exemptions:\n  - rules: [nope]\n    reason: x\n").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown rule id \"nope\""),
+            "{err}"
+        );
     }
 
     #[test]

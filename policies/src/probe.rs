@@ -11,7 +11,11 @@ pub enum ProbeKind {
 }
 
 impl ProbeKind {
-    pub const ALL: [ProbeKind; 3] = [ProbeKind::Startup, ProbeKind::Readiness, ProbeKind::Liveness];
+    pub const ALL: [ProbeKind; 3] = [
+        ProbeKind::Startup,
+        ProbeKind::Readiness,
+        ProbeKind::Liveness,
+    ];
 
     /// The container field holding the probe (`startupProbe`).
     pub fn field(self) -> &'static str {
@@ -63,10 +67,21 @@ impl std::fmt::Display for PortRef {
 /// What a probe does to decide.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handler {
-    HttpGet { path: String, port: PortRef, host: Option<String> },
-    TcpSocket { port: PortRef },
-    Grpc { port: PortRef, service: Option<String> },
-    Exec { command: Vec<String> },
+    HttpGet {
+        path: String,
+        port: PortRef,
+        host: Option<String>,
+    },
+    TcpSocket {
+        port: PortRef,
+    },
+    Grpc {
+        port: PortRef,
+        service: Option<String>,
+    },
+    Exec {
+        command: Vec<String>,
+    },
     /// No handler, or more than one (the apiserver rejects both).
     Invalid,
 }
@@ -84,9 +99,9 @@ impl Handler {
 
     pub fn port(&self) -> Option<&PortRef> {
         match self {
-            Handler::HttpGet { port, .. } | Handler::TcpSocket { port } | Handler::Grpc { port, .. } => {
-                Some(port)
-            }
+            Handler::HttpGet { port, .. }
+            | Handler::TcpSocket { port }
+            | Handler::Grpc { port, .. } => Some(port),
             Handler::Exec { .. } | Handler::Invalid => None,
         }
     }
@@ -202,7 +217,12 @@ impl<'a> Probe<'a> {
                 self.period()
             )
         } else {
-            format!("{} s ({} × {} s)", self.budget_seconds(), self.failure_threshold(), self.period())
+            format!(
+                "{} s ({} × {} s)",
+                self.budget_seconds(),
+                self.failure_threshold(),
+                self.period()
+            )
         }
     }
 }
@@ -218,7 +238,11 @@ fn handler_of(probe: &Value) -> Handler {
     let h = &probe[*only];
     match *only {
         "httpGet" => Handler::HttpGet {
-            path: h.get("path").and_then(Value::as_str).unwrap_or("/").to_owned(),
+            path: h
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or("/")
+                .to_owned(),
             port: PortRef::from_value(h.get("port")),
             host: h.get("host").and_then(Value::as_str).map(str::to_owned),
         },
@@ -233,7 +257,11 @@ fn handler_of(probe: &Value) -> Handler {
             command: h
                 .get("command")
                 .and_then(Value::as_array)
-                .map(|c| c.iter().map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_owned)).collect())
+                .map(|c| {
+                    c.iter()
+                        .map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default(),
         },
     }
@@ -252,7 +280,11 @@ mod tests {
         assert_eq!(p.budget_arithmetic(), "30 s (3 × 10 s)");
         assert_eq!(
             p.handler,
-            Handler::HttpGet { path: "/health".into(), port: PortRef::Number(8000), host: None }
+            Handler::HttpGet {
+                path: "/health".into(),
+                port: PortRef::Number(8000),
+                host: None
+            }
         );
     }
 
@@ -260,7 +292,12 @@ mod tests {
     fn quoted_port_is_a_name_and_string_thresholds_are_invalid() {
         let v = json!({"tcpSocket": {"port": "8080"}, "failureThreshold": "30", "initialDelaySeconds": 5});
         let p = Probe::from_value(ProbeKind::Readiness, "/p".into(), &v);
-        assert_eq!(p.handler, Handler::TcpSocket { port: PortRef::Name("8080".into()) });
+        assert_eq!(
+            p.handler,
+            Handler::TcpSocket {
+                port: PortRef::Name("8080".into())
+            }
+        );
         assert_eq!(p.failure_threshold, Field::Invalid);
         assert_eq!(p.budget_arithmetic(), "35 s (5 s delay + 3 × 10 s)");
     }

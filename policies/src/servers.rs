@@ -65,7 +65,13 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
     KnownServer {
         id: "vllm",
         name: "vLLM",
-        image_markers: &["vllm/vllm-openai", "vllm-openai", "vllm/vllm-tpu", "rocm/vllm", "nvcr.io/nvidia/vllm"],
+        image_markers: &[
+            "vllm/vllm-openai",
+            "vllm-openai",
+            "vllm/vllm-tpu",
+            "rocm/vllm",
+            "nvcr.io/nvidia/vllm",
+        ],
         default_port: 8000,
         live_path: "/health",
         ready_path: "/health",
@@ -169,7 +175,9 @@ pub fn strip_query(path: &str) -> &str {
 /// Whether a path runs an inference (`/v2/models/x/infer`, `/v1/models/x:predict`, `/generate`...).
 pub fn is_inference_path(path: &str) -> bool {
     let path = strip_query(path).trim_end_matches('/');
-    INFERENCE_PATHS.iter().any(|p| path == *p || path.ends_with(p))
+    INFERENCE_PATHS
+        .iter()
+        .any(|p| path == *p || path.ends_with(p))
         || path.ends_with(":predict")
         || (path.starts_with("/v2/models/") && path.ends_with("/ready"))
 }
@@ -185,18 +193,33 @@ mod tests {
     #[test]
     fn recognises_real_images() {
         assert_eq!(id("nvcr.io/nvidia/tritonserver:24.08-py3"), Some("triton"));
-        assert_eq!(id("us-docker.pkg.dev/google-samples/containers/gke/tritonserver:2.1"), Some("triton"));
+        assert_eq!(
+            id("us-docker.pkg.dev/google-samples/containers/gke/tritonserver:2.1"),
+            Some("triton")
+        );
         assert_eq!(id("vllm/vllm-openai:v0.6.3"), Some("vllm"));
         assert_eq!(id("docker.io/vllm/vllm-openai@sha256:abc"), Some("vllm"));
-        assert_eq!(id("ghcr.io/huggingface/text-generation-inference:2.4"), Some("tgi"));
+        assert_eq!(
+            id("ghcr.io/huggingface/text-generation-inference:2.4"),
+            Some("tgi")
+        );
         assert_eq!(id("lmsysorg/sglang:v0.4.1-cu124"), Some("sglang"));
-        assert_eq!(id("ghcr.io/ggml-org/llama.cpp:server-cuda"), Some("llama-cpp"));
+        assert_eq!(
+            id("ghcr.io/ggml-org/llama.cpp:server-cuda"),
+            Some("llama-cpp")
+        );
         assert_eq!(id("ollama/ollama:0.5.1"), Some("ollama"));
-        assert_eq!(id("nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0"), Some("nim"));
+        assert_eq!(
+            id("nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0"),
+            Some("nim")
+        );
         assert_eq!(id("kserve/huggingfaceserver:v0.14.0-gpu"), Some("kserve"));
         assert_eq!(id("nginx:1.27"), None);
         assert_eq!(id("rayproject/ray-ml:2.9.0-gpu"), None);
-        assert_eq!(id("public.ecr.aws/data-on-eks/vllm-ray2.32.0-inf2-llama3:latest"), None);
+        assert_eq!(
+            id("public.ecr.aws/data-on-eks/vllm-ray2.32.0-inf2-llama3:latest"),
+            None
+        );
     }
 
     #[test]

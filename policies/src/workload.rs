@@ -39,7 +39,10 @@ fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
         ),
         "Rollout" if group == "argoproj.io" => layout(template, false),
         "Service" if group == "serving.knative.dev" => layout(template, false),
-        "JobSet" => layout(&["/spec/replicatedJobs/*/template/spec/template/spec"], true),
+        "JobSet" => layout(
+            &["/spec/replicatedJobs/*/template/spec/template/spec"],
+            true,
+        ),
         "RayService" => layout(
             &[
                 "/spec/rayClusterConfig/headGroupSpec/template/spec",
@@ -48,7 +51,10 @@ fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
             false,
         ),
         "RayCluster" => layout(
-            &["/spec/headGroupSpec/template/spec", "/spec/workerGroupSpecs/*/template/spec"],
+            &[
+                "/spec/headGroupSpec/template/spec",
+                "/spec/workerGroupSpecs/*/template/spec",
+            ],
             false,
         ),
         "RayJob" => layout(
@@ -73,7 +79,12 @@ fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
             layout(&["/spec", "/spec/workerSpec"], false)
         }
         "LLMInferenceService" if group == "serving.kserve.io" => layout(
-            &["/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker"],
+            &[
+                "/spec/template",
+                "/spec/worker",
+                "/spec/prefill/template",
+                "/spec/prefill/worker",
+            ],
             false,
         ),
         _ => None,
@@ -82,8 +93,17 @@ fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
 
 /// KServe predictor keys that hold a single model container (`model`, or a legacy framework).
 const KSERVE_MODEL_KEYS: &[&str] = &[
-    "model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml",
-    "lightgbm", "paddle",
+    "model",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "huggingface",
+    "pmml",
+    "lightgbm",
+    "paddle",
 ];
 
 /// Why a container counts as an accelerator container.
@@ -149,7 +169,11 @@ impl<'a> Container<'a> {
 
     pub fn probe(&self, kind: ProbeKind) -> Option<Probe<'a>> {
         let value = self.value.get(kind.field()).filter(|v| !v.is_null())?;
-        Some(Probe::from_value(kind, pointer::join(&self.pointer, kind.field()), value))
+        Some(Probe::from_value(
+            kind,
+            pointer::join(&self.pointer, kind.field()),
+            value,
+        ))
     }
 
     pub fn probes(&self) -> impl Iterator<Item = Probe<'a>> + '_ {
@@ -326,7 +350,7 @@ fn analyse_pod_spec<'a>(
     // A template's metadata sits beside its spec (`/spec/template/metadata`); KServe components
     // carry `annotations` on the component itself.
     let template_annotations = match pointer.strip_suffix("/spec") {
-        Some(prefix) if prefix.is_empty() => None,
+        Some("") => None,
         Some(prefix) => object
             .pointer(&format!("{prefix}/metadata/annotations"))
             .and_then(Value::as_object),
@@ -337,7 +361,12 @@ fn analyse_pod_spec<'a>(
     let runtime_class = spec
         .get("runtimeClassName")
         .and_then(Value::as_str)
-        .filter(|rc| policy.accelerator_runtime_classes.iter().any(|a| crate::glob::matches(a, rc)));
+        .filter(|rc| {
+            policy
+                .accelerator_runtime_classes
+                .iter()
+                .any(|a| crate::glob::matches(a, rc))
+        });
     let mut containers = Vec::new();
     let mut add = |ptr: String, value: &'a Value, sidecar: bool, default_name: &str| {
         if !value.is_object() {
@@ -349,7 +378,11 @@ fn analyse_pod_spec<'a>(
         {
             accelerators.push(AcceleratorReason::RuntimeClass(rc.to_owned()));
         }
-        let image = value.get("image").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let image = value
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         containers.push(Container {
             name: value
                 .get("name")
@@ -366,20 +399,35 @@ fn analyse_pod_spec<'a>(
     };
     if let Some(list) = spec.get("containers").and_then(Value::as_array) {
         for (i, c) in list.iter().enumerate() {
-            add(pointer::join_index(&pointer::join(&pointer, "containers"), i), c, false, "");
+            add(
+                pointer::join_index(&pointer::join(&pointer, "containers"), i),
+                c,
+                false,
+                "",
+            );
         }
     }
     if let Some(list) = spec.get("initContainers").and_then(Value::as_array) {
         for (i, c) in list.iter().enumerate() {
             if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
-                add(pointer::join_index(&pointer::join(&pointer, "initContainers"), i), c, true, "");
+                add(
+                    pointer::join_index(&pointer::join(&pointer, "initContainers"), i),
+                    c,
+                    true,
+                    "",
+                );
             }
         }
     }
     if object_ref.kind == "InferenceService" {
         for key in KSERVE_MODEL_KEYS {
             if let Some(model) = spec.get(*key) {
-                add(pointer::join(&pointer, key), model, false, "kserve-container");
+                add(
+                    pointer::join(&pointer, key),
+                    model,
+                    false,
+                    "kserve-container",
+                );
             }
         }
     }
@@ -388,9 +436,12 @@ fn analyse_pod_spec<'a>(
         spec.get("restartPolicy").and_then(Value::as_str),
         Some("Never" | "OnFailure")
     );
-    let declares_port = containers
-        .iter()
-        .any(|c| c.value.get("ports").and_then(Value::as_array).is_some_and(|p| !p.is_empty()));
+    let declares_port = containers.iter().any(|c| {
+        c.value
+            .get("ports")
+            .and_then(Value::as_array)
+            .is_some_and(|p| !p.is_empty())
+    });
     let batch = batch_kind || (object_ref.kind == "Pod" && run_to_completion && !declares_port);
 
     PodSpec {
@@ -437,7 +488,10 @@ fn accelerator_resources(container: &Value, policy: &Policy) -> Vec<AcceleratorR
     let mut out: Vec<AcceleratorReason> = Vec::new();
     let resources = container.get("resources");
     for section in ["limits", "requests"] {
-        let Some(map) = resources.and_then(|r| r.get(section)).and_then(Value::as_object) else {
+        let Some(map) = resources
+            .and_then(|r| r.get(section))
+            .and_then(Value::as_object)
+        else {
             continue;
         };
         for (name, quantity) in map {
@@ -448,13 +502,18 @@ fn accelerator_resources(container: &Value, policy: &Policy) -> Vec<AcceleratorR
             };
             if !zero
                 && policy.is_accelerator_resource(name)
-                && !out.iter().any(|r| matches!(r, AcceleratorReason::Resource(n) if n == name))
+                && !out
+                    .iter()
+                    .any(|r| matches!(r, AcceleratorReason::Resource(n) if n == name))
             {
                 out.push(AcceleratorReason::Resource(name.clone()));
             }
         }
     }
-    if let Some(claims) = resources.and_then(|r| r.get("claims")).and_then(Value::as_array) {
+    if let Some(claims) = resources
+        .and_then(|r| r.get("claims"))
+        .and_then(Value::as_array)
+    {
         for claim in claims {
             if let Some(name) = claim.get("name").and_then(Value::as_str) {
                 out.push(AcceleratorReason::ResourceClaim(name.to_owned()));
@@ -492,10 +551,20 @@ mod tests {
         assert!(pod.serving);
         assert_eq!(pod.load_seconds, 600.0);
         assert_eq!(pod.load_source, LoadSource::Annotation);
-        let names: Vec<_> = pod.containers.iter().map(|c| (c.name.as_str(), c.sidecar, c.is_accelerated())).collect();
+        let names: Vec<_> = pod
+            .containers
+            .iter()
+            .map(|c| (c.name.as_str(), c.sidecar, c.is_accelerated()))
+            .collect();
         assert_eq!(names, [("vllm", false, true), ("proxy", true, false)]);
-        assert_eq!(pod.containers[0].pointer, "/spec/template/spec/containers/0");
-        assert_eq!(pod.containers[1].pointer, "/spec/template/spec/initContainers/1");
+        assert_eq!(
+            pod.containers[0].pointer,
+            "/spec/template/spec/containers/0"
+        );
+        assert_eq!(
+            pod.containers[1].pointer,
+            "/spec/template/spec/initContainers/1"
+        );
         assert_eq!(pod.containers[0].server.map(|s| s.id), Some("vllm"));
     }
 
@@ -506,7 +575,11 @@ mod tests {
             {"name": "b", "resources": {"limits": {"example.com/fpga": 1}}},
             {"name": "c", "resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}}}]}});
         let w = analyse(&v);
-        let accel: Vec<_> = w.pod_specs[0].containers.iter().map(|c| c.is_accelerated()).collect();
+        let accel: Vec<_> = w.pod_specs[0]
+            .containers
+            .iter()
+            .map(|c| c.is_accelerated())
+            .collect();
         assert_eq!(accel, [false, false, true]);
     }
 
@@ -539,25 +612,74 @@ mod tests {
         let pod = json!({"containers": [{"name": "c"}]});
         let tpl = json!({"spec": pod});
         let cases = [
-            (json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
-            (json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
-            (json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
-            (json!({"apiVersion": "v1", "kind": "ReplicationController", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
-            (json!({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": tpl}}}}), vec!["/spec/jobTemplate/spec/template/spec"]),
-            (json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "spec": {"leaderWorkerTemplate": {"leaderTemplate": tpl, "workerTemplate": tpl}}}),
-                vec!["/spec/leaderWorkerTemplate/leaderTemplate/spec", "/spec/leaderWorkerTemplate/workerTemplate/spec"]),
-            (json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
-            (json!({"apiVersion": "serving.knative.dev/v1", "kind": "Service", "spec": {"template": tpl}}), vec!["/spec/template/spec"]),
-            (json!({"apiVersion": "v1", "kind": "Service", "spec": {"template": tpl}}), vec![]),
-            (json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {"replicatedJobs": [{"template": {"spec": {"template": tpl}}}, {"template": {"spec": {"template": tpl}}}]}}),
-                vec!["/spec/replicatedJobs/0/template/spec/template/spec", "/spec/replicatedJobs/1/template/spec/template/spec"]),
-            (json!({"apiVersion": "ray.io/v1", "kind": "RayService", "spec": {"rayClusterConfig": {"headGroupSpec": {"template": tpl}, "workerGroupSpecs": [{"template": tpl}]}}}),
-                vec!["/spec/rayClusterConfig/headGroupSpec/template/spec", "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec"]),
-            (json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": tpl}, "workerGroupSpecs": [{"template": tpl}]}}),
-                vec!["/spec/headGroupSpec/template/spec", "/spec/workerGroupSpecs/0/template/spec"]),
-            (json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime", "spec": pod}), vec!["/spec"]),
-            (json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService", "spec": {"template": pod, "prefill": {"template": pod}}}),
-                vec!["/spec/template", "/spec/prefill/template"]),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"template": tpl}}),
+                vec!["/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "spec": {"template": tpl}}),
+                vec!["/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "spec": {"template": tpl}}),
+                vec!["/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ReplicationController", "spec": {"template": tpl}}),
+                vec!["/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": tpl}}}}),
+                vec!["/spec/jobTemplate/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "spec": {"leaderWorkerTemplate": {"leaderTemplate": tpl, "workerTemplate": tpl}}}),
+                vec![
+                    "/spec/leaderWorkerTemplate/leaderTemplate/spec",
+                    "/spec/leaderWorkerTemplate/workerTemplate/spec",
+                ],
+            ),
+            (
+                json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "spec": {"template": tpl}}),
+                vec!["/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "serving.knative.dev/v1", "kind": "Service", "spec": {"template": tpl}}),
+                vec!["/spec/template/spec"],
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Service", "spec": {"template": tpl}}),
+                vec![],
+            ),
+            (
+                json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {"replicatedJobs": [{"template": {"spec": {"template": tpl}}}, {"template": {"spec": {"template": tpl}}}]}}),
+                vec![
+                    "/spec/replicatedJobs/0/template/spec/template/spec",
+                    "/spec/replicatedJobs/1/template/spec/template/spec",
+                ],
+            ),
+            (
+                json!({"apiVersion": "ray.io/v1", "kind": "RayService", "spec": {"rayClusterConfig": {"headGroupSpec": {"template": tpl}, "workerGroupSpecs": [{"template": tpl}]}}}),
+                vec![
+                    "/spec/rayClusterConfig/headGroupSpec/template/spec",
+                    "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec",
+                ],
+            ),
+            (
+                json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": tpl}, "workerGroupSpecs": [{"template": tpl}]}}),
+                vec![
+                    "/spec/headGroupSpec/template/spec",
+                    "/spec/workerGroupSpecs/0/template/spec",
+                ],
+            ),
+            (
+                json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime", "spec": pod}),
+                vec!["/spec"],
+            ),
+            (
+                json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService", "spec": {"template": pod, "prefill": {"template": pod}}}),
+                vec!["/spec/template", "/spec/prefill/template"],
+            ),
         ];
         for (object, want) in cases {
             let w = analyse(&object);
@@ -598,6 +720,9 @@ mod tests {
             "spec": {"containers": [{"name": "a"}]}});
         let w = analyse(&v);
         assert_eq!(w.pod_specs[0].load_seconds, 300.0);
-        assert_eq!(w.pod_specs[0].load_source, LoadSource::InvalidAnnotation("ten minutes".into()));
+        assert_eq!(
+            w.pod_specs[0].load_source,
+            LoadSource::InvalidAnnotation("ten minutes".into())
+        );
     }
 }

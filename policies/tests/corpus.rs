@@ -14,7 +14,10 @@ fn corpus_files() -> Vec<PathBuf> {
             let path = entry.expect("corpus entry").path();
             if path.is_dir() {
                 stack.push(path);
-            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
                 files.push(path);
             }
         }
@@ -35,7 +38,10 @@ fn engine_never_panics_and_findings_are_stable_on_the_real_corpus() {
         let text = std::fs::read_to_string(path).expect("corpus file is UTF-8");
         // The CLI has its own YAML 1.1 layer; here any YAML reader will do to feed the engine.
         let docs: Vec<serde_json::Value> = match serde_saphyr::from_multiple(&text) {
-            Ok(docs) => docs.into_iter().filter(|d: &serde_json::Value| d.is_object()).collect(),
+            Ok(docs) => docs
+                .into_iter()
+                .filter(|d: &serde_json::Value| d.is_object())
+                .collect(),
             Err(_) => {
                 writeln!(out, "{name}: (does not parse)").unwrap();
                 continue;
@@ -43,7 +49,13 @@ fn engine_never_panics_and_findings_are_stable_on_the_real_corpus() {
         };
         let findings = evaluate(&docs, &policy);
         total += findings.len();
-        writeln!(out, "{name}: {} objects, {} findings", docs.len(), findings.len()).unwrap();
+        writeln!(
+            out,
+            "{name}: {} objects, {} findings",
+            docs.len(),
+            findings.len()
+        )
+        .unwrap();
         for f in findings {
             writeln!(
                 out,
@@ -57,6 +69,9 @@ fn engine_never_panics_and_findings_are_stable_on_the_real_corpus() {
             .unwrap();
         }
     }
-    assert!(total > 100, "the corpus is full of real mistakes; found only {total}");
+    assert!(
+        total > 100,
+        "the corpus is full of real mistakes; found only {total}"
+    );
     insta::assert_snapshot!(out);
 }

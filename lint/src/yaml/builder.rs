@@ -74,7 +74,10 @@ fn syntax_error(source: &SourceMap<'_>, e: &ScanError) -> YamlError {
         );
     }
     let mut message = e.info().to_owned();
-    if message.contains("tab") {
+    let mentions_tabs = message
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|word| word == "tab" || word == "tabs");
+    if mentions_tabs {
         message.push_str("; YAML indentation must use spaces, not tabs");
     }
     source.error(YamlErrorKind::Syntax, message, index)
@@ -88,6 +91,8 @@ struct Anchor {
     nodes: usize,
     /// Nesting it adds: 0 for a scalar, 1 + children's for a collection.
     height: usize,
+    /// Bytes of scalar text an alias of it copies (keys included, aliases inside expanded).
+    bytes: usize,
 }
 
 enum AnchorValue {
@@ -99,7 +104,10 @@ enum AnchorValue {
 /// What an open mapping expects next.
 enum Pending {
     Key,
-    Value { key: String, span: Span },
+    Value {
+        key: String,
+        span: Span,
+    },
     /// The value of a `<<` merge key.
     Merge,
 }
@@ -129,6 +137,8 @@ struct Frame {
     nodes: usize,
     /// Largest height among children.
     height: usize,
+    /// Bytes of scalar text inside so far (keys and expanded aliases included).
+    bytes: usize,
     /// Byte end of the last key or value written inside.
     end: usize,
     /// Character index of the start event.
@@ -141,6 +151,7 @@ struct Done {
     loc: u32,
     nodes: usize,
     height: usize,
+    bytes: usize,
     /// The node is an alias (`*name`), which a merge key may only use for a mapping.
     via_alias: bool,
     item: Option<Span>,
@@ -153,6 +164,9 @@ struct Builder<'s, 'a> {
     limits: &'s Limits,
     /// Nodes built in the whole stream: the alias-bomb budget.
     nodes_total: usize,
+    /// Bytes of scalar text copied for aliases and anchors in the whole stream: the budget
+    /// against a few aliases of one huge string.
+    copied_bytes: usize,
     /// Character index just past the previous event, where the gap before the next node
     /// starts (used to find `-` indicators and block scalar headers).
     prev_end: usize,
@@ -168,6 +182,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             source,
             limits,
             nodes_total: 0,
+            copied_bytes: 0,
             prev_end: 0,
             stack: Vec::new(),
             anchors: HashMap::new(),
@@ -257,6 +272,28 @@ impl<'s, 'a> Builder<'s, 'a> {
         Ok(())
     }
 
+    /// Counts text copied for an alias or an anchor: node counts alone would let
+    /// `a: &a "<10 MB>"` followed by a thousand `*a` build 10 GB.
+    fn count_copied_bytes(&mut self, bytes: usize, index: usize) -> Result<(), YamlError> {
+        self.copied_bytes = self.copied_bytes.saturating_add(bytes);
+        if self.copied_bytes > self.limits.max_file_bytes {
+            return Err(self.error(
+                YamlErrorKind::TooManyNodes,
+                format!(
+                    "aliases copy more than {} bytes of text (an alias bomb?)",
+                    self.limits.max_file_bytes
+                ),
+                index,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The depth limit in force; see [`Limits::max_depth`].
+    fn max_depth(&self) -> usize {
+        self.limits.max_depth.min(super::HARD_MAX_DEPTH)
+    }
+
     /// The `-` before a node that starts an item of a block sequence: the first thing after
     /// the previous event other than blanks and comments.
     fn item_indicator(&self, node_start: usize, node_is_empty: bool) -> Option<Span> {
@@ -330,12 +367,13 @@ impl<'s, 'a> Builder<'s, 'a> {
         let text = self.source.text().as_bytes();
         let mut header = start;
         let first = text.get(self.source.byte_at(start)).copied();
-        if !matches!(first, Some(b'&' | b'!')) {
-            if let Some((byte, index)) = self.skip_gap(self.prev_end, start, b":-?") {
-                if matches!(text.get(byte), Some(b'|' | b'>')) && index <= start {
-                    header = index;
-                }
-            }
+        // With a tag or anchor the span already starts before the header.
+        if !matches!(first, Some(b'&' | b'!'))
+            && let Some((byte, index)) = self.skip_gap(self.prev_end, start, b":-?")
+            && matches!(text.get(byte), Some(b'|' | b'>'))
+            && index <= start
+        {
+            header = index;
         }
         let mut result = self.source.span(header, end);
         while result.end > result.start
@@ -381,6 +419,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     loc,
                     nodes: 1,
                     height: 0,
+                    bytes: text.len(),
                 },
             );
         }
@@ -391,6 +430,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             loc,
             nodes: 1,
             height: 0,
+            bytes: text.len(),
             via_alias: false,
             item,
             index: start,
@@ -412,7 +452,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         let merge_tag = tag.and_then(|t| t.strip_prefix(CORE_TAG_PREFIX)) == Some("merge");
         let plain_untagged = style == ScalarStyle::Plain && matches!(tag, None | Some("!"));
         if text == "<<" && (plain_untagged || merge_tag) {
-            self.set_pending(Pending::Merge, key_span.end);
+            self.set_pending(Pending::Merge, key_span.end, text.len());
             return Ok(());
         }
         let scalar = resolve::resolve(text, style == ScalarStyle::Plain, tag)
@@ -426,6 +466,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     loc,
                     nodes: 1,
                     height: 0,
+                    bytes: text.len(),
                 },
             );
         }
@@ -440,37 +481,39 @@ impl<'s, 'a> Builder<'s, 'a> {
             body: Body::Map { entries, .. },
             ..
         }) = self.stack.last()
+            && let Some(first) = entries.get(&key).filter(|e| e.explicit != NONE)
         {
-            if let Some(first) = entries.get(&key).filter(|e| e.explicit != NONE) {
-                let at = self
-                    .locations
-                    .nodes
-                    .get(first.explicit as usize)
-                    .and_then(|n| n.key)
-                    .map_or_else(String::new, |k| {
-                        format!(" (first defined at line {}, column {})", k.line, k.column)
-                    });
-                return Err(self.error(
-                    YamlErrorKind::DuplicateKey,
-                    format!("duplicate key {key:?} in this mapping{at}; Kubernetes rejects it"),
-                    index,
-                ));
-            }
+            let at = self
+                .locations
+                .nodes
+                .get(first.explicit as usize)
+                .and_then(|n| n.key)
+                .map_or_else(String::new, |k| {
+                    format!(" (first defined at line {}, column {})", k.line, k.column)
+                });
+            return Err(self.error(
+                YamlErrorKind::DuplicateKey,
+                format!("duplicate key {key:?} in this mapping{at}; Kubernetes rejects it"),
+                index,
+            ));
         }
-        self.set_pending(Pending::Value { key, span }, span.end);
+        let bytes = key.len();
+        self.set_pending(Pending::Value { key, span }, span.end, bytes);
         Ok(())
     }
 
-    fn set_pending(&mut self, next: Pending, key_end: usize) {
+    fn set_pending(&mut self, next: Pending, key_end: usize, key_bytes: usize) {
         if let Some(Frame {
             body: Body::Map { pending, .. },
             nodes,
+            bytes,
             end,
             ..
         }) = self.stack.last_mut()
         {
             *pending = next;
             *nodes += 1;
+            *bytes = bytes.saturating_add(key_bytes);
             *end = (*end).max(key_end);
         }
     }
@@ -487,7 +530,8 @@ impl<'s, 'a> Builder<'s, 'a> {
             };
             return Err(self.error(YamlErrorKind::Alias, message, start));
         };
-        let (anchor_loc, nodes, height) = (anchor.loc, anchor.nodes, anchor.height);
+        let (anchor_loc, nodes, height, bytes) =
+            (anchor.loc, anchor.nodes, anchor.height, anchor.bytes);
         let key_scalar = match &anchor.value {
             AnchorValue::Scalar(s) if self.expects_key() => Some(s.clone()),
             _ => None,
@@ -508,7 +552,8 @@ impl<'s, 'a> Builder<'s, 'a> {
         }
         // Check the budgets before copying anything.
         self.count_nodes(nodes, start)?;
-        if self.stack.len() + height > self.limits.max_depth {
+        self.count_copied_bytes(bytes, start)?;
+        if self.stack.len() + height > self.max_depth() {
             return Err(self.too_deep(start));
         }
         let value = match self.anchors.get(&id).map(|a| &a.value) {
@@ -535,6 +580,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             loc,
             nodes,
             height,
+            bytes,
             via_alias: true,
             item,
             index: start,
@@ -544,10 +590,7 @@ impl<'s, 'a> Builder<'s, 'a> {
     fn too_deep(&self, index: usize) -> YamlError {
         self.error(
             YamlErrorKind::TooDeep,
-            format!(
-                "collections nested deeper than {} levels",
-                self.limits.max_depth
-            ),
+            format!("collections nested deeper than {} levels", self.max_depth()),
             index,
         )
     }
@@ -567,7 +610,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                 start,
             ));
         }
-        if self.stack.len() >= self.limits.max_depth {
+        if self.stack.len() >= self.max_depth() {
             return Err(self.too_deep(start));
         }
         self.count_nodes(1, start)?;
@@ -575,9 +618,17 @@ impl<'s, 'a> Builder<'s, 'a> {
         let start_span = self.source.span(start, end);
         let text = self.source.text().as_bytes();
         let opener = if is_map { b'{' } else { b'[' };
-        let flow = start_span.end > start_span.start
-            && text.get(start_span.end - 1) == Some(&opener);
+        let flow =
+            start_span.end > start_span.start && text.get(start_span.end - 1) == Some(&opener);
         let item = self.item_indicator(start, false);
+        let parent_is_block_map = matches!(
+            self.stack.last(),
+            Some(Frame {
+                body: Body::Map { .. },
+                flow: false,
+                ..
+            })
+        );
         let body = if is_map {
             Body::Map {
                 map: Map::new(),
@@ -598,20 +649,40 @@ impl<'s, 'a> Builder<'s, 'a> {
             flow,
             nodes: 0,
             height: 0,
+            bytes: 0,
             end: start_span.end,
             start_index: start,
         });
-        // A block sequence's start event covers its first `-` (or ends on it); leave the gap
-        // scan before that `-` so the first item finds it.
         self.prev_end = if flow || is_map {
             end
-        } else if start_span.end > start_span.start && text.get(start_span.end - 1) == Some(&b'-')
-        {
-            end - 1
         } else {
-            end
+            self.first_dash(end, parent_is_block_map)
         };
         Ok(())
+    }
+
+    /// Character index of the first `-` of a block sequence whose start event ends at `end`.
+    ///
+    /// saphyr puts the start of an indented block sequence on its first `-`, but the start of
+    /// an indentless one (`key:` then `- item` in the same column, only possible as a block
+    /// mapping's value) after that `-` and the blanks following it. The gap scan for the first
+    /// item must begin at the `-` either way.
+    fn first_dash(&self, end: usize, parent_is_block_map: bool) -> usize {
+        if !parent_is_block_map {
+            return end;
+        }
+        let text = self.source.text().as_bytes();
+        let mut byte = self.source.byte_at(end);
+        let mut index = end;
+        while byte > 0 && matches!(text.get(byte - 1), Some(b' ' | b'\t')) {
+            byte -= 1;
+            index -= 1;
+        }
+        if byte > 0 && text.get(byte - 1) == Some(&b'-') {
+            index - 1
+        } else {
+            end
+        }
     }
 
     fn end_collection(&mut self, span: RawSpan) -> Result<(), YamlError> {
@@ -646,9 +717,11 @@ impl<'s, 'a> Builder<'s, 'a> {
         });
         let nodes = frame.nodes.saturating_add(1);
         let height = frame.height + 1;
+        let bytes = frame.bytes;
         if frame.anchor != 0 {
             // Keeping a copy for aliases costs as much as building it again.
             self.count_nodes(nodes, span.start.index())?;
+            self.count_copied_bytes(bytes, span.start.index())?;
             self.anchors.insert(
                 frame.anchor,
                 Anchor {
@@ -656,6 +729,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     loc,
                     nodes,
                     height,
+                    bytes,
                 },
             );
         }
@@ -664,6 +738,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             loc,
             nodes,
             height,
+            bytes,
             via_alias: false,
             item: frame.item,
             index: frame.start_index,
@@ -684,11 +759,8 @@ impl<'s, 'a> Builder<'s, 'a> {
         };
         frame.nodes = frame.nodes.saturating_add(done.nodes);
         frame.height = frame.height.max(done.height);
-        let node_span = self
-            .locations
-            .nodes
-            .get(done.loc as usize)
-            .map(|n| n.value);
+        frame.bytes = frame.bytes.saturating_add(done.bytes);
+        let node_span = self.locations.nodes.get(done.loc as usize).map(|n| n.value);
         if let Some(node_span) = node_span {
             frame.end = frame.end.max(node_span.end);
         }
@@ -787,7 +859,9 @@ fn merge_one(
 ) {
     for (key, value) in source {
         let node = match source_children {
-            Some(Children::Map(source_entries)) => source_entries.get(&key).map_or(NONE, |e| e.node),
+            Some(Children::Map(source_entries)) => {
+                source_entries.get(&key).map_or(NONE, |e| e.node)
+            }
             _ => NONE,
         };
         let explicit = entries.get(&key).map_or(NONE, |e| e.explicit);

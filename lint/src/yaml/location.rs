@@ -108,6 +108,7 @@ impl std::fmt::Debug for Locations {
 impl Locations {
     /// The location of the node at `pointer` (`""` is the whole document), or `None` when no
     /// node is there (or the pointer is malformed).
+    #[must_use]
     pub fn get(&self, pointer: &str) -> Option<NodeLocation> {
         let walk = self.walk(pointer);
         walk.complete.then(|| self.location(walk.node, walk.shared))
@@ -118,6 +119,7 @@ impl Locations {
     /// else the node itself. When the pointer names something that does not exist (a missing
     /// `readinessProbe`), the nearest existing ancestor is shown instead, e.g. the `- ` line
     /// of `/spec/containers/0`.
+    #[must_use]
     pub fn locate(&self, pointer: &str) -> Span {
         let walk = self.walk(pointer);
         if walk.node == NONE {
@@ -128,6 +130,7 @@ impl Locations {
     }
 
     /// Where the document starts: its `---` line, or its first token.
+    #[must_use]
     pub fn document_start(&self) -> Span {
         self.start
     }
@@ -247,6 +250,7 @@ fn unescape_token(raw: &str) -> Option<Cow<'_, str>> {
 
 /// Escapes one mapping key for use as a JSON Pointer token: `~` → `~0`, `/` → `~1`, so the
 /// annotation key `probelint.io/ignore` becomes `probelint.io~1ignore`.
+#[must_use]
 pub fn escape_pointer_token(key: &str) -> Cow<'_, str> {
     if key.contains(['~', '/']) {
         Cow::Owned(key.replace('~', "~0").replace('/', "~1"))

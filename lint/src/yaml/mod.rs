@@ -48,15 +48,25 @@ pub struct Limits {
     pub max_file_bytes: usize,
     /// Most documents (`---` separated) in one file, empty ones included. Default 10,000.
     pub max_documents: usize,
-    /// Deepest nesting of collections, counting what aliases expand to. Default 256. Flow
+    /// Deepest nesting of collections, counting what aliases expand to. Default 256.
+    ///
+    /// Values above 1,000 act as 1,000: the resulting `Value` is walked recursively (by rules,
+    /// serializers, its own `Drop`), so its depth must stay far from stack limits. Flow
     /// collections (`[`, `{`) cannot nest past 255 whatever this says: saphyr-parser's own
     /// limit, reported as [`YamlErrorKind::TooDeep`] too.
     pub max_depth: usize,
     /// Most nodes (scalars, collections, keys) in one file, counting every alias as the size
     /// of what it repeats and every anchored collection twice (its copy kept for aliases).
     /// Default 1,000,000.
+    ///
+    /// Text copied by aliases and anchor copies is bounded too, by `max_file_bytes`: otherwise
+    /// a thousand aliases of one 10 MB string would be a thousand nodes but 10 GB. Both
+    /// overflows are [`YamlErrorKind::TooManyNodes`].
     pub max_nodes: usize,
 }
+
+/// Ceiling on [`Limits::max_depth`].
+const HARD_MAX_DEPTH: usize = 1_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -72,7 +82,9 @@ impl Default for Limits {
 /// One non-empty document of a file.
 #[derive(Debug)]
 pub struct Document {
-    /// The document as Kubernetes sees it (what `kubectl` would send as JSON).
+    /// The document as Kubernetes sees it (what `kubectl` would send as JSON). Usually an
+    /// object; a document that is a bare scalar or list comes back as such, for the caller to
+    /// report.
     pub value: serde_json::Value,
     /// Where each node of `value` is written.
     pub locations: Locations,
@@ -106,6 +118,7 @@ pub fn parse_stream(src: &[u8], limits: &Limits) -> Result<Vec<Document>, YamlEr
 /// Like [`parse_stream`], but keeps the documents completed before the first error, so that a
 /// linter can still check the healthy documents of a file whose third document is broken.
 /// Errors found before parsing (size, encoding) leave `documents` empty.
+#[must_use]
 pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
     let failed = |error| Stream {
         documents: Vec::new(),

@@ -245,9 +245,7 @@ fn go_dot_float(text: &str) -> Option<f64> {
     // Go's underscoreOK: every `_` sits between two digits.
     let underscores_ok = b.iter().enumerate().all(|(j, &c)| {
         c != b'_'
-            || (j > 0
-                && b[j - 1].is_ascii_digit()
-                && b.get(j + 1).is_some_and(u8::is_ascii_digit))
+            || (j > 0 && b[j - 1].is_ascii_digit() && b.get(j + 1).is_some_and(u8::is_ascii_digit))
     });
     if !underscores_ok {
         return None;
@@ -276,11 +274,8 @@ fn decode_base64(text: &str) -> Option<Vec<u8>> {
             _ => return None,
         }))
     }
-    let clean: Vec<u8> = text
-        .bytes()
-        .filter(|&c| c != b'\r' && c != b'\n')
-        .collect();
-    if clean.len() % 4 != 0 {
+    let clean: Vec<u8> = text.bytes().filter(|&c| c != b'\r' && c != b'\n').collect();
+    if !clean.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(clean.len() / 4 * 3);
@@ -371,34 +366,38 @@ fn go_format_float32(f: f64) -> String {
     }
     let sci = format!("{x:e}");
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let exponent: i32 = exponent.parse().unwrap_or(0);
     let negative = mantissa.starts_with('-');
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let nd = i64::try_from(digits.len()).unwrap_or(i64::MAX);
     let mut out = String::new();
     if negative {
         out.push('-');
     }
-    if exponent < -4 || exponent >= 6 {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
+    // Go switches to exponent form outside [1e-4, 1e6) for shortest formatting.
+    if !(-4..6).contains(&exponent) {
+        let (first, rest) = digits.split_at(digits.len().min(1));
+        out.push_str(first);
+        if !rest.is_empty() {
             out.push('.');
-            out.push_str(&digits[1..]);
+            out.push_str(rest);
         }
-        out.push('e');
-        out.push(if exponent < 0 { '-' } else { '+' });
-        out.push_str(&format!("{:02}", exponent.abs()));
+        let sign = if exponent < 0 { '-' } else { '+' };
+        out.push_str(&format!("e{sign}{:02}", exponent.unsigned_abs()));
+    } else if exponent < 0 {
+        // 0.000ddd: `-exponent - 1` zeros after the point.
+        out.push_str("0.");
+        for _ in 1..exponent.unsigned_abs() {
+            out.push('0');
+        }
+        out.push_str(&digits);
     } else {
-        let point = exponent + 1;
-        if point <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', point.unsigned_abs() as usize));
+        // `exponent + 1` digits before the point, padded with zeros.
+        let point = usize::try_from(exponent).unwrap_or(0) + 1;
+        if point >= digits.len() {
             out.push_str(&digits);
-        } else if point >= nd {
-            out.push_str(&digits);
-            out.extend(std::iter::repeat_n('0', (point - nd) as usize));
+            out.extend(std::iter::repeat_n('0', point - digits.len()));
         } else {
-            let (int, frac) = digits.split_at(point as usize);
+            let (int, frac) = digits.split_at(point);
             out.push_str(int);
             out.push('.');
             out.push_str(frac);
@@ -439,7 +438,10 @@ mod tests {
         assert_eq!(plain("08"), Scalar::Float(8.0));
         assert_eq!(plain("1_000"), Scalar::Int(1000));
         assert_eq!(plain("9223372036854775808"), Scalar::UInt(1 << 63));
-        assert_eq!(plain("18446744073709551616"), Scalar::Float(18_446_744_073_709_551_616.0));
+        assert_eq!(
+            plain("18446744073709551616"),
+            Scalar::Float(18_446_744_073_709_551_616.0)
+        );
         assert_eq!(plain("1e400"), Scalar::Str("1e400".into()));
         assert_eq!(plain("1."), Scalar::Float(1.0));
         assert_eq!(plain("-.5"), Scalar::Float(-0.5));
@@ -473,7 +475,7 @@ mod tests {
     #[test]
     fn base64_decodes_like_go_std_encoding() {
         assert_eq!(decode_base64("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
-        assert_eq!(decode_base64("aGVs\nbG8h").as_deref(), Some(&b"hell!"[..]));
+        assert_eq!(decode_base64("aGVs\nbG8h").as_deref(), Some(&b"hello!"[..]));
         assert_eq!(decode_base64("").as_deref(), Some(&b""[..]));
         assert_eq!(decode_base64("aGVsbG8"), None);
         assert_eq!(decode_base64("aG=sbG8="), None);

@@ -42,7 +42,7 @@ pub(super) fn check_text(src: &[u8]) -> Result<&str, YamlError> {
             offset,
         });
     }
-    std::str::from_utf8(src).map_err(|e| {
+    let text = std::str::from_utf8(src).map_err(|e| {
         let offset = e.valid_up_to();
         let (line, column) = raw_line_column(src, offset);
         let byte = src.get(offset).copied().unwrap_or_default();
@@ -56,7 +56,31 @@ pub(super) fn check_text(src: &[u8]) -> Result<&str, YamlError> {
             column,
             offset,
         }
-    })
+    })?;
+    if let Some((offset, c)) = text.char_indices().find(|&(_, c)| !is_yaml_printable(c)) {
+        let (line, column) = raw_line_column(src, offset);
+        return Err(YamlError {
+            kind: YamlErrorKind::Syntax,
+            message: format!(
+                "control character U+{:04X} is not allowed in YAML (kubectl rejects it too); \
+                 remove it or write it as an escape in a double-quoted string",
+                u32::from(c)
+            ),
+            line,
+            column,
+            offset,
+        });
+    }
+    Ok(text)
+}
+
+/// The characters go-yaml's reader accepts; anything else fails with "control characters are
+/// not allowed". saphyr-parser checks this only where a token starts, so `a: b<BEL>c` would
+/// otherwise load here and fail in the cluster.
+fn is_yaml_printable(c: char) -> bool {
+    matches!(c,
+        '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}'
+        | '\u{e000}'..='\u{fffd}' | '\u{10000}'..='\u{10ffff}')
 }
 
 /// UTF-16 and UTF-32 files are valid text to an editor but full of NUL bytes to us; say what
@@ -74,7 +98,9 @@ fn utf16_or_32(src: &[u8]) -> Option<&'static str> {
 fn raw_line_column(src: &[u8], offset: usize) -> (usize, usize) {
     let before = &src[..offset.min(src.len())];
     let mut line = 1;
-    let mut line_start = before.strip_prefix(BOM_BYTES).map_or(0, |_| BOM_BYTES.len());
+    let mut line_start = before
+        .strip_prefix(BOM_BYTES)
+        .map_or(0, |_| BOM_BYTES.len());
     for (i, &b) in before.iter().enumerate() {
         let ends_line = b == b'\n' || (b == b'\r' && src.get(i + 1) != Some(&b'\n'));
         if ends_line {

@@ -131,8 +131,12 @@ impl Rule for ExecProbeHeavy {
                         command.join(" ")
                     ),
                     match cx.container.server {
-                        Some(s) => format!("use httpGet {} on port {} instead", s.live_path, s.default_port),
-                        None => "use an httpGet probe on the server's health endpoint instead".to_owned(),
+                        Some(s) => format!(
+                            "use httpGet {} on port {} instead",
+                            s.live_path, s.default_port
+                        ),
+                        None => "use an httpGet probe on the server's health endpoint instead"
+                            .to_owned(),
                     },
                 );
             }
@@ -153,7 +157,14 @@ mod tests {
         assert!(heavy(&cmd(&["nvidia-smi"])).is_some());
         assert!(heavy(&cmd(&["/usr/bin/python3", "-c", "import torch"])).is_some());
         assert!(heavy(&cmd(&["sh", "-c", "python3 /app/health.py"])).is_some());
-        assert!(heavy(&cmd(&["/bin/bash", "-c", "curl -s localhost:8080 | grep ok"])).is_some());
+        assert!(
+            heavy(&cmd(&[
+                "/bin/bash",
+                "-c",
+                "curl -s localhost:8080 | grep ok"
+            ]))
+            .is_some()
+        );
         assert!(heavy(&cmd(&["cat", "/tmp/healthy"])).is_none());
         assert!(heavy(&cmd(&["curl", "-f", "localhost:8080/health"])).is_none());
     }

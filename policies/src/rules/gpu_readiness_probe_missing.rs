@@ -80,9 +80,11 @@ impl Rule for GpuReadinessProbeMissing {
                     "add a readinessProbe: httpGet {} on the server's port ({} serves it on {} by default)",
                     server.ready_path, server.name, server.default_port
                 ),
-                None => "add a readinessProbe: httpGet on an endpoint that answers 200 only once the \
+                None => {
+                    "add a readinessProbe: httpGet on an endpoint that answers 200 only once the \
                          model is loaded and can infer"
-                    .to_owned(),
+                        .to_owned()
+                }
             };
             report.container(
                 &cx,
@@ -99,7 +101,7 @@ impl Rule for GpuReadinessProbeMissing {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{fired, findings_of};
+    use crate::rules::testing::{findings_of, fired};
 
     const ID: &str = "gpu-readiness-probe-missing";
 
@@ -121,7 +123,13 @@ spec:
       modelFormat: {name: huggingface}
       resources: {limits: {nvidia.com/gpu: "1"}}
 "#;
-        assert_eq!(fired(isvc, ID), [(Some("kserve-container".into()), "/spec/predictor/model".into())]);
+        assert_eq!(
+            fired(isvc, ID),
+            [(
+                Some("kserve-container".into()),
+                "/spec/predictor/model".into()
+            )]
+        );
         let ray = r#"apiVersion: ray.io/v1
 kind: RayService
 metadata: {name: llm}
@@ -138,7 +146,10 @@ spec:
 "#;
         assert_eq!(
             fired(ray, ID),
-            [(Some("worker".into()), "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/0".into())]
+            [(
+                Some("worker".into()),
+                "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/0".into()
+            )]
         );
     }
 }

@@ -131,12 +131,21 @@ fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
 /// Pod template labels of a replicated workload, and its replica count (default 1).
 fn replicated<'a>(w: &'a Workload<'_>) -> Option<(i64, &'a serde_json::Map<String, Value>)> {
     let template = match w.object_ref.kind.as_str() {
-        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" | "Rollout" => "/spec/template",
+        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" | "Rollout" => {
+            "/spec/template"
+        }
         "LeaderWorkerSet" => "/spec/leaderWorkerTemplate/leaderTemplate",
         _ => return None,
     };
-    let replicas = w.object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let labels = w.object.pointer(&format!("{template}/metadata/labels"))?.as_object()?;
+    let replicas = w
+        .object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let labels = w
+        .object
+        .pointer(&format!("{template}/metadata/labels"))?
+        .as_object()?;
     Some((replicas, labels))
 }
 
@@ -163,7 +172,10 @@ impl Rule for GpuServingWithoutPdb {
             }
             let covered = pdbs.iter().any(|pdb| {
                 pdb.object_ref.namespace == w.object_ref.namespace
-                    && pdb.object.pointer("/spec/selector").is_some_and(|s| selects(s, labels))
+                    && pdb
+                        .object
+                        .pointer("/spec/selector")
+                        .is_some_and(|s| selects(s, labels))
             });
             if covered {
                 continue;
@@ -193,17 +205,34 @@ mod tests {
         let labels = labels.as_object().unwrap();
         assert!(selects(&json!({"matchLabels": {"app": "vllm"}}), labels));
         assert!(!selects(&json!({"matchLabels": {"app": "tgi"}}), labels));
-        assert!(selects(&json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}), labels));
-        assert!(!selects(&json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}), labels));
-        assert!(selects(&json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}), labels));
+        assert!(selects(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}),
+            labels
+        ));
+        assert!(!selects(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}),
+            labels
+        ));
+        assert!(selects(
+            &json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}),
+            labels
+        ));
         assert!(selects(&json!({}), labels));
     }
 
     #[test]
     fn single_replica_and_other_namespace_pdb() {
-        let single = super::META.bad_example.replace("replicas: 3", "replicas: 1");
+        let single = super::META
+            .bad_example
+            .replace("replicas: 3", "replicas: 1");
         assert!(crate::rules::testing::fired(&single, "gpu-serving-without-pdb").is_empty());
-        let elsewhere = super::META.good_example.replace("  name: vllm\nspec:\n  maxUnavailable", "  name: vllm\n  namespace: other\nspec:\n  maxUnavailable");
-        assert_eq!(crate::rules::testing::fired(&elsewhere, "gpu-serving-without-pdb").len(), 1);
+        let elsewhere = super::META.good_example.replace(
+            "  name: vllm\nspec:\n  maxUnavailable",
+            "  name: vllm\n  namespace: other\nspec:\n  maxUnavailable",
+        );
+        assert_eq!(
+            crate::rules::testing::fired(&elsewhere, "gpu-serving-without-pdb").len(),
+            1
+        );
     }
 }

@@ -3,7 +3,7 @@
 use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds};
 use crate::engine::Analysis;
 use crate::finding::Severity;
-use crate::probe::ProbeKind;
+use crate::probe::{Handler, ProbeKind};
 
 pub struct GpuStartupProbeMissing;
 
@@ -86,6 +86,18 @@ impl Rule for GpuStartupProbeMissing {
             }
             let needed = required_startup_seconds(cx.pod.load_seconds, margin);
             let threshold = (needed + 9) / 10;
+            // The check to reuse, in the order the fix will pick it.
+            let handler = [ProbeKind::Liveness, ProbeKind::Readiness]
+                .into_iter()
+                .filter_map(|k| cx.container.probe(k))
+                .find(|p| !matches!(p.handler, Handler::Invalid))
+                .map(|p| format!("the {} check ({})", p.kind.noun(), p.handler.describe()))
+                .or_else(|| {
+                    cx.container
+                        .server
+                        .map(|s| format!("httpGet {} ({}'s health endpoint)", s.live_path, s.name))
+                })
+                .unwrap_or_else(|| "the server's health endpoint".to_owned());
             report.container(
                 &cx,
                 cx.container.pointer.clone(),
@@ -96,8 +108,8 @@ impl Rule for GpuStartupProbeMissing {
                     required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
                 ),
                 format!(
-                    "add a startupProbe on the server's health endpoint with periodSeconds: 10 and \
-                     failureThreshold: {threshold} (a {} s budget)",
+                    "add a startupProbe on {handler} with periodSeconds: 10 and failureThreshold: \
+                     {threshold} (a {} s budget)",
                     threshold * 10
                 ),
             );
@@ -107,7 +119,7 @@ impl Rule for GpuStartupProbeMissing {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{fired, findings_of};
+    use crate::rules::testing::{findings_of, fired};
 
     const ID: &str = "gpu-startup-probe-missing";
 
@@ -116,8 +128,18 @@ mod tests {
         let f = &findings_of(super::META.bad_example, ID)[0];
         assert_eq!(f.pointer, "/spec/template/spec/containers/0");
         assert_eq!(f.container.as_deref(), Some("vllm"));
-        assert!(f.message.contains("container \"vllm\" (requests nvidia.com/gpu)"), "{}", f.message);
-        assert!(f.message.contains("375 s (load 300 s by policy default + 25 %)"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("container \"vllm\" (requests nvidia.com/gpu)"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message
+                .contains("375 s (load 300 s by policy default + 25 %)"),
+            "{}",
+            f.message
+        );
         assert!(f.help.contains("failureThreshold: 38"), "{}", f.help);
     }
 
@@ -153,13 +175,25 @@ spec:
           - name: worker
             resources: {requests: {nvidia.com/mig-3g.40gb: 1}}
 "#;
-        let got: Vec<_> = fired(lws, ID).into_iter().map(|(c, p)| (c.unwrap(), p)).collect();
+        let got: Vec<_> = fired(lws, ID)
+            .into_iter()
+            .map(|(c, p)| (c.unwrap(), p))
+            .collect();
         assert_eq!(
             got,
             [
-                ("leader".to_owned(), "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0".to_owned()),
-                ("worker".to_owned(), "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0".to_owned()),
-                ("gpu-sidecar".to_owned(), "/spec/leaderWorkerTemplate/workerTemplate/spec/initContainers/0".to_owned()),
+                (
+                    "leader".to_owned(),
+                    "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0".to_owned()
+                ),
+                (
+                    "worker".to_owned(),
+                    "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0".to_owned()
+                ),
+                (
+                    "gpu-sidecar".to_owned(),
+                    "/spec/leaderWorkerTemplate/workerTemplate/spec/initContainers/0".to_owned()
+                ),
             ]
         );
     }

@@ -119,9 +119,16 @@ mod tests {
         assert!(fired(super::META.bad_example, ID).is_empty());
         // ...against an older cluster they are not.
         let old = crate::Policy::with_user_yaml("kubernetesVersion: '1.23'\n").unwrap();
-        let f: Vec<_> = lint_with(super::META.bad_example, &old).into_iter().filter(|f| f.rule == ID).collect();
+        let f: Vec<_> = lint_with(super::META.bad_example, &old)
+            .into_iter()
+            .filter(|f| f.rule == ID)
+            .collect();
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("Kubernetes 1.23"), "{}", f[0].message);
-        assert!(lint_with(super::META.good_example, &old).iter().all(|f| f.rule != ID));
+        assert!(
+            lint_with(super::META.good_example, &old)
+                .iter()
+                .all(|f| f.rule != ID)
+        );
     }
 }

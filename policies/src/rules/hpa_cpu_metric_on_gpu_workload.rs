@@ -146,7 +146,11 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
     }
 
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for hpa in analysis.workloads.iter().filter(|w| w.object_ref.kind == "HorizontalPodAutoscaler") {
+        for hpa in analysis
+            .workloads
+            .iter()
+            .filter(|w| w.object_ref.kind == "HorizontalPodAutoscaler")
+        {
             let target = &hpa.object["spec"]["scaleTargetRef"];
             let (Some(kind), Some(name)) = (
                 target.get("kind").and_then(Value::as_str),
@@ -195,15 +199,22 @@ mod tests {
     #[test]
     fn v1_hpa_and_hpa_without_metrics_use_cpu() {
         let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers: [{name: m, resources: {limits: {nvidia.com/gpu: 1}}}]\n";
-        let v1 = format!("{deploy}---\napiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {{name: h}}\nspec:\n  scaleTargetRef: {{kind: Deployment, name: d}}\n  targetCPUUtilizationPercentage: 50\n");
+        let v1 = format!(
+            "{deploy}---\napiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {{name: h}}\nspec:\n  scaleTargetRef: {{kind: Deployment, name: d}}\n  targetCPUUtilizationPercentage: 50\n"
+        );
         assert_eq!(fired(&v1, ID), [(None, "/spec".to_owned())]);
-        let other = v1.replace("kind: Deployment, name: d}", "kind: Deployment, name: other}");
+        let other = v1.replace(
+            "kind: Deployment, name: d}",
+            "kind: Deployment, name: other}",
+        );
         assert!(fired(&other, ID).is_empty(), "HPA of another workload");
     }
 
     #[test]
     fn cpu_workload_is_not_flagged() {
-        let yaml = super::META.bad_example.replace("nvidia.com/gpu: 1", "cpu: 1");
+        let yaml = super::META
+            .bad_example
+            .replace("nvidia.com/gpu: 1", "cpu: 1");
         assert!(fired(&yaml, ID).is_empty());
     }
 }

@@ -114,14 +114,17 @@ impl Rule for KnownServerEndpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{fired, findings_of};
+    use crate::rules::testing::{findings_of, fired};
 
     const ID: &str = "known-server-endpoint";
 
     #[test]
     fn triton_live_endpoint_for_readiness_fires_with_the_right_path() {
         let f = &findings_of(super::META.bad_example, ID)[0];
-        assert_eq!(f.pointer, "/spec/template/spec/containers/0/readinessProbe/httpGet/path");
+        assert_eq!(
+            f.pointer,
+            "/spec/template/spec/containers/0/readinessProbe/httpGet/path"
+        );
         assert!(f.help.contains("/v2/health/ready"), "{}", f.help);
     }
 

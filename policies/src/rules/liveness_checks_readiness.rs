@@ -84,9 +84,14 @@ spec:
 /// Handlers compared for identity: what they check, not how often.
 fn same_check(a: &Handler, b: &Handler) -> bool {
     match (a, b) {
-        (Handler::HttpGet { path: pa, port: qa, .. }, Handler::HttpGet { path: pb, port: qb, .. }) => {
-            strip_query(pa) == strip_query(pb) && qa == qb
-        }
+        (
+            Handler::HttpGet {
+                path: pa, port: qa, ..
+            },
+            Handler::HttpGet {
+                path: pb, port: qb, ..
+            },
+        ) => strip_query(pa) == strip_query(pb) && qa == qb,
         (Handler::Invalid, _) | (_, Handler::Invalid) => false,
         (a, b) => a == b,
     }
@@ -120,9 +125,14 @@ impl Rule for LivenessChecksReadiness {
             };
             let readiness = cx.container.probe(ProbeKind::Readiness);
             let live_help = match cx.container.server {
-                Some(s) => format!("point liveness at {} ({}'s liveness endpoint)", s.live_path, s.name),
-                None => "point liveness at a cheap endpoint that only fails when the process is wedged"
-                    .to_owned(),
+                Some(s) => format!(
+                    "point liveness at {} ({}'s liveness endpoint)",
+                    s.live_path, s.name
+                ),
+                None => {
+                    "point liveness at a cheap endpoint that only fails when the process is wedged"
+                        .to_owned()
+                }
             };
             if let Handler::HttpGet { path, .. } = &liveness.handler
                 && let Some(what) = readiness_like(path)
@@ -194,7 +204,10 @@ mod tests {
             assert_eq!(got.len(), 1, "{name}: {got:?}");
             assert_eq!(got[0].0.as_deref(), Some("foobar"), "{name}");
         }
-        for name in ["pod-probes-both.yaml", "pod-probes-on-different-containers.yaml"] {
+        for name in [
+            "pod-probes-both.yaml",
+            "pod-probes-on-different-containers.yaml",
+        ] {
             assert!(fired(&peer(name), ID).is_empty(), "{name}");
         }
     }

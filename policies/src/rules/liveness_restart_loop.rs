@@ -80,7 +80,9 @@ spec:
               port: 30000
             timeoutSeconds: 10
 "#,
-    fix: Some("Fixed by the startupProbe that gpu-startup-probe-missing adds; liveness stays as written."),
+    fix: Some(
+        "Fixed by the startupProbe that gpu-startup-probe-missing adds; liveness stays as written.",
+    ),
 };
 
 impl Rule for LivenessRestartLoop {
@@ -120,14 +122,18 @@ impl Rule for LivenessRestartLoop {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{fired, findings_of};
+    use crate::rules::testing::{findings_of, fired};
 
     const ID: &str = "liveness-restart-loop";
 
     #[test]
     fn message_compares_tolerance_and_load() {
         let f = &findings_of(super::META.bad_example, ID)[0];
-        assert!(f.message.contains("60 s (30 s delay + 3 × 10 s)"), "{}", f.message);
+        assert!(
+            f.message.contains("60 s (30 s delay + 3 × 10 s)"),
+            "{}",
+            f.message
+        );
         assert!(f.message.contains("120 s to load"), "{}", f.message);
         assert_eq!(f.pointer, "/spec/template/spec/containers/0/livenessProbe");
     }

@@ -95,7 +95,13 @@ impl<'f> Report<'f> {
         message: String,
         help: String,
     ) -> &mut Finding {
-        self.push(cx.workload, Some(cx.container.name.clone()), pointer, message, help)
+        self.push(
+            cx.workload,
+            Some(cx.container.name.clone()),
+            pointer,
+            message,
+            help,
+        )
     }
 
     /// A finding about an object as a whole, or a part of it that is not a container.
@@ -148,7 +154,11 @@ pub(crate) fn required_startup_seconds(load_seconds: f64, margin: f64) -> i64 {
 }
 
 /// `150 s (load 120 s + 25 %)`: how the required budget is explained.
-pub(crate) fn required_arithmetic(load_seconds: f64, margin: f64, source: &crate::workload::LoadSource) -> String {
+pub(crate) fn required_arithmetic(
+    load_seconds: f64,
+    margin: f64,
+    source: &crate::workload::LoadSource,
+) -> String {
     use crate::workload::LoadSource;
     let from = match source {
         LoadSource::Annotation => " from probelint.io/model-load-seconds".to_owned(),
@@ -190,7 +200,11 @@ mod tests {
     fn every_rule_documents_itself() {
         for rule in registry() {
             let m = rule.meta();
-            assert!(!m.summary.is_empty() && !m.summary.contains('\n'), "{}: one-line summary", m.id);
+            assert!(
+                !m.summary.is_empty() && !m.summary.contains('\n'),
+                "{}: one-line summary",
+                m.id
+            );
             assert!(m.rationale.len() > 80, "{}: rationale too thin", m.id);
         }
     }
@@ -216,8 +230,14 @@ mod tests {
                 !findings.iter().any(|f| f.rule == id),
                 "{id}: good example fires; findings: {findings:#?}"
             );
-            let errors: Vec<_> = findings.iter().filter(|f| f.severity == Severity::Error).collect();
-            assert!(errors.is_empty(), "{id}: good example has errors: {errors:#?}");
+            let errors: Vec<_> = findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{id}: good example has errors: {errors:#?}"
+            );
         }
     }
 

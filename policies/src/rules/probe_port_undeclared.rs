@@ -102,14 +102,17 @@ impl Rule for ProbePortUndeclared {
                 declared.join(", ")
             };
             for probe in cx.container.probes() {
-                let (Some(port), Some(field)) = (probe.handler.port(), probe.handler.field()) else {
+                let (Some(port), Some(field)) = (probe.handler.port(), probe.handler.field())
+                else {
                     continue;
                 };
                 let pointer = format!("{}/{field}/port", probe.pointer);
                 let what = format!("{}Probe", probe.kind.noun());
                 match port {
                     PortRef::Name(name) => {
-                        let found = ports.iter().find(|p| p.name.as_deref() == Some(name.as_str()));
+                        let found = ports
+                            .iter()
+                            .find(|p| p.name.as_deref() == Some(name.as_str()));
                         match found {
                             None => {
                                 let quoted_number = name.parse::<u16>().is_ok();
@@ -145,9 +148,9 @@ impl Rule for ProbePortUndeclared {
                         }
                     }
                     PortRef::Number(n) => {
-                        let tcp_match = ports
-                            .iter()
-                            .any(|p| p.number == Some(*n) && p.protocol.eq_ignore_ascii_case("TCP"));
+                        let tcp_match = ports.iter().any(|p| {
+                            p.number == Some(*n) && p.protocol.eq_ignore_ascii_case("TCP")
+                        });
                         if !ports.is_empty() && !tcp_match {
                             report
                                 .container(
@@ -158,7 +161,8 @@ impl Rule for ProbePortUndeclared {
                                          containerPort (declared: {declared})",
                                         cx.container.describe()
                                     ),
-                                    "probe the port the server listens on, and declare it".to_owned(),
+                                    "probe the port the server listens on, and declare it"
+                                        .to_owned(),
                                 )
                                 .severity = Severity::Warning;
                         }
@@ -180,8 +184,15 @@ mod tests {
     /// kube-linter's own fixtures: every `fire-*` container fires, no `dont-fire-*` does.
     #[test]
     fn agrees_with_kube_linter_port_fixtures() {
-        for file in ["liveness-port.yml", "readiness-port.yml", "startup-port.yml"] {
-            let path = format!("{}/../../shared/corpus/peers/kube-linter/{file}", env!("CARGO_MANIFEST_DIR"));
+        for file in [
+            "liveness-port.yml",
+            "readiness-port.yml",
+            "startup-port.yml",
+        ] {
+            let path = format!(
+                "{}/../../shared/corpus/peers/kube-linter/{file}",
+                env!("CARGO_MANIFEST_DIR")
+            );
             let yaml = std::fs::read_to_string(&path).expect("peer fixture readable");
             let objects = crate::rules::testing::objects(&yaml);
             let findings = crate::evaluate(&objects, &crate::Policy::default());
@@ -191,13 +202,26 @@ mod tests {
                     for c in &pod.containers {
                         let hits: Vec<_> = findings
                             .iter()
-                            .filter(|f| f.rule == ID && f.object_index == w.index && f.pointer.starts_with(&format!("{}/", c.pointer)))
+                            .filter(|f| {
+                                f.rule == ID
+                                    && f.object_index == w.index
+                                    && f.pointer.starts_with(&format!("{}/", c.pointer))
+                            })
                             .collect();
                         if c.name.starts_with("fire-") {
                             fire_seen += 1;
-                            assert_eq!(hits.len(), 1, "{file}: {} should fire once: {hits:?}", c.name);
+                            assert_eq!(
+                                hits.len(),
+                                1,
+                                "{file}: {} should fire once: {hits:?}",
+                                c.name
+                            );
                         } else if c.name.starts_with("dont-fire-") {
-                            assert!(hits.is_empty(), "{file}: {} should not fire: {hits:?}", c.name);
+                            assert!(
+                                hits.is_empty(),
+                                "{file}: {} should not fire: {hits:?}",
+                                c.name
+                            );
                         }
                     }
                 }
@@ -220,6 +244,9 @@ mod tests {
         let f: Vec<_> = lint(pod).into_iter().filter(|f| f.rule == ID).collect();
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Warning);
-        assert_eq!(f[0].pointer, "/spec/containers/0/livenessProbe/tcpSocket/port");
+        assert_eq!(
+            f[0].pointer,
+            "/spec/containers/0/livenessProbe/tcpSocket/port"
+        );
     }
 }

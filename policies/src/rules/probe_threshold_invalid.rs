@@ -100,7 +100,11 @@ impl Rule for ProbeThresholdInvalid {
                     let problem = match value {
                         Field::Invalid => Some(format!(
                             "is {}, not an integer",
-                            probe.value.get(field).map(|v| v.to_string()).unwrap_or_default()
+                            probe
+                                .value
+                                .get(field)
+                                .map(|v| v.to_string())
+                                .unwrap_or_default()
                         )),
                         Field::Set(v) if v < min => Some(format!("is {v}; the minimum is {min}")),
                         Field::Set(v)
@@ -137,7 +141,10 @@ mod tests {
 
     #[test]
     fn reports_each_bad_field_at_its_own_pointer() {
-        let got: Vec<_> = fired(super::META.bad_example, ID).into_iter().map(|(_, p)| p).collect();
+        let got: Vec<_> = fired(super::META.bad_example, ID)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
         assert_eq!(
             got,
             [

@@ -96,9 +96,11 @@ impl Rule for ReadinessPortOpen {
                     "use httpGet {} on port {port}: {} answers it only when the model can serve",
                     server.ready_path, server.name
                 ),
-                None => "use an httpGet (or grpc) readiness check on an endpoint that answers 200 only \
+                None => {
+                    "use an httpGet (or grpc) readiness check on an endpoint that answers 200 only \
                          once the model is loaded and can infer"
-                    .to_owned(),
+                        .to_owned()
+                }
             };
             let finding = report.container(
                 &cx,
@@ -128,8 +130,15 @@ mod tests {
     fn error_on_gpu_containers_warning_elsewhere() {
         let f = &findings_of(super::META.bad_example, ID)[0];
         assert_eq!(f.severity, Severity::Error);
-        assert_eq!(f.pointer, "/spec/template/spec/containers/0/readinessProbe/tcpSocket");
-        assert!(f.help.contains("httpGet /health on port 8080"), "{}", f.help);
+        assert_eq!(
+            f.pointer,
+            "/spec/template/spec/containers/0/readinessProbe/tcpSocket"
+        );
+        assert!(
+            f.help.contains("httpGet /health on port 8080"),
+            "{}",
+            f.help
+        );
         let cpu = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n      readinessProbe:\n        tcpSocket: {port: 80}\n";
         let f = &findings_of(cpu, ID)[0];
         assert_eq!(f.severity, Severity::Warning);
@@ -137,7 +146,8 @@ mod tests {
 
     #[test]
     fn policy_severity_override_applies() {
-        let policy = crate::Policy::with_user_yaml("rules:\n  readiness-port-open: info\n").unwrap();
+        let policy =
+            crate::Policy::with_user_yaml("rules:\n  readiness-port-open: info\n").unwrap();
         let f = crate::rules::testing::lint_with(super::META.bad_example, &policy);
         let f: Vec<_> = f.iter().filter(|f| f.rule == ID).collect();
         assert_eq!(f[0].severity, Severity::Info);

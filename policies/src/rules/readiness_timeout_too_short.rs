@@ -100,8 +100,14 @@ impl Rule for ReadinessTimeoutTooShort {
                 continue;
             }
             let (pointer, shown) = match readiness.timeout_seconds {
-                Field::Set(v) => (format!("{}/timeoutSeconds", readiness.pointer), format!("timeoutSeconds: {v}")),
-                _ => (readiness.pointer.clone(), "the default timeoutSeconds of 1".to_owned()),
+                Field::Set(v) => (
+                    format!("{}/timeoutSeconds", readiness.pointer),
+                    format!("timeoutSeconds: {v}"),
+                ),
+                _ => (
+                    readiness.pointer.clone(),
+                    "the default timeoutSeconds of 1".to_owned(),
+                ),
             };
             report.container(
                 &cx,
@@ -111,7 +117,8 @@ impl Rule for ReadinessTimeoutTooShort {
                      readiness together",
                     cx.container.describe()
                 ),
-                "set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)".to_owned(),
+                "set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)"
+                    .to_owned(),
             );
         }
     }
@@ -130,6 +137,9 @@ mod tests {
             "/spec/template/spec/containers/0/readinessProbe"
         );
         let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      readinessProbe: {httpGet: {path: /v1/chat/completions, port: 8000}, timeoutSeconds: 1}\n";
-        assert_eq!(fired(pod, ID)[0].1, "/spec/containers/0/readinessProbe/timeoutSeconds");
+        assert_eq!(
+            fired(pod, ID)[0].1,
+            "/spec/containers/0/readinessProbe/timeoutSeconds"
+        );
     }
 }

@@ -76,7 +76,9 @@ spec:
               path: /health
               port: 80
 "#,
-    fix: Some("Raises failureThreshold until the budget covers the load time plus margin; nothing else changes."),
+    fix: Some(
+        "Raises failureThreshold until the budget covers the load time plus margin; nothing else changes.",
+    ),
 };
 
 impl Rule for StartupBudgetTooShort {
@@ -116,7 +118,7 @@ impl Rule for StartupBudgetTooShort {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{fired, findings_of};
+    use crate::rules::testing::{findings_of, fired};
 
     const ID: &str = "startup-budget-too-short";
 
@@ -137,7 +139,11 @@ mod tests {
         // 3 × 10 s = 30 s against the policy default of 300 s + 25 %.
         let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n";
         let f = &findings_of(pod, ID)[0];
-        assert!(f.message.contains("30 s (3 × 10 s) < 375 s"), "{}", f.message);
+        assert!(
+            f.message.contains("30 s (3 × 10 s) < 375 s"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
@@ -158,7 +164,10 @@ spec:
           startupProbe: {httpGet: {path: /h, port: 1}, failureThreshold: 5}
 "#;
         assert!(fired(yaml, ID).is_empty(), "50 s covers 40 s + 25 %");
-        let yaml = yaml.replace("      annotations: {probelint.io/model-load-seconds: \"40\"}\n", "      labels: {}\n");
+        let yaml = yaml.replace(
+            "      annotations: {probelint.io/model-load-seconds: \"40\"}\n",
+            "      labels: {}\n",
+        );
         assert_eq!(fired(&yaml, ID).len(), 1, "1000 s from the object applies");
     }
 

@@ -1,0 +1,33 @@
+//! The user policy: `--config FILE`, or `.probelint.yaml` found by walking up from the current
+//! directory (the way `.editorconfig`, ruff and kube-linter find theirs).
+
+use probelint_policies::Policy;
+use std::path::{Path, PathBuf};
+
+/// The names a policy file may have, in the order they are looked for.
+pub const CONFIG_NAMES: &[&str] = &[".probelint.yaml", ".probelint.yml"];
+
+/// Finds the nearest policy file at or above `start`.
+pub fn discover(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find_map(|dir| {
+        CONFIG_NAMES
+            .iter()
+            .map(|name| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Loads the policy: the built-in one, overridden by `path` when given.
+pub fn load(path: Option<&Path>) -> Result<Policy, String> {
+    let Some(path) = path else {
+        return Policy::builtin().map_err(|e| format!("built-in policy: {e}"));
+    };
+    let shown = crate::inputs::display_path(path);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{shown}: cannot read policy file: {}",
+            crate::inputs::describe_io(&e)
+        )
+    })?;
+    Policy::with_user_yaml(&text).map_err(|e| format!("{shown}: invalid policy: {e}"))
+}

@@ -1,0 +1,215 @@
+//! From files to a [`Report`]: read and parse in parallel, evaluate every object together (so
+//! that an HPA in one file sees the Deployment in another), then place each finding in its file.
+
+use crate::inputs::{Input, describe_io, is_helm_template};
+use crate::report::{InputError, LocatedFinding, Report, Skipped};
+use crate::yaml::{self, Limits, Locations};
+use probelint_policies::{Policy, evaluate};
+use rayon::prelude::*;
+use serde_json::Value;
+use std::io::Read;
+use std::sync::Arc;
+
+/// A source to lint: its name in output and its bytes (or why they could not be read).
+pub struct Source {
+    pub name: String,
+    pub input: Input,
+    pub bytes: Result<Vec<u8>, String>,
+}
+
+/// Reads an input, refusing files over the size limit before reading them.
+pub fn read_input(input: &Input, limits: &Limits) -> Source {
+    let name = input.display_name();
+    let cap = limits.max_file_bytes as u64 + 1;
+    let bytes = match input {
+        Input::Stdin => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(cap)
+                .read_to_end(&mut buf)
+                .map(|_| buf)
+                .map_err(|e| format!("cannot read standard input: {}", describe_io(&e)))
+        }
+        Input::File(path) => std::fs::File::open(path)
+            .and_then(|f| {
+                let mut buf = Vec::new();
+                f.take(cap).read_to_end(&mut buf).map(|_| buf)
+            })
+            .map_err(|e| format!("cannot read file: {}", describe_io(&e))),
+    };
+    Source {
+        name,
+        input: input.clone(),
+        bytes,
+    }
+}
+
+/// One Kubernetes object found in a file.
+struct FoundObject {
+    value: Value,
+    /// Index into the file's documents' locations.
+    document: usize,
+    /// Pointer prefix of the object inside its document (`/items/3` inside a `List`).
+    prefix: String,
+}
+
+/// A parsed file, before evaluation.
+struct ParsedFile {
+    name: String,
+    text: Option<Arc<str>>,
+    locations: Vec<Locations>,
+    objects: Vec<FoundObject>,
+    errors: Vec<InputError>,
+    skipped: Vec<Skipped>,
+}
+
+const HELM_HINT: &str =
+    "Helm template: render it first, e.g. `helm template RELEASE CHART | probelint -`";
+
+fn parse_source(source: Source, limits: &Limits) -> ParsedFile {
+    let mut file = ParsedFile {
+        name: source.name,
+        text: None,
+        locations: Vec::new(),
+        objects: Vec::new(),
+        errors: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let bytes = match source.bytes {
+        Ok(bytes) => bytes,
+        Err(message) => {
+            file.errors.push(InputError {
+                file: file.name.clone(),
+                line: None,
+                column: None,
+                message,
+            });
+            return file;
+        }
+    };
+    if let Input::File(path) = &source.input
+        && is_helm_template(path)
+    {
+        file.skipped.push(Skipped {
+            file: file.name.clone(),
+            reason: HELM_HINT.to_owned(),
+        });
+        return file;
+    }
+    let stream = yaml::parse_stream_partial(&bytes, limits);
+    if let Some(error) = &stream.error {
+        let templated = std::str::from_utf8(&bytes).is_ok_and(|t| t.contains("{{"));
+        if templated {
+            file.skipped.push(Skipped {
+                file: file.name.clone(),
+                reason: format!("{HELM_HINT} (not valid YAML: {error})"),
+            });
+            return file;
+        }
+        file.errors.push(InputError {
+            file: file.name.clone(),
+            line: Some(error.line),
+            column: Some(error.column),
+            message: error.message.clone(),
+        });
+    }
+    // Keep the text for snippets only when it is text; the parser already said if it is not.
+    file.text = String::from_utf8(bytes).ok().map(Arc::from);
+    for (index, document) in stream.documents.into_iter().enumerate() {
+        let line = document.line;
+        file.locations.push(document.locations);
+        collect_objects(document.value, index, String::new(), line, &mut file);
+    }
+    file
+}
+
+/// Adds a document's Kubernetes objects: the document itself, or the items of a `List`.
+fn collect_objects(
+    value: Value,
+    document: usize,
+    prefix: String,
+    line: usize,
+    file: &mut ParsedFile,
+) {
+    let is_object = value.get("apiVersion").is_some_and(Value::is_string)
+        && value.get("kind").is_some_and(Value::is_string);
+    if !is_object {
+        file.skipped.push(Skipped {
+            file: file.name.clone(),
+            reason: format!(
+                "document at line {line} is not a Kubernetes object (no apiVersion/kind)"
+            ),
+        });
+        return;
+    }
+    let is_list = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k == "List" || k.ends_with("List"))
+        && value.get("items").is_some_and(Value::is_array);
+    if !is_list {
+        file.objects.push(FoundObject {
+            value,
+            document,
+            prefix,
+        });
+        return;
+    }
+    let Value::Object(mut map) = value else {
+        return;
+    };
+    if let Some(Value::Array(items)) = map.remove("items") {
+        for (i, item) in items.into_iter().enumerate() {
+            collect_objects(item, document, format!("{prefix}/items/{i}"), line, file);
+        }
+    }
+}
+
+/// Lints sources with a policy. Parsing runs in parallel; output order is deterministic.
+pub fn lint_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> Report {
+    let mut files: Vec<ParsedFile> = sources
+        .into_par_iter()
+        .map(|s| parse_source(s, limits))
+        .collect();
+
+    let mut objects = Vec::new();
+    let mut origin = Vec::new();
+    for (file_index, file) in files.iter_mut().enumerate() {
+        for (object_index, object) in file.objects.iter_mut().enumerate() {
+            objects.push(std::mem::take(&mut object.value));
+            origin.push((file_index, object_index));
+        }
+    }
+    let findings = evaluate(&objects, policy);
+
+    let mut report = Report {
+        files: files.len(),
+        objects: objects.len(),
+        ..Report::default()
+    };
+    for finding in findings {
+        let Some(&(file_index, object_index)) = origin.get(finding.object_index) else {
+            continue;
+        };
+        let file = &files[file_index];
+        let object = &file.objects[object_index];
+        let span = file.locations[object.document]
+            .locate(&format!("{}{}", object.prefix, finding.pointer));
+        report.findings.push(LocatedFinding {
+            file: file.name.clone(),
+            line: span.line,
+            column: span.column,
+            finding,
+        });
+    }
+    for file in files {
+        report.errors.extend(file.errors);
+        report.skipped.extend(file.skipped);
+        if let Some(text) = file.text {
+            report.sources.insert(file.name, text);
+        }
+    }
+    report.sort();
+    report
+}

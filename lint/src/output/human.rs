@@ -1,0 +1,353 @@
+//! Rustc-style diagnostics for people (after ruff and clippy).
+//!
+//! Each active finding gets a titled snippet: the offending line with its number, the node
+//! underlined and labelled with the object and container (a file often holds several
+//! objects), then the rule's help. Suppressed findings follow in three lines each, so every
+//! exemption stays visible in every run without burying the problems that still count.
+//! Input errors come last, right above the summary, where the eye lands.
+
+use std::io::{self, Write};
+
+use annotate_snippets::renderer::Style;
+use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+use anstyle::{AnsiColor, Effects};
+use probelint_policies::{Applicability, Finding, Severity};
+
+use super::{Options, display_path, plural, sanitize, suppression_parts, unreadable_files};
+use crate::report::{LocatedFinding, Report};
+
+const ERROR: Style = AnsiColor::BrightRed.on_default().effects(Effects::BOLD);
+const DIM: Style = Style::new().effects(Effects::DIMMED);
+const BOLD: Style = Style::new().effects(Effects::BOLD);
+
+pub(super) fn render(report: &Report, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let paint = Paint(options.color);
+    let renderer = if options.color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    for located in report
+        .findings
+        .iter()
+        .filter(|f| !f.finding.is_suppressed())
+    {
+        writeln!(
+            out,
+            "{}\n",
+            renderer.render(&[finding_group(report, located)])
+        )?;
+    }
+    // Suppressed findings are context, not problems: rendered plain, then dimmed whole (the
+    // renderer's own styles cannot dim everything: it treats its "none" style as unstyled).
+    for located in report.findings.iter().filter(|f| f.finding.is_suppressed()) {
+        let text = Renderer::plain().render(&[suppressed_group(located)]);
+        for line in text.lines() {
+            writeln!(out, "{}", paint.apply(DIM, line))?;
+        }
+        writeln!(out)?;
+    }
+
+    if options.verbose && !report.skipped.is_empty() {
+        for skipped in &report.skipped {
+            writeln!(
+                out,
+                "{}: {}: {}",
+                paint.apply(DIM, "skipped"),
+                sanitize(display_path(&skipped.file)),
+                sanitize(&skipped.reason)
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    if !report.errors.is_empty() {
+        for error in &report.errors {
+            let place = match (error.line, error.column) {
+                (Some(line), Some(column)) => format!(":{line}:{column}"),
+                (Some(line), None) => format!(":{line}"),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "{}: {}{place}: {}",
+                paint.apply(ERROR, "error"),
+                sanitize(display_path(&error.file)),
+                sanitize(&error.message)
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    writeln!(out, "{}", paint.apply(BOLD, &summary_line(report, options)))?;
+    if let Some(line) = fixable_line(report) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// `error[rule]: message`, the snippet (or just the location when the source is not at
+/// hand), `= help:` and the fix, if any, with the flag that applies it.
+fn finding_group<'a>(report: &'a Report, located: &'a LocatedFinding) -> Group<'a> {
+    let finding = &located.finding;
+    let title = level(finding.severity)
+        .primary_title(sanitize(&finding.message))
+        .id(sanitize(&finding.rule));
+    let path = sanitize(display_path(&located.file));
+    let context = context_label(finding);
+
+    let mut group = match report.source_line(&located.file, located.line) {
+        Some(line) => {
+            let line = sanitize(line);
+            let span = underline(&line, located.column);
+            title.element(
+                Snippet::source(line)
+                    .line_start(located.line)
+                    .path(path)
+                    .annotation(AnnotationKind::Primary.span(span).label(context)),
+            )
+        }
+        None => title
+            .element(
+                Origin::path(path)
+                    .line(located.line)
+                    .char_column(located.column),
+            )
+            .element(Level::NOTE.message(format!("in {context}"))),
+    };
+    if !finding.help.trim().is_empty() {
+        group = group.element(Level::HELP.message(sanitize(&finding.help)));
+    }
+    if let Some(fix) = &finding.fix {
+        let how = match fix.applicability {
+            Applicability::Safe => "`--fix` applies it",
+            Applicability::Unsafe => "`--fix --unsafe-fixes` applies it",
+            Applicability::DisplayOnly => "not applied automatically",
+        };
+        group = group.element(
+            Level::NOTE
+                .with_name("fix")
+                .message(format!("{} ({how})", sanitize(&fix.description))),
+        );
+    }
+    group
+}
+
+/// `suppressed[rule]: message`, where, and who exempted it and why.
+fn suppressed_group(located: &LocatedFinding) -> Group<'_> {
+    let finding = &located.finding;
+    let title = Level::NOTE
+        .with_name("suppressed")
+        .primary_title(sanitize(&finding.message))
+        .id(sanitize(&finding.rule));
+    let origin = Origin::path(sanitize(display_path(&located.file)))
+        .line(located.line)
+        .char_column(located.column);
+    let mut group = title.element(origin);
+    if let Some(suppression) = &finding.suppressed {
+        let (source, reason) = suppression_parts(suppression);
+        group = group.element(
+            Level::NOTE
+                .with_name(format!("suppressed ({source})"))
+                .message(sanitize(reason).into_owned()),
+        );
+    }
+    group
+}
+
+fn level(severity: Severity) -> Level<'static> {
+    match severity {
+        Severity::Error => Level::ERROR,
+        Severity::Warning => Level::WARNING,
+        Severity::Info => Level::INFO,
+    }
+}
+
+/// `Deployment ml/vllm, container `vllm``: which object a line belongs to, since one file
+/// often holds many.
+fn context_label(finding: &Finding) -> String {
+    let object = sanitize(&finding.object.to_string()).into_owned();
+    match &finding.container {
+        Some(container) => format!("{object}, container `{}`", sanitize(container)),
+        None => object,
+    }
+}
+
+/// The byte range to underline: the token that starts at the 1-based character `column`: a
+/// key without its `:`, a plain scalar without the flow punctuation after it, a quoted scalar
+/// through its closing quote, the `{` or `[` that opens a flow collection, a `-`. A column
+/// past the end of the line (a missing node "belongs" there) gives an empty range at the end,
+/// which the renderer shows as one caret.
+fn underline(line: &str, column: usize) -> std::ops::Range<usize> {
+    let start = line
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(line.len(), |(byte, _)| byte);
+    let rest = &line[start..];
+    let len = match rest.chars().next() {
+        None => 0,
+        Some(open @ ('{' | '[')) => open.len_utf8(),
+        Some(quote @ ('"' | '\'')) => closing_quote(rest, quote).unwrap_or(rest.len()),
+        Some(_) => {
+            let token = rest
+                .find(char::is_whitespace)
+                .map_or(rest, |end| &rest[..end]);
+            let token = token.trim_end_matches([',', ']', '}']);
+            let token = match token.strip_suffix(':') {
+                Some(key) if !key.is_empty() => key,
+                _ => token,
+            };
+            if token.is_empty() {
+                rest.chars().next().map_or(0, char::len_utf8)
+            } else {
+                token.len()
+            }
+        }
+    };
+    start..start + len
+}
+
+/// The byte length of a quoted scalar at the start of `text`, quotes included, if it closes
+/// on this line. Inside `"..."` a backslash escapes the next character; inside `'...'` a
+/// doubled quote is a literal quote.
+fn closing_quote(text: &str, quote: char) -> Option<usize> {
+    let mut chars = text.char_indices().skip(1).peekable();
+    while let Some((i, c)) = chars.next() {
+        if quote == '"' && c == '\\' {
+            chars.next();
+        } else if c == quote {
+            if quote == '\'' && chars.peek().is_some_and(|&(_, next)| next == '\'') {
+                chars.next();
+            } else {
+                return Some(i + c.len_utf8());
+            }
+        }
+    }
+    None
+}
+
+/// `Found 3 errors, 1 warning and 2 info (1 suppressed) in 5 objects across 4 files; 1 file
+/// could not be read`. Zero counts are left out so that the line says what matters; with no
+/// objects at all it says so, since "no problems" would then mean nothing was checked.
+pub(super) fn summary_line(report: &Report, options: &Options) -> String {
+    let summary = report.summary();
+    let scope = format!(
+        "in {} across {}",
+        plural(report.objects, "object", "objects"),
+        plural(report.files, "file", "files")
+    );
+    // The suppressed count follows the problem counts it qualifies ("Found 2 errors
+    // (1 suppressed) in ..."); on a clean run it closes the sentence instead.
+    let suppressed = match summary.suppressed {
+        0 => String::new(),
+        n => format!(" ({n} suppressed)"),
+    };
+    let mut line = if report.objects == 0 {
+        format!(
+            "No Kubernetes objects found in {}",
+            plural(report.files, "file", "files")
+        )
+    } else {
+        let mut counts = Vec::new();
+        if summary.errors > 0 {
+            counts.push(plural(summary.errors, "error", "errors"));
+        }
+        if summary.warnings > 0 {
+            counts.push(plural(summary.warnings, "warning", "warnings"));
+        }
+        if summary.infos > 0 {
+            counts.push(format!("{} info", summary.infos));
+        }
+        let counts = match counts.split_last() {
+            None => None,
+            Some((last, [])) => Some(last.clone()),
+            Some((last, rest)) => Some(format!("{} and {last}", rest.join(", "))),
+        };
+        match counts {
+            None => format!("No problems found {scope}{suppressed}"),
+            Some(counts) => format!("Found {counts}{suppressed} {scope}"),
+        }
+    };
+    let unreadable = unreadable_files(report);
+    if unreadable > 0 {
+        line.push_str(&format!(
+            "; {} could not be read",
+            plural(unreadable, "file", "files")
+        ));
+    }
+    if !report.skipped.is_empty() {
+        line.push_str(&format!("; {} skipped", report.skipped.len()));
+        if !options.verbose {
+            line.push_str(" (--verbose lists them)");
+        }
+    }
+    line
+}
+
+/// `2 fixable with --fix (1 more with --fix --unsafe-fixes)`, when any are.
+fn fixable_line(report: &Report) -> Option<String> {
+    let (mut safe, mut unsafe_) = (0, 0);
+    for located in report
+        .findings
+        .iter()
+        .filter(|f| !f.finding.is_suppressed())
+    {
+        match located.finding.fix.as_ref().map(|fix| fix.applicability) {
+            Some(Applicability::Safe) => safe += 1,
+            Some(Applicability::Unsafe) => unsafe_ += 1,
+            _ => {}
+        }
+    }
+    match (safe, unsafe_) {
+        (0, 0) => None,
+        (safe, 0) => Some(format!("{safe} fixable with `--fix`")),
+        (0, unsafe_) => Some(format!("{unsafe_} fixable with `--fix --unsafe-fixes`")),
+        (safe, unsafe_) => Some(format!(
+            "{safe} fixable with `--fix` ({unsafe_} more with `--fix --unsafe-fixes`)"
+        )),
+    }
+}
+
+/// Styles text only when colour is on.
+#[derive(Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn apply(self, style: Style, text: &str) -> String {
+        if self.0 {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::underline;
+
+    #[test]
+    fn underline_covers_the_token_at_the_column() {
+        let line = "  readinessProbe: {tcpSocket: {port: 8000}}";
+        assert_eq!(&line[underline(line, 3)], "readinessProbe");
+        assert_eq!(&line[underline(line, 19)], "{");
+        assert_eq!(&line[underline(line, 38)], "8000");
+        let line = r#"  path: "/v2/health ready" # x"#;
+        assert_eq!(&line[underline(line, 9)], r#""/v2/health ready""#);
+        let line = r#"  a: "esc \" q" 'it''s' 'open"#;
+        assert_eq!(&line[underline(line, 6)], r#""esc \" q""#);
+        assert_eq!(&line[underline(line, 17)], "'it''s'");
+        assert_eq!(&line[underline(line, 25)], "'open");
+        let line = "    - name: vllm";
+        assert_eq!(&line[underline(line, 5)], "-");
+        assert_eq!(&line[underline(line, 13)], "vllm");
+        // Characters, not bytes.
+        let line = "é: ü";
+        assert_eq!(&line[underline(line, 4)], "ü");
+        // Past the end: an empty span after the last character.
+        assert_eq!(underline(line, 40), line.len()..line.len());
+        assert_eq!(&line[underline(line, 0)], "é");
+        assert_eq!(&"key:"[underline("key:", 1)], "key");
+        assert_eq!(&":"[underline(":", 1)], ":");
+    }
+}

@@ -1,0 +1,476 @@
+//! The `probelint` binary, run as users run it: files, directories, stdin, formats, exit codes.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+
+const BAD_GPU: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          readinessProbe:
+            tcpSocket:
+              port: 8000
+";
+
+const GOOD_GPU: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+  annotations:
+    probelint.io/model-load-seconds: \"120\"
+spec:
+  template:
+    spec:
+      terminationGracePeriodSeconds: 60
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.3
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet: {path: /health, port: 8000}
+            failureThreshold: 15
+          readinessProbe:
+            httpGet: {path: /health, port: 8000}
+";
+
+fn probelint() -> Command {
+    let mut cmd = Command::cargo_bin("probelint").expect("binary built");
+    cmd.env_remove("NO_COLOR");
+    cmd
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn json_run(dir: &Path, args: &[&str]) -> (i32, Value) {
+    let out = probelint()
+        .current_dir(dir)
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), json)
+}
+
+#[test]
+fn mixed_directory_reports_findings_with_lines_errors_and_skips_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "manifests/bad.yaml", BAD_GPU);
+    write(dir.path(), "manifests/good.yaml", GOOD_GPU);
+    write(
+        dir.path(),
+        "manifests/broken.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n",
+    );
+    write(
+        dir.path(),
+        "manifests/values.yaml",
+        "replicaCount: 2\nimage: {tag: latest}\n",
+    );
+    write(dir.path(), "manifests/notes.txt", "not yaml at all: [");
+    let (code, json) = json_run(dir.path(), &["manifests"]);
+    assert_eq!(code, 2, "{json:#}");
+    assert_eq!(json["version"], 1);
+    let findings = json["findings"].as_array().unwrap();
+    let startup = findings
+        .iter()
+        .find(|f| f["rule"] == "gpu-startup-probe-missing")
+        .expect("startup finding");
+    assert_eq!(startup["file"], "manifests/bad.yaml");
+    assert_eq!(
+        startup["line"], 9,
+        "points at the container's `- name:` line"
+    );
+    assert_eq!(startup["column"], 9);
+    assert_eq!(startup["container"], "vllm");
+    assert_eq!(startup["pointer"], "/spec/template/spec/containers/0");
+    assert_eq!(startup["object"]["kind"], "Deployment");
+    assert_eq!(startup["object"]["name"], "llm");
+    let tcp = findings
+        .iter()
+        .find(|f| f["rule"] == "readiness-port-open")
+        .unwrap();
+    assert_eq!(
+        (tcp["line"].as_u64(), tcp["column"].as_u64()),
+        (Some(15), Some(13))
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f["file"] != "manifests/good.yaml" || f["severity"] != "error")
+    );
+    let errors = json["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "manifests/broken.yaml");
+    assert_eq!(errors[0]["line"], 4);
+    assert!(
+        json["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["file"] == "manifests/values.yaml")
+    );
+    assert_eq!(json["summary"]["files"], 4, "notes.txt is not a manifest");
+    assert_eq!(json["summary"]["objects"], 2);
+}
+
+#[test]
+fn exit_codes_follow_fail_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "good.yaml", GOOD_GPU);
+    write(dir.path(), "bad.yaml", BAD_GPU);
+    probelint()
+        .current_dir(dir.path())
+        .arg("good.yaml")
+        .assert()
+        .code(0);
+    probelint()
+        .current_dir(dir.path())
+        .arg("bad.yaml")
+        .assert()
+        .code(1);
+    // The good manifest has an info finding (no PDB? no: one replica) — warnings decide here.
+    let warn = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n      readinessProbe: {tcpSocket: {port: 80}}\n";
+    write(dir.path(), "warn.yaml", warn);
+    probelint()
+        .current_dir(dir.path())
+        .arg("warn.yaml")
+        .assert()
+        .code(0);
+    probelint()
+        .current_dir(dir.path())
+        .args(["--fail-on", "warning", "warn.yaml"])
+        .assert()
+        .code(1);
+    probelint()
+        .current_dir(dir.path())
+        .args(["--fail-on", "bogus", "warn.yaml"])
+        .assert()
+        .code(2);
+    probelint()
+        .current_dir(dir.path())
+        .arg("missing.yaml")
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn stdin_is_read_with_dash_and_named_dash() {
+    let out = probelint()
+        .args(["--format", "json", "-"])
+        .write_stdin(BAD_GPU)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["file"] == "-")
+    );
+}
+
+#[test]
+fn json_and_list_documents_are_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = format!(
+        "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{}]}}",
+        r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+  "spec": {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}"#
+    );
+    write(dir.path(), "list.json", &list);
+    let (code, json) = json_run(dir.path(), &["list.json"]);
+    assert_eq!(code, 1);
+    let f = &json["findings"][0];
+    assert_eq!(f["pointer"], "/spec/containers/0");
+    assert_eq!(f["line"], 2, "located inside the List item");
+}
+
+#[test]
+fn helm_templates_are_skipped_with_a_hint_but_valid_yaml_with_braces_is_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    );
+    write(
+        dir.path(),
+        "chart/templates/deploy.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+    );
+    write(
+        dir.path(),
+        "loose.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: {{ toYaml .Values.labels }}\n",
+    );
+    write(
+        dir.path(),
+        "runtime.yaml",
+        "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata: {name: rt}\nspec:\n  containers:\n    - name: kserve-container\n      args: [\"--model_name={{.Name}}\"]\n      resources: {limits: {nvidia.com/gpu: 1}}\n",
+    );
+    let (code, json) = json_run(dir.path(), &["."]);
+    assert_eq!(code, 1, "{json:#}");
+    let skipped = json["skipped"].as_array().unwrap();
+    for file in ["chart/templates/deploy.yaml", "loose.yaml"] {
+        let s = skipped
+            .iter()
+            .find(|s| s["file"] == file)
+            .unwrap_or_else(|| panic!("{file} skipped: {json:#}"));
+        assert!(
+            s["reason"].as_str().unwrap().contains("helm template"),
+            "{s}"
+        );
+    }
+    assert!(json["errors"].as_array().unwrap().is_empty());
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["file"] == "runtime.yaml")
+    );
+}
+
+#[test]
+fn gitignore_and_exclude_are_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".gitignore", "generated/\n");
+    write(dir.path(), "generated/bad.yaml", BAD_GPU);
+    write(dir.path(), "vendor/bad.yaml", BAD_GPU);
+    write(dir.path(), "app/bad.yaml", BAD_GPU);
+    let (_, json) = json_run(dir.path(), &["--exclude", "vendor/**", "."]);
+    let files: std::collections::BTreeSet<_> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(files.into_iter().collect::<Vec<_>>(), ["app/bad.yaml"]);
+}
+
+#[test]
+fn config_is_discovered_upwards_and_invalid_config_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        ".probelint.yaml",
+        "rules:\n  gpu-startup-probe-missing: off\n  gpu-readiness-probe-missing: off\n  readiness-port-open: off\n",
+    );
+    write(dir.path(), "sub/bad.yaml", BAD_GPU);
+    let (code, json) = json_run(&dir.path().join("sub"), &["bad.yaml"]);
+    assert_eq!(code, 0, "{json:#}");
+    write(dir.path(), "strict.yaml", "rules:\n  no-such-rule: error\n");
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--config", "strict.yaml", "sub/bad.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("strict.yaml") && err.contains("no-such-rule"),
+        "{err}"
+    );
+}
+
+#[test]
+fn several_formats_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "bad.yaml", BAD_GPU);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args([
+            "--format",
+            "sarif",
+            "--output",
+            "results.sarif",
+            "--format",
+            "github",
+            "--format",
+            "json",
+            "--output",
+            "r.json",
+            "bad.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("::error file=bad.yaml,line=9"), "{stdout}");
+    let sarif: Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("results.sarif")).unwrap())
+            .unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let json: Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(json["version"], 1);
+    // Two formats on stdout would interleave: refused.
+    probelint()
+        .current_dir(dir.path())
+        .args(["-f", "json", "-f", "github", "bad.yaml"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn hostile_files_are_errors_and_the_rest_is_still_linted() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "bad.yaml", BAD_GPU);
+    let bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
+    write(dir.path(), "bomb.yaml", bomb);
+    write(dir.path(), "deep.yaml", &"- ".repeat(100_000));
+    fs::write(
+        dir.path().join("latin1.yaml"),
+        b"apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("binary.yaml"), b"\x00\x01\x02\x03").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("loop")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("nowhere.yaml"),
+            dir.path().join("dangling.yaml"),
+        )
+        .unwrap();
+    }
+    let start = std::time::Instant::now();
+    let (code, json) = json_run(dir.path(), &["."]);
+    let elapsed = start.elapsed();
+    assert_eq!(code, 2);
+    let errors: Vec<String> = json["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap().to_owned())
+        .collect();
+    for file in ["bomb.yaml", "deep.yaml", "latin1.yaml", "binary.yaml"] {
+        assert!(
+            errors.iter().any(|e| e == file),
+            "{file} missing from {errors:?}"
+        );
+    }
+    #[cfg(unix)]
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("dangling") || e.contains("loop")),
+        "{errors:?}"
+    );
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["file"] == "bad.yaml")
+    );
+    assert!(elapsed.as_secs() < 20, "hostile input took {elapsed:?}");
+}
+
+#[test]
+fn rules_and_explain() {
+    let out = probelint().arg("rules").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 16, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("gpu-startup-probe-missing "))
+        .unwrap();
+    assert_eq!(line.split_whitespace().nth(1), Some("error"), "{line}");
+    let out = probelint()
+        .args(["explain", "readiness-port-open"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("## Bad")
+            && text.contains("tcpSocket")
+            && text.contains("probelint.io/ignore")
+    );
+    probelint()
+        .args(["explain", "startup-probe"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn version_names_the_builtin_policy_and_policy_default_prints_it() {
+    let out = probelint().arg("--version").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("probelint 0.") && text.contains("built-in policy 2026."),
+        "{text}"
+    );
+    let out = probelint().arg("--policy-default").output().unwrap();
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("modelLoadSeconds: 300")
+    );
+}
+
+#[test]
+fn human_output_quotes_the_source_line() {
+    let out = probelint()
+        .args(["--color", "never", "-"])
+        .write_stdin(BAD_GPU)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("error[gpu-startup-probe-missing]"), "{text}");
+    assert!(text.contains("<stdin>:9:9"), "{text}");
+    assert!(text.contains("- name: vllm"), "{text}");
+    assert!(!text.contains('\u{1b}'), "no colour when not asked: {text}");
+}
+
+#[test]
+fn lints_the_whole_real_corpus_without_crashing() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/real");
+    let out = probelint()
+        .args(["--format", "json"])
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["summary"]["files"].as_u64().unwrap() >= 100);
+    assert!(json["summary"]["objects"].as_u64().unwrap() >= 150);
+    assert!(
+        json["summary"]["errors"].as_u64().unwrap() >= 100,
+        "{:#}",
+        json["summary"]
+    );
+    // Every finding carries a real position.
+    for f in json["findings"].as_array().unwrap() {
+        assert!(
+            f["line"].as_u64().unwrap() >= 1 && f["column"].as_u64().unwrap() >= 1,
+            "{f}"
+        );
+    }
+}
