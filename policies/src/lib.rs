@@ -7,6 +7,7 @@
 pub mod custom;
 pub mod engine;
 pub mod finding;
+pub mod fix;
 mod glob;
 pub mod pointer;
 pub mod policy;

@@ -98,6 +98,7 @@ impl Rule for GpuStartupProbeMissing {
                         .map(|s| format!("httpGet {} ({}'s health endpoint)", s.live_path, s.name))
                 })
                 .unwrap_or_else(|| "the server's health endpoint".to_owned());
+            let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
             report.container(
                 &cx,
                 cx.container.pointer.clone(),
@@ -112,7 +113,8 @@ impl Rule for GpuStartupProbeMissing {
                      {threshold} (a {} s budget)",
                     threshold * 10
                 ),
-            );
+            )
+            .fix = fix;
         }
     }
 }

@@ -94,6 +94,7 @@ impl Rule for KnownServerEndpoint {
             if server.is_ready_path(path) {
                 continue;
             }
+            let fix = crate::fix::readiness_to_server_endpoint(&cx, &readiness);
             report.container(
                 &cx,
                 format!("{}/httpGet/path", readiness.pointer),
@@ -107,7 +108,8 @@ impl Rule for KnownServerEndpoint {
                     "set readinessProbe.httpGet.path to {}: it answers 200 only when the model can serve",
                     server.ready_path
                 ),
-            );
+            )
+            .fix = fix;
         }
     }
 }

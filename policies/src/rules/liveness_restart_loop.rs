@@ -102,6 +102,7 @@ impl Rule for LivenessRestartLoop {
             if liveness.budget_seconds() as f64 >= load {
                 continue;
             }
+            let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
             report.container(
                 &cx,
                 liveness.pointer.clone(),
@@ -115,7 +116,8 @@ impl Rule for LivenessRestartLoop {
                 "add a startupProbe sized to the load time (it gates liveness until the model is \
                  loaded); keep liveness quick to catch real hangs"
                     .to_owned(),
-            );
+            )
+            .fix = fix;
         }
     }
 }

@@ -149,7 +149,7 @@ pub(crate) fn secs(value: f64) -> String {
 }
 
 /// The startup budget a container needs: load × (1 + margin), rounded up to whole seconds.
-pub(crate) fn required_startup_seconds(load_seconds: f64, margin: f64) -> i64 {
+pub fn required_startup_seconds(load_seconds: f64, margin: f64) -> i64 {
     (load_seconds * (1.0 + margin)).ceil() as i64
 }
 

@@ -98,20 +98,23 @@ impl Rule for StartupBudgetTooShort {
             }
             let remaining = needed - probe.initial_delay().max(0);
             let threshold = (remaining + probe.period() - 1) / probe.period();
-            report.container(
-                &cx,
-                probe.pointer.clone(),
-                format!(
-                    "{}: startup budget {} < {}",
-                    cx.container.describe(),
-                    probe.budget_arithmetic(),
-                    required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
-                ),
-                format!(
-                    "raise startupProbe.failureThreshold to {threshold} (or set \
+            let fix = crate::fix::raise_failure_threshold(&probe, needed);
+            report
+                .container(
+                    &cx,
+                    probe.pointer.clone(),
+                    format!(
+                        "{}: startup budget {} < {}",
+                        cx.container.describe(),
+                        probe.budget_arithmetic(),
+                        required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
+                    ),
+                    format!(
+                        "raise startupProbe.failureThreshold to {threshold} (or set \
                      probelint.io/model-load-seconds to the real worst-case load time)"
-                ),
-            );
+                    ),
+                )
+                .fix = fix;
         }
     }
 }

@@ -1,0 +1,339 @@
+//! Fixes: the JSON Patch operations that make a finding go away. The webhook's mutation and the
+//! CLI's `--fix` both come from here, so what a cluster injects is what a developer sees.
+//!
+//! A fix never invents an endpoint: it reuses a check the container already has, or the real
+//! endpoint of a recognised model server ([`crate::servers`]). When neither exists there is no
+//! fix, and the finding stays with its help text.
+
+use crate::engine::ContainerContext;
+use crate::finding::{Applicability, Finding, Fix};
+use crate::pointer;
+use crate::policy::Policy;
+use crate::probe::{Handler, PortRef, Probe, ProbeKind};
+use crate::servers::KnownServer;
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
+use serde_json::{Map, Value, json};
+
+/// Annotation the webhook writes on a mutated object: `rule:container` pairs, comma-separated.
+pub const MUTATED_ANNOTATION: &str = "probelint.io/mutated";
+
+/// Period of the startup probes fixes add.
+pub const STARTUP_PERIOD_SECONDS: i64 = 10;
+/// Timeout given to a readiness probe that runs a generation.
+pub const GENERATION_TIMEOUT_SECONDS: i64 = 10;
+
+/// One fix that was applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedFix {
+    pub rule: String,
+    pub container: Option<String>,
+    pub description: String,
+}
+
+/// The result of mutating one object.
+#[derive(Debug, Clone)]
+pub struct Mutation {
+    /// RFC 6902 operations against the original object; empty when nothing was fixed.
+    pub patch: json_patch::Patch,
+    /// What the patch fixes.
+    pub applied: Vec<AppliedFix>,
+    /// The findings of the original object (fixed ones included).
+    pub findings: Vec<Finding>,
+}
+
+/// Computes the safe fixes for one object: every unsuppressed finding's fix, merged into one
+/// patch against the original object. Two findings fixed by the same operation (a startupProbe
+/// fixes both `gpu-startup-probe-missing` and `liveness-restart-loop`) share it.
+pub fn mutate(object: &Value, policy: &Policy) -> Mutation {
+    let findings = crate::evaluate_one(object, policy);
+    let (patch, applied) = merge_fixes(&findings, Applicability::Safe);
+    Mutation {
+        patch,
+        applied,
+        findings,
+    }
+}
+
+/// Merges the fixes of `findings` at or above `at_least` into one patch. Later operations on a
+/// path an earlier fix already wrote are dropped, so the patch stays valid and minimal.
+pub fn merge_fixes(
+    findings: &[Finding],
+    at_least: Applicability,
+) -> (json_patch::Patch, Vec<AppliedFix>) {
+    let mut ops: Vec<PatchOperation> = Vec::new();
+    let mut applied = Vec::new();
+    for finding in findings {
+        let Some(fix) = &finding.fix else { continue };
+        if finding.is_suppressed() || fix.applicability < at_least {
+            continue;
+        }
+        let mut used = false;
+        for op in &fix.patch.0 {
+            let path = op.path().to_string();
+            let clash = ops.iter().any(|o| {
+                let p = o.path().to_string();
+                p == path
+                    || path.starts_with(&format!("{p}/"))
+                    || p.starts_with(&format!("{path}/"))
+            });
+            if !clash {
+                ops.push(op.clone());
+                used = true;
+            } else if ops.contains(op) {
+                used = true;
+            }
+        }
+        if used || fix.patch.0.is_empty() {
+            applied.push(AppliedFix {
+                rule: finding.rule.clone(),
+                container: finding.container.clone(),
+                description: fix.description.clone(),
+            });
+        }
+    }
+    (json_patch::Patch(ops), applied)
+}
+
+/// The operations that record applied fixes in the `probelint.io/mutated` annotation.
+pub fn annotation_ops(object: &Value, applied: &[AppliedFix]) -> Vec<PatchOperation> {
+    if applied.is_empty() {
+        return Vec::new();
+    }
+    let mut pairs: Vec<String> = applied
+        .iter()
+        .map(|a| format!("{}:{}", a.rule, a.container.as_deref().unwrap_or("-")))
+        .collect();
+    pairs.dedup();
+    let value = Value::String(pairs.join(","));
+    let annotations = object.pointer("/metadata/annotations");
+    match (
+        object.get("metadata").filter(|m| m.is_object()),
+        annotations.filter(|a| a.is_object()),
+    ) {
+        (_, Some(map)) => {
+            let path = pointer::join("/metadata/annotations", MUTATED_ANNOTATION);
+            if map.get(MUTATED_ANNOTATION).is_some() {
+                vec![replace(&path, value)]
+            } else {
+                vec![add(&path, value)]
+            }
+        }
+        (Some(_), None) => {
+            let mut map = Map::new();
+            map.insert(MUTATED_ANNOTATION.to_owned(), value);
+            vec![add("/metadata/annotations", Value::Object(map))]
+        }
+        (None, _) => vec![add(
+            "/metadata",
+            json!({"annotations": {MUTATED_ANNOTATION: value}}),
+        )],
+    }
+}
+
+fn path(p: &str) -> json_patch::jsonptr::PointerBuf {
+    // Pointers here are built by `crate::pointer`, so they always parse; an unparsable one
+    // degrades to the root, which `merge_fixes` treats as clashing with everything.
+    json_patch::jsonptr::PointerBuf::parse(p).unwrap_or_default()
+}
+
+pub(crate) fn add(p: &str, value: Value) -> PatchOperation {
+    PatchOperation::Add(AddOperation {
+        path: path(p),
+        value,
+    })
+}
+
+pub(crate) fn replace(p: &str, value: Value) -> PatchOperation {
+    PatchOperation::Replace(ReplaceOperation {
+        path: path(p),
+        value,
+    })
+}
+
+pub(crate) fn remove(p: &str) -> PatchOperation {
+    PatchOperation::Remove(RemoveOperation { path: path(p) })
+}
+
+fn safe(description: String, ops: Vec<PatchOperation>) -> Fix {
+    Fix {
+        description,
+        applicability: Applicability::Safe,
+        patch: json_patch::Patch(ops),
+    }
+}
+
+/// The port a recognised server listens on in this container: a `--port` argument, else the
+/// declared containerPort that is the server's default (by number) or the only TCP port, else
+/// the server's default.
+fn server_port(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> Value {
+    let args: Vec<&str> = ["command", "args"]
+        .iter()
+        .filter_map(|k| cx.container.value.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .flat_map(str::split_whitespace)
+        .collect();
+    for (i, arg) in args.iter().enumerate() {
+        for flag in ["--port", "--http-port", "--listen-port"] {
+            let value = match arg.strip_prefix(flag) {
+                Some("") => args.get(i + 1).copied(),
+                Some(rest) => rest.strip_prefix('='),
+                None => None,
+            };
+            if let Some(n) = value.and_then(|v| v.parse::<u16>().ok()) {
+                return json!(n);
+            }
+        }
+    }
+    let tcp: Vec<_> = cx
+        .container
+        .ports()
+        .into_iter()
+        .filter(|p| p.protocol.eq_ignore_ascii_case("TCP") && p.number.is_some())
+        .collect();
+    if let Some(p) = tcp
+        .iter()
+        .find(|p| p.number == Some(i64::from(server.default_port)))
+    {
+        return p
+            .name
+            .as_ref()
+            .map_or_else(|| json!(p.number), |n| json!(n));
+    }
+    if let [only] = tcp.as_slice() {
+        return only
+            .name
+            .as_ref()
+            .map_or_else(|| json!(only.number), |n| json!(n));
+    }
+    json!(server.default_port)
+}
+
+/// The handler a new startupProbe should use: the liveness check, else the readiness check
+/// (unless it only opens a port and the server has a real health endpoint), else the known
+/// server's liveness endpoint. `None` when nothing is known to be served.
+fn startup_handler(
+    cx: &ContainerContext<'_, '_>,
+) -> Option<(Map<String, Value>, Option<Value>, String)> {
+    let usable = |probe: &Probe<'_>| !matches!(probe.handler, Handler::Invalid);
+    let copy = |probe: &Probe<'_>| {
+        let field = probe.handler.field()?;
+        let mut handler = Map::new();
+        handler.insert(field.to_owned(), probe.value.get(field)?.clone());
+        Some((
+            handler,
+            probe.value.get("timeoutSeconds").cloned(),
+            format!("the {} check", probe.kind.noun()),
+        ))
+    };
+    if let Some(live) = cx.container.probe(ProbeKind::Liveness).filter(usable) {
+        return copy(&live);
+    }
+    let readiness = cx.container.probe(ProbeKind::Readiness).filter(usable);
+    if let Some(ready) = &readiness
+        && !(matches!(ready.handler, Handler::TcpSocket { .. }) && cx.container.server.is_some())
+    {
+        return copy(ready);
+    }
+    let server = cx.container.server?;
+    let mut handler = Map::new();
+    handler.insert(
+        "httpGet".to_owned(),
+        json!({"path": server.live_path, "port": server_port(cx, server)}),
+    );
+    Some((
+        handler,
+        None,
+        format!("{}'s {}", server.name, server.live_path),
+    ))
+}
+
+/// Adds a startupProbe whose budget covers the model load plus margin.
+pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
+    let (mut probe, timeout, source) = startup_handler(cx)?;
+    let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin);
+    let threshold = ((needed + STARTUP_PERIOD_SECONDS - 1) / STARTUP_PERIOD_SECONDS).max(1);
+    probe.insert("periodSeconds".to_owned(), json!(STARTUP_PERIOD_SECONDS));
+    probe.insert("failureThreshold".to_owned(), json!(threshold));
+    if let Some(timeout) = timeout {
+        probe.insert("timeoutSeconds".to_owned(), timeout);
+    }
+    Some(safe(
+        format!(
+            "add a startupProbe on {source} with periodSeconds {STARTUP_PERIOD_SECONDS} and failureThreshold {threshold} ({} s budget)",
+            threshold * STARTUP_PERIOD_SECONDS
+        ),
+        vec![add(
+            &pointer::join(&cx.container.pointer, "startupProbe"),
+            Value::Object(probe),
+        )],
+    ))
+}
+
+/// Raises a startupProbe's failureThreshold until its budget covers `needed` seconds.
+pub(crate) fn raise_failure_threshold(probe: &Probe<'_>, needed: i64) -> Option<Fix> {
+    let period = probe.period();
+    if period <= 0 || probe.period_seconds == crate::probe::Field::Invalid {
+        return None;
+    }
+    let remaining = (needed - probe.initial_delay().max(0)).max(period);
+    let threshold = (remaining + period - 1) / period;
+    let path = pointer::join(&probe.pointer, "failureThreshold");
+    let op = if probe.value.get("failureThreshold").is_some() {
+        replace(&path, json!(threshold))
+    } else {
+        add(&path, json!(threshold))
+    };
+    Some(safe(
+        format!("raise startupProbe.failureThreshold to {threshold}"),
+        vec![op],
+    ))
+}
+
+/// Points readiness at the recognised server's ready endpoint.
+pub(crate) fn readiness_to_server_endpoint(
+    cx: &ContainerContext<'_, '_>,
+    probe: &Probe<'_>,
+) -> Option<Fix> {
+    let server = cx.container.server?;
+    let mut ops = Vec::new();
+    match &probe.handler {
+        Handler::TcpSocket { port } => {
+            let port = match port {
+                PortRef::Number(n) => json!(n),
+                PortRef::Name(n) => json!(n),
+                PortRef::Missing => return None,
+            };
+            ops.push(remove(&pointer::join(&probe.pointer, "tcpSocket")));
+            ops.push(add(
+                &pointer::join(&probe.pointer, "httpGet"),
+                json!({"path": server.ready_path, "port": port}),
+            ));
+        }
+        Handler::HttpGet { .. } => {
+            let path = pointer::join(&pointer::join(&probe.pointer, "httpGet"), "path");
+            let op = if probe.value.pointer("/httpGet/path").is_some() {
+                replace(&path, json!(server.ready_path))
+            } else {
+                add(&path, json!(server.ready_path))
+            };
+            ops.push(op);
+        }
+        _ => return None,
+    }
+    if server.ready_runs_generation && probe.timeout() <= 1 {
+        let path = pointer::join(&probe.pointer, "timeoutSeconds");
+        ops.push(if probe.value.get("timeoutSeconds").is_some() {
+            replace(&path, json!(GENERATION_TIMEOUT_SECONDS))
+        } else {
+            add(&path, json!(GENERATION_TIMEOUT_SECONDS))
+        });
+    }
+    Some(safe(
+        format!(
+            "use httpGet {} ({}'s ready endpoint) for readiness",
+            server.ready_path, server.name
+        ),
+        ops,
+    ))
+}

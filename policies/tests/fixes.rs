@@ -1,0 +1,389 @@
+//! Fixes, as users meet them in `probelint --fix` and the mutating webhook: they apply, they
+//! fix what they claim, they are idempotent and minimal, and they never invent an endpoint.
+
+use probelint_policies::fix::{annotation_ops, mutate};
+use probelint_policies::{Policy, evaluate_one, registry};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn apply(object: &Value, patch: &json_patch::Patch) -> Value {
+    let mut out = object.clone();
+    json_patch::patch(&mut out, &patch.0)
+        .unwrap_or_else(|e| panic!("patch does not apply: {e}\n{patch:#?}"));
+    out
+}
+
+/// Idempotent, closed and minimal, for one object. Returns the fixed object.
+fn check_properties(object: &Value, policy: &Policy, what: &str) -> Value {
+    let first = mutate(object, policy);
+    let fixed = apply(object, &first.patch);
+    // Closed: no finding with a safe fix remains.
+    let remaining: Vec<_> = evaluate_one(&fixed, policy)
+        .into_iter()
+        .filter(|f| f.fix.is_some() && !f.is_suppressed())
+        .map(|f| format!("{} {}", f.rule, f.pointer))
+        .collect();
+    assert!(
+        remaining.is_empty(),
+        "{what}: fixable findings remain after fixing: {remaining:?}"
+    );
+    // Idempotent: fixing again changes nothing.
+    let second = mutate(&fixed, policy);
+    assert!(
+        second.patch.0.is_empty(),
+        "{what}: second mutation not empty: {:?}",
+        second.patch
+    );
+    // Minimal: every operation is inside a container that had a fixed finding.
+    let containers: Vec<String> = first
+        .findings
+        .iter()
+        .filter(|f| f.fix.is_some())
+        .map(|f| {
+            let p = &f.pointer;
+            // The container pointer is the prefix up to `/containers/N` or `/initContainers/N`
+            // (or the KServe model key).
+            container_prefix(p)
+        })
+        .collect();
+    for op in &first.patch.0 {
+        let path = op.path().to_string();
+        assert!(
+            containers.iter().any(|c| path.starts_with(c.as_str())),
+            "{what}: {path} is outside the fixed containers {containers:?}"
+        );
+    }
+    fixed
+}
+
+fn container_prefix(pointer: &str) -> String {
+    let parts: Vec<&str> = pointer.split('/').collect();
+    for i in (0..parts.len()).rev() {
+        if matches!(parts[i], "containers" | "initContainers") && i + 1 < parts.len() {
+            return parts[..=i + 1].join("/");
+        }
+        if matches!(
+            parts[i],
+            "model" | "tensorflow" | "pytorch" | "triton" | "huggingface"
+        ) {
+            return parts[..=i].join("/");
+        }
+    }
+    pointer.to_owned()
+}
+
+fn objects(yaml: &str) -> Vec<Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).unwrap();
+    docs.into_iter().filter(Value::is_object).collect()
+}
+
+#[test]
+fn every_fixable_bad_example_is_fixed() {
+    let policy = Policy::default();
+    for rule in registry() {
+        let m = rule.meta();
+        if m.fix.is_none() {
+            continue;
+        }
+        for object in objects(m.bad_example) {
+            let fixed = check_properties(&object, &policy, m.id);
+            let before = evaluate_one(&object, &policy)
+                .into_iter()
+                .filter(|f| f.rule == m.id)
+                .count();
+            let after = evaluate_one(&fixed, &policy)
+                .into_iter()
+                .filter(|f| f.rule == m.id)
+                .count();
+            assert!(
+                before > 0 && after == 0,
+                "{}: {before} findings before, {after} after",
+                m.id
+            );
+        }
+    }
+}
+
+#[test]
+fn startup_probe_reuses_liveness_with_its_timeout_and_covers_the_load() {
+    let object = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "annotations": {"probelint.io/model-load-seconds": "600"}},
+        "spec": {"containers": [{"name": "m", "image": "registry.example.com/server:1",
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+            "livenessProbe": {"httpGet": {"path": "/alive", "port": 9000}, "timeoutSeconds": 3},
+            "readinessProbe": {"httpGet": {"path": "/ready", "port": 9000}}}]}});
+    let fixed = apply(&object, &mutate(&object, &Policy::default()).patch);
+    assert_eq!(
+        fixed.pointer("/spec/containers/0/startupProbe").unwrap(),
+        &json!({"httpGet": {"path": "/alive", "port": 9000}, "periodSeconds": 10, "failureThreshold": 75, "timeoutSeconds": 3})
+    );
+}
+
+#[test]
+fn known_server_gets_its_real_endpoints_and_unknown_servers_get_no_fix() {
+    let vllm = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
+            "args": ["--model", "x", "--port", "8080"],
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+            "readinessProbe": {"tcpSocket": {"port": 8080}}}]}});
+    let m = mutate(&vllm, &Policy::default());
+    let fixed = apply(&vllm, &m.patch);
+    let c = &fixed["spec"]["containers"][0];
+    assert_eq!(
+        c["readinessProbe"],
+        json!({"httpGet": {"path": "/health", "port": 8080}})
+    );
+    assert_eq!(
+        c["startupProbe"]["httpGet"],
+        json!({"path": "/health", "port": 8080}),
+        "--port 8080 is honoured"
+    );
+    let rules: Vec<_> = m.applied.iter().map(|a| a.rule.as_str()).collect();
+    assert_eq!(rules, ["gpu-startup-probe-missing", "readiness-port-open"]);
+
+    let unknown = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "m", "image": "example/custom",
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+            "readinessProbe": {"tcpSocket": {"port": 8080}}}]}});
+    let m = mutate(&unknown, &Policy::default());
+    assert!(
+        m.findings
+            .iter()
+            .any(|f| f.rule == "readiness-port-open" && f.fix.is_none()),
+        "no invented endpoint"
+    );
+    let fixed = apply(&unknown, &m.patch);
+    let c = &fixed["spec"]["containers"][0];
+    assert_eq!(
+        c["readinessProbe"],
+        json!({"tcpSocket": {"port": 8080}}),
+        "readiness untouched"
+    );
+    assert_eq!(
+        c["startupProbe"]["tcpSocket"],
+        json!({"port": 8080}),
+        "startup reuses the container's own check"
+    );
+
+    let nothing_known = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "m", "image": "example/custom",
+            "resources": {"limits": {"nvidia.com/gpu": 1}}}]}});
+    let m = mutate(&nothing_known, &Policy::default());
+    assert!(
+        m.patch.0.is_empty(),
+        "no probe to reuse and no known server: no fix, {:?}",
+        m.patch
+    );
+    assert!(
+        m.findings
+            .iter()
+            .any(|f| f.rule == "gpu-startup-probe-missing" && f.fix.is_none())
+    );
+}
+
+#[test]
+fn sglang_readiness_gets_a_generation_timeout() {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "s", "image": "lmsysorg/sglang:latest",
+            "ports": [{"containerPort": 30000}],
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+            "startupProbe": {"httpGet": {"path": "/health", "port": 30000}, "failureThreshold": 40},
+            "readinessProbe": {"tcpSocket": {"port": 30000}}}]}});
+    let fixed = apply(&pod, &mutate(&pod, &Policy::default()).patch);
+    assert_eq!(
+        fixed["spec"]["containers"][0]["readinessProbe"],
+        json!({"httpGet": {"path": "/health_generate", "port": 30000}, "timeoutSeconds": 10})
+    );
+}
+
+#[test]
+fn same_patch_for_a_deployment_template_and_a_bare_pod() {
+    let spec = json!({"containers": [{"name": "triton", "image": "nvcr.io/nvidia/tritonserver:24.08-py3",
+        "ports": [{"containerPort": 8000}], "resources": {"limits": {"nvidia.com/gpu": 1}},
+        "readinessProbe": {"httpGet": {"path": "/v2/health/live", "port": 8000}}}]});
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "t"}, "spec": spec});
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "t"},
+        "spec": {"template": {"spec": spec}}});
+    let policy = Policy::default();
+    let strip = |patch: json_patch::Patch, prefix: &str| -> Vec<Value> {
+        patch
+            .0
+            .into_iter()
+            .map(|op| {
+                let mut v = serde_json::to_value(op).unwrap();
+                let p = v["path"]
+                    .as_str()
+                    .unwrap()
+                    .strip_prefix(prefix)
+                    .unwrap()
+                    .to_owned();
+                v["path"] = json!(p);
+                v
+            })
+            .collect()
+    };
+    let a = strip(mutate(&pod, &policy).patch, "/spec");
+    let b = strip(mutate(&deploy, &policy).patch, "/spec/template/spec");
+    assert!(!a.is_empty());
+    assert_eq!(a, b);
+}
+
+#[test]
+fn suppressed_findings_are_not_fixed() {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "annotations": {"probelint.io/ignore": "gpu-startup-probe-missing"}},
+        "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai", "resources": {"limits": {"nvidia.com/gpu": 1}},
+            "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}}]}});
+    assert!(mutate(&pod, &Policy::default()).patch.0.is_empty());
+}
+
+#[test]
+fn annotation_ops_create_or_extend_annotations() {
+    let applied = vec![probelint_policies::fix::AppliedFix {
+        rule: "gpu-startup-probe-missing".into(),
+        container: Some("vllm".into()),
+        description: String::new(),
+    }];
+    for object in [
+        json!({"metadata": {"name": "x"}}),
+        json!({"metadata": {"name": "x", "annotations": {"a": "b"}}}),
+        json!({"kind": "Pod"}),
+    ] {
+        let ops = annotation_ops(&object, &applied);
+        let out = apply(&object, &json_patch::Patch(ops));
+        assert_eq!(
+            out["metadata"]["annotations"]["probelint.io/mutated"],
+            "gpu-startup-probe-missing:vllm"
+        );
+    }
+}
+
+#[test]
+fn fixes_hold_on_the_real_corpus() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/real");
+    let policy = Policy::default();
+    let mut fixed_objects = 0;
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "yaml" && e != "yml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let Ok(docs) = serde_saphyr::from_multiple::<Value>(&text) else {
+                continue;
+            };
+            for object in docs.into_iter().filter(Value::is_object) {
+                if !mutate(&object, &policy).patch.0.is_empty() {
+                    fixed_objects += 1;
+                }
+                check_properties(&object, &policy, &path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        fixed_objects >= 30,
+        "only {fixed_objects} corpus objects had fixes"
+    );
+}
+
+fn arb_probe() -> impl Strategy<Value = Option<Value>> {
+    let handler = prop_oneof![
+        (
+            prop::sample::select(vec![
+                "/health",
+                "/v2/health/live",
+                "/v2/health/ready",
+                "/readyz"
+            ]),
+            prop::sample::select(vec![json!(8000), json!("http"), json!(30000)])
+        )
+            .prop_map(|(p, port)| json!({"httpGet": {"path": p, "port": port}})),
+        prop::sample::select(vec![json!(8000), json!("http")])
+            .prop_map(|port| json!({"tcpSocket": {"port": port}})),
+        Just(json!({"exec": {"command": ["cat", "/tmp/ready"]}})),
+    ];
+    prop::option::of(
+        (
+            handler,
+            prop::option::of(-1i64..50),
+            prop::option::of(0i64..20),
+            prop::option::of(0i64..5),
+        )
+            .prop_map(|(mut h, failure, period, timeout)| {
+                if let Some(f) = failure {
+                    h["failureThreshold"] = json!(f);
+                }
+                if let Some(p) = period {
+                    h["periodSeconds"] = json!(p);
+                }
+                if let Some(t) = timeout {
+                    h["timeoutSeconds"] = json!(t);
+                }
+                h
+            }),
+    )
+}
+
+fn arb_pod() -> impl Strategy<Value = Value> {
+    let image = prop::sample::select(vec![
+        "vllm/vllm-openai:v0.6.3",
+        "nvcr.io/nvidia/tritonserver:24.08-py3",
+        "lmsysorg/sglang:latest",
+        "ghcr.io/huggingface/text-generation-inference:2",
+        "ollama/ollama",
+        "example/custom:1",
+    ]);
+    let container = (
+        image,
+        any::<bool>(),
+        any::<bool>(),
+        arb_probe(),
+        arb_probe(),
+        arb_probe(),
+    )
+        .prop_map(|(image, gpu, ports, startup, readiness, liveness)| {
+            let mut c = json!({"name": "c", "image": image});
+            if gpu {
+                c["resources"] = json!({"limits": {"nvidia.com/gpu": 1}});
+            }
+            if ports {
+                c["ports"] = json!([{"name": "http", "containerPort": 8000}]);
+            }
+            if let Some(p) = startup {
+                c["startupProbe"] = p;
+            }
+            if let Some(p) = readiness {
+                c["readinessProbe"] = p;
+            }
+            if let Some(p) = liveness {
+                c["livenessProbe"] = p;
+            }
+            c
+        });
+    (prop::collection::vec(container, 1..3), prop::option::of(0u32..2000)).prop_map(|(mut containers, load)| {
+        for (i, c) in containers.iter_mut().enumerate() {
+            c["name"] = json!(format!("c{i}"));
+        }
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}});
+        if let Some(load) = load {
+            pod["metadata"]["annotations"] = json!({"probelint.io/model-load-seconds": load.to_string()});
+        }
+        pod
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn generated_pods_fix_idempotently_and_closed(pod in arb_pod()) {
+        check_properties(&pod, &Policy::default(), "generated pod");
+    }
+}
