@@ -3,9 +3,13 @@
 pub mod atomic;
 pub mod config;
 pub mod explain;
+pub mod fixcmd;
 pub mod inputs;
 pub mod kustomize;
 pub mod lint;
+pub mod mutate;
 pub mod output;
 pub mod report;
+pub mod simulate;
+pub mod textfix;
 pub mod yaml;

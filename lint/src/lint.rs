@@ -4,7 +4,7 @@
 use crate::inputs::{Input, describe_io, is_helm_template};
 use crate::report::{InputError, LocatedFinding, Report, Skipped};
 use crate::yaml::{self, Limits, Locations};
-use probelint_policies::{Policy, evaluate};
+use probelint_policies::{Applicability, Policy, evaluate};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::io::Read;
@@ -57,6 +57,7 @@ struct FoundObject {
 /// A parsed file, before evaluation.
 struct ParsedFile {
     name: String,
+    input: Input,
     text: Option<Arc<str>>,
     locations: Vec<Locations>,
     objects: Vec<FoundObject>,
@@ -70,6 +71,7 @@ const HELM_HINT: &str =
 fn parse_source(source: Source, limits: &Limits) -> ParsedFile {
     let mut file = ParsedFile {
         name: source.name,
+        input: source.input.clone(),
         text: None,
         locations: Vec::new(),
         objects: Vec::new(),
@@ -166,26 +168,51 @@ fn collect_objects(
     }
 }
 
-/// Lints sources with a policy. Parsing runs in parallel; output order is deterministic.
-pub fn lint_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> Report {
+/// Everything read and evaluated in one run, before it is turned into a [`Report`].
+struct Evaluated {
+    files: Vec<ParsedFile>,
+    /// For each evaluated object (by `Finding::object_index`): its file and index in that file.
+    origin: Vec<(usize, usize)>,
+    findings: Vec<probelint_policies::Finding>,
+    objects: usize,
+}
+
+fn evaluate_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> Evaluated {
     let mut files: Vec<ParsedFile> = sources
         .into_par_iter()
         .map(|s| parse_source(s, limits))
         .collect();
-
     let mut objects = Vec::new();
     let mut origin = Vec::new();
     for (file_index, file) in files.iter_mut().enumerate() {
         for (object_index, object) in file.objects.iter_mut().enumerate() {
+            // Moved out for evaluation and put back after, so fixes can see the originals.
             objects.push(std::mem::take(&mut object.value));
             origin.push((file_index, object_index));
         }
     }
     let findings = evaluate(&objects, policy);
+    for (value, &(file_index, object_index)) in objects.into_iter().zip(&origin) {
+        files[file_index].objects[object_index].value = value;
+    }
+    Evaluated {
+        objects: origin.len(),
+        files,
+        origin,
+        findings,
+    }
+}
 
+fn into_report(evaluated: Evaluated) -> Report {
+    let Evaluated {
+        files,
+        origin,
+        findings,
+        objects,
+    } = evaluated;
     let mut report = Report {
         files: files.len(),
-        objects: objects.len(),
+        objects,
         ..Report::default()
     };
     for finding in findings {
@@ -212,4 +239,91 @@ pub fn lint_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> R
     }
     report.sort();
     report
+}
+
+/// Lints sources with a policy. Parsing runs in parallel; output order is deterministic.
+pub fn lint_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> Report {
+    into_report(evaluate_sources(sources, policy, limits))
+}
+
+/// What `--fix` did to one file.
+#[derive(Debug)]
+pub struct FileFix {
+    pub name: String,
+    pub path: Option<std::path::PathBuf>,
+    pub original: Arc<str>,
+    /// The fixed text, or why the file could not be fixed (it is then left untouched).
+    pub fixed: Result<String, String>,
+    /// The findings the new text fixes, located in the original file.
+    pub fixed_findings: Vec<LocatedFinding>,
+}
+
+/// Computes the safe fixes of every file as text edits that keep everything else byte-for-byte.
+/// Returns the report of the original files and one [`FileFix`] per file that has fixes.
+pub fn plan_fixes(
+    sources: Vec<Source>,
+    policy: &Policy,
+    limits: &Limits,
+) -> (Report, Vec<FileFix>) {
+    let evaluated = evaluate_sources(sources, policy, limits);
+    let mut plans = Vec::new();
+    for (file_index, file) in evaluated.files.iter().enumerate() {
+        let Some(text) = &file.text else { continue };
+        let path = match &file.input {
+            Input::File(path) => Some(path.clone()),
+            Input::Stdin => None,
+        };
+        let mut patches = Vec::new();
+        let mut fixed_findings = Vec::new();
+        for (object_index, object) in file.objects.iter().enumerate() {
+            let findings: Vec<_> = evaluated
+                .findings
+                .iter()
+                .filter(|f| {
+                    evaluated.origin.get(f.object_index) == Some(&(file_index, object_index))
+                })
+                .cloned()
+                .collect();
+            let (patch, applied) =
+                probelint_policies::fix::merge_fixes(&findings, Applicability::Safe);
+            if patch.0.is_empty() {
+                continue;
+            }
+            for f in findings.iter().filter(|f| {
+                applied
+                    .iter()
+                    .any(|a| a.rule == f.rule && a.container == f.container)
+            }) {
+                let span = file.locations[object.document]
+                    .locate(&format!("{}{}", object.prefix, f.pointer));
+                fixed_findings.push(LocatedFinding {
+                    file: file.name.clone(),
+                    line: span.line,
+                    column: span.column,
+                    finding: f.clone(),
+                });
+            }
+            patches.push((object.document, object.prefix.clone(), patch.0));
+        }
+        if patches.is_empty() {
+            continue;
+        }
+        let object_patches: Vec<crate::textfix::ObjectPatch<'_>> = patches
+            .iter()
+            .map(|(document, prefix, ops)| crate::textfix::ObjectPatch {
+                document: *document,
+                prefix: prefix.clone(),
+                ops,
+            })
+            .collect();
+        let fixed = crate::textfix::apply(text, &object_patches, limits).map_err(|e| e.to_string());
+        plans.push(FileFix {
+            name: file.name.clone(),
+            path,
+            original: text.clone(),
+            fixed,
+            fixed_findings,
+        });
+    }
+    (into_report(evaluated), plans)
 }

@@ -77,6 +77,15 @@ struct LintArgs {
     /// Also list skipped documents and files.
     #[arg(long, short = 'v')]
     verbose: bool,
+
+    /// Apply safe fixes in place, keeping comments, key order and formatting; then report what
+    /// remains.
+    #[arg(long)]
+    fix: bool,
+
+    /// With --fix: show the changes as a unified diff instead of writing them.
+    #[arg(long, requires = "fix")]
+    dry_run: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +97,59 @@ enum Command {
         /// The rule id, e.g. gpu-startup-probe-missing.
         rule: String,
     },
+    /// Print manifests as the mutating webhook would return them (or, with --patch, the JSON
+    /// Patch for each object).
+    Mutate {
+        /// A manifest file, or `-` for standard input.
+        #[arg(value_name = "FILE")]
+        file: String,
+        /// Print the JSON Patch per object instead of the mutated manifests.
+        #[arg(long)]
+        patch: bool,
+        /// Policy file (default: the nearest .probelint.yaml).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Predict what the kubelet does to each GPU container while its model loads: probe
+    /// transitions, restarts and first-ready time.
+    Simulate {
+        /// A manifest file, or `-` for standard input.
+        #[arg(value_name = "FILE")]
+        file: String,
+        /// Model load time (default: probelint.io/model-load-seconds, else the policy's).
+        #[arg(long, value_name = "SECONDS")]
+        load_seconds: Option<f64>,
+        /// Simulate this container (default: every accelerator container).
+        #[arg(long, value_name = "NAME")]
+        container: Option<String>,
+        /// Cluster time to simulate, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 1800.0)]
+        duration: f64,
+        /// The server binds its port only after loading (default: it accepts TCP while loading).
+        #[arg(long)]
+        port_opens_after_load: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+        format: SimulateFormat,
+        /// Policy file (default: the nearest .probelint.yaml).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
+    /// Print the JSON Schema of the policy file (.probelint.yaml).
+    Schema,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum SimulateFormat {
+    Human,
+    Json,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -131,6 +193,49 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Rules) => print_rules(),
         Some(Command::Explain { rule }) => explain(&rule),
+        Some(Command::Mutate {
+            file,
+            patch,
+            config,
+        }) => probelint::mutate::run(&file, patch, config.as_deref()),
+        Some(Command::Simulate {
+            file,
+            load_seconds,
+            container,
+            duration,
+            port_opens_after_load,
+            format,
+            config,
+        }) => probelint::simulate::run(&probelint::simulate::Request {
+            file: &file,
+            load_seconds,
+            container: container.as_deref(),
+            duration,
+            json: format == SimulateFormat::Json,
+            port_opens_after_load,
+            config: config.as_deref(),
+        }),
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "probelint",
+                &mut std::io::stdout(),
+            );
+            Ok(0)
+        }
+        Some(Command::Man) => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map(|()| 0)
+            .map_err(|e| format!("cannot write the man page: {e}")),
+        Some(Command::Schema) => {
+            let schema = probelint_policies::policy::json_schema();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
+            );
+            Ok(0)
+        }
         None => run_lint(&cli.lint, &matches),
     };
     match result {
@@ -192,13 +297,13 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
             "no paths given (try `probelint manifests/`, or `-` for standard input)".to_owned(),
         );
     }
-    let config_path = match &args.config {
-        Some(path) => Some(path.clone()),
-        None => std::env::current_dir()
-            .ok()
-            .and_then(|d| probelint::config::discover(&d)),
-    };
-    let policy = probelint::config::load(config_path.as_deref())?;
+    if args.fix && args.paths.iter().any(|p| p == "-") {
+        return Err(
+            "--fix rewrites files and cannot rewrite standard input; use `probelint mutate -`"
+                .to_owned(),
+        );
+    }
+    let policy = probelint::config::load_or_discover(args.config.as_deref())?;
     let excludes = inputs::exclude_set(&args.exclude)?;
     let limits = Limits::default();
 
@@ -222,7 +327,23 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         bytes: Err(why),
     }));
 
-    let report = lint::lint_sources(sources, &policy, &limits);
+    let report = if args.fix {
+        let (report, plans) = lint::plan_fixes(sources, &policy, &limits);
+        let fixed = probelint::fixcmd::apply_plans(report, plans, args.dry_run, &policy, &limits)?;
+        if args.dry_run {
+            // Like `ruff --diff`: the diff is the output; exit 1 when something would change.
+            return Ok(if !fixed.report.errors.is_empty() {
+                EXIT_ERROR
+            } else if fixed.files_changed > 0 {
+                EXIT_FINDINGS
+            } else {
+                0
+            });
+        }
+        fixed.report
+    } else {
+        lint::lint_sources(sources, &policy, &limits)
+    };
 
     for (format, path) in &destinations {
         let color = match args.color {

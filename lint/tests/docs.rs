@@ -25,6 +25,38 @@ fn expected() -> Vec<(String, String)> {
 }
 
 #[test]
+fn policy_schema_is_fresh_and_accepts_the_builtin_policy() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/policy.schema.json");
+    let schema = probelint_policies::policy::json_schema();
+    let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).ok().as_deref(),
+        Some(text.as_str()),
+        "docs/policy.schema.json is stale; regenerate with: UPDATE_DOCS=1 cargo test -p probelint --test docs"
+    );
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let builtin = probelint::yaml::parse_stream(
+        probelint_policies::DEFAULT_POLICY_YAML.as_bytes(),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(
+        validator.is_valid(&builtin[0].value),
+        "built-in policy fails its own schema"
+    );
+    let typo = serde_json::json!({"modelLoadSecs": 10});
+    assert!(
+        !validator.is_valid(&typo),
+        "unknown keys are refused by the schema too"
+    );
+    let bad_level = serde_json::json!({"rules": {"readiness-port-open": "loud"}});
+    assert!(!validator.is_valid(&bad_level));
+}
+
+#[test]
 fn rule_docs_are_fresh() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/rules");
     let update = std::env::var_os("UPDATE_DOCS").is_some();

@@ -9,7 +9,7 @@ use crate::policy::PolicyError;
 use serde::Deserialize;
 
 /// What a custom rule's schema is checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum CustomTarget {
     /// Every container of every pod spec (regular containers and native sidecars).
@@ -21,7 +21,7 @@ pub enum CustomTarget {
 }
 
 /// A custom rule as written in the policy file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CustomRuleFile {
     pub id: String,

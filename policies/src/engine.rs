@@ -65,9 +65,22 @@ impl<'a> Analysis<'a> {
 /// Evaluates every built-in and custom rule over a set of objects (so that cross-object rules
 /// see a Deployment beside its HPA). Findings are ordered by object, then pointer, then rule.
 pub fn evaluate(objects: &[Value], policy: &Policy) -> Vec<Finding> {
+    run(objects, policy, true)
+}
+
+/// Evaluates one object on its own, as the admission webhook sees it: rules that need the other
+/// objects of a manifest set (HPA and PDB checks) are skipped.
+pub fn evaluate_one(object: &Value, policy: &Policy) -> Vec<Finding> {
+    run(std::slice::from_ref(object), policy, false)
+}
+
+fn run(objects: &[Value], policy: &Policy, whole_input: bool) -> Vec<Finding> {
     let analysis = Analysis::new(objects, policy);
     let mut findings = Vec::new();
     for rule in rules::registry() {
+        if rule.needs_other_objects() && !whole_input {
+            continue;
+        }
         let meta = rule.meta();
         let Some(severity) = policy.severity_for(meta.id, meta.severity) else {
             continue;
@@ -88,11 +101,6 @@ pub fn evaluate(objects: &[Value], policy: &Policy) -> Vec<Finding> {
         (a.object_index, &a.pointer, &a.rule).cmp(&(b.object_index, &b.pointer, &b.rule))
     });
     findings
-}
-
-/// [`evaluate`] for one object.
-pub fn evaluate_one(object: &Value, policy: &Policy) -> Vec<Finding> {
-    evaluate(std::slice::from_ref(object), policy)
 }
 
 fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
@@ -430,6 +438,14 @@ spec:
         )
         .unwrap_err();
         assert!(err.to_string().contains("already taken"), "{err}");
+    }
+
+    #[test]
+    fn a_lone_object_is_not_judged_by_what_is_missing_around_it() {
+        let yaml = crate::rules::find("gpu-serving-without-pdb").unwrap().meta().bad_example;
+        let object = &objects(yaml)[0];
+        assert!(crate::evaluate(std::slice::from_ref(object), &Policy::default()).iter().any(|f| f.rule == "gpu-serving-without-pdb"));
+        assert!(crate::evaluate_one(object, &Policy::default()).iter().all(|f| f.rule != "gpu-serving-without-pdb"));
     }
 
     #[test]

@@ -216,6 +216,17 @@ fn startup_handler(
     cx: &ContainerContext<'_, '_>,
 ) -> Option<(Map<String, Value>, Option<Value>, String)> {
     let usable = |probe: &Probe<'_>| !matches!(probe.handler, Handler::Invalid);
+    // A recognised server whose endpoint this container is known to serve.
+    let server = cx
+        .container
+        .server
+        .filter(|s| s.is_served_by(cx.container.value));
+    // An exec check that forks nvidia-smi or Python on every run is not worth copying when the
+    // server has a real health endpoint.
+    let heavy = |probe: &Probe<'_>| {
+        matches!(&probe.handler, Handler::Exec { command } if crate::rules::is_heavy_exec(command))
+            && server.is_some()
+    };
     let copy = |probe: &Probe<'_>| {
         let field = probe.handler.field()?;
         let mut handler = Map::new();
@@ -223,19 +234,26 @@ fn startup_handler(
         Some((
             handler,
             probe.value.get("timeoutSeconds").cloned(),
-            format!("the {} check", probe.kind.noun()),
+            format!("the {} check ({})", probe.kind.noun(), probe.handler.describe()),
         ))
     };
-    if let Some(live) = cx.container.probe(ProbeKind::Liveness).filter(usable) {
+    if let Some(live) = cx
+        .container
+        .probe(ProbeKind::Liveness)
+        .filter(|p| usable(p) && !heavy(p))
+    {
         return copy(&live);
     }
-    let readiness = cx.container.probe(ProbeKind::Readiness).filter(usable);
+    let readiness = cx
+        .container
+        .probe(ProbeKind::Readiness)
+        .filter(|p| usable(p) && !heavy(p));
     if let Some(ready) = &readiness
-        && !(matches!(ready.handler, Handler::TcpSocket { .. }) && cx.container.server.is_some())
+        && !(matches!(ready.handler, Handler::TcpSocket { .. }) && server.is_some())
     {
         return copy(ready);
     }
-    let server = cx.container.server?;
+    let server = server?;
     let mut handler = Map::new();
     handler.insert(
         "httpGet".to_owned(),

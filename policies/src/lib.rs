@@ -14,6 +14,7 @@ pub mod policy;
 pub mod probe;
 pub mod rules;
 pub mod servers;
+pub mod simulate;
 pub mod workload;
 
 pub use engine::{Analysis, evaluate, evaluate_one};

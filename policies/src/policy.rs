@@ -6,6 +6,7 @@
 use crate::custom::CustomRule;
 use crate::finding::Severity;
 use crate::glob;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -68,7 +69,7 @@ impl fmt::Display for KubernetesVersion {
 }
 
 /// What the policy says about one rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleLevel {
     Off,
@@ -90,7 +91,7 @@ impl RuleLevel {
 
 /// A policy-file exemption: findings of `rules` on matching objects are reported as suppressed.
 /// Every selector that is given must match; `*` wildcards are allowed in each.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Exemption {
     /// Rule ids, or `all`.
@@ -125,7 +126,7 @@ impl Exemption {
 }
 
 /// Where pod specs live inside a custom resource the engine does not know.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WorkloadSpec {
     pub kind: String,
@@ -150,29 +151,42 @@ impl WorkloadSpec {
 }
 
 /// Accelerator detection settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AcceleratorsFile {
+    /// Extended resource names (`*` wildcards allowed), e.g. nvidia.com/gpu, nvidia.com/mig-*.
     pub resources: Option<Vec<String>>,
+    /// runtimeClassNames that make every container of a pod an accelerator container.
     pub runtime_class_names: Option<Vec<String>>,
 }
 
 /// The policy file as written: every key optional, unknown keys refused.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyFile {
+    /// A version label for this policy, printed by `probelint --version` for the built-in one.
     pub policy_version: Option<String>,
+    /// The oldest Kubernetes version the manifests must run on, e.g. "1.30".
     pub kubernetes_version: Option<String>,
+    /// Worst-case model load time (seconds) for accelerator containers without the
+    /// probelint.io/model-load-seconds annotation. Default 300.
     pub model_load_seconds: Option<f64>,
+    /// Extra startup budget over the load time, as a fraction (0.25 = 25 %). Default 0.25.
     pub startup_margin: Option<f64>,
+    /// What makes a container an accelerator container. Lists given here replace the built-in ones.
     pub accelerators: Option<AcceleratorsFile>,
+    /// Whether probelint.io/ignore annotations exempt findings. Default true; false is strict mode.
     pub allow_annotation_exemptions: Option<bool>,
+    /// Severity per rule id: off, info, warning or error.
     #[serde(default)]
     pub rules: BTreeMap<String, RuleLevel>,
+    /// Findings to report as suppressed, selected by rule, namespace, name, kind and container.
     #[serde(default)]
     pub exemptions: Vec<Exemption>,
+    /// Where pod specs live in custom resources the engine does not know.
     #[serde(default)]
     pub workloads: Vec<WorkloadSpec>,
+    /// Rules written as JSON Schema over a container, a pod spec or a whole object.
     #[serde(default)]
     pub custom_rules: Vec<crate::custom::CustomRuleFile>,
 }
@@ -185,6 +199,34 @@ impl PolicyFile {
         }
         serde_saphyr::from_str(text).map_err(|e| PolicyError::Parse(e.to_string()))
     }
+}
+
+/// The JSON Schema of the policy file (`.probelint.yaml`), for editors and `docs/`.
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(PolicyFile)).unwrap_or_default();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert(
+            "title".to_owned(),
+            serde_json::Value::String("probelint policy (.probelint.yaml)".to_owned()),
+        );
+    }
+    // Rule levels are keyed by rule id: list the built-in ones so editors complete them
+    // (custom rule ids are allowed too, hence no `additionalProperties: false`).
+    let ids: Vec<serde_json::Value> = crate::rules::registry()
+        .iter()
+        .map(|r| serde_json::Value::String(r.meta().id.to_owned()))
+        .collect();
+    if let Some(rules) = schema.pointer_mut("/properties/rules")
+        && let Some(obj) = rules.as_object_mut()
+    {
+        let level = obj.get("additionalProperties").cloned().unwrap_or_default();
+        let props: serde_json::Map<String, serde_json::Value> = ids
+            .iter()
+            .filter_map(|id| id.as_str().map(|id| (id.to_owned(), level.clone())))
+            .collect();
+        obj.insert("properties".to_owned(), serde_json::Value::Object(props));
+    }
+    schema
 }
 
 /// The effective policy the rules read.

@@ -26,6 +26,10 @@ pub struct KnownServer {
     pub single_health_endpoint: bool,
     /// Whether the readiness path runs a generation (needs a generous timeout).
     pub ready_runs_generation: bool,
+    /// Text in a container's command or args that shows it launches this server (when the
+    /// command is overridden, the image may be running something else: a Ray worker, a
+    /// download step).
+    launch_markers: &'static [&'static str],
 }
 
 pub const KNOWN_SERVERS: &[KnownServer] = &[
@@ -39,6 +43,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &[],
         single_health_endpoint: false,
         ready_runs_generation: false,
+        launch_markers: &["tritonserver"],
     },
     KnownServer {
         id: "nim",
@@ -50,6 +55,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &[],
         single_health_endpoint: false,
         ready_runs_generation: false,
+        launch_markers: &["start_server", "nim_llm", "start-server"],
     },
     KnownServer {
         id: "sglang",
@@ -61,6 +67,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &[],
         single_health_endpoint: false,
         ready_runs_generation: true,
+        launch_markers: &["sglang.launch_server", "sglang serve"],
     },
     KnownServer {
         id: "vllm",
@@ -78,6 +85,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &["/v1/models", "/ping"],
         single_health_endpoint: true,
         ready_runs_generation: false,
+        launch_markers: &["vllm serve", "vllm.entrypoints"],
     },
     KnownServer {
         id: "tgi",
@@ -89,6 +97,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &[],
         single_health_endpoint: true,
         ready_runs_generation: false,
+        launch_markers: &["text-generation-launcher"],
     },
     KnownServer {
         id: "llama-cpp",
@@ -100,6 +109,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &[],
         single_health_endpoint: true,
         ready_runs_generation: false,
+        launch_markers: &["llama-server", "/server"],
     },
     KnownServer {
         id: "ollama",
@@ -111,6 +121,7 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &["/api/version", "/api/tags"],
         single_health_endpoint: true,
         ready_runs_generation: false,
+        launch_markers: &["ollama serve", "ollama"],
     },
     KnownServer {
         id: "kserve",
@@ -130,6 +141,15 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         also_ready: &[],
         single_health_endpoint: false,
         ready_runs_generation: false,
+        launch_markers: &[
+            "huggingfaceserver",
+            "sklearnserver",
+            "xgbserver",
+            "lgbserver",
+            "pmmlserver",
+            "paddleserver",
+            "model.py",
+        ],
     },
 ];
 
@@ -158,6 +178,35 @@ impl KnownServer {
         KNOWN_SERVERS
             .iter()
             .find(|s| s.image_markers.iter().any(|m| image.contains(m)))
+    }
+
+    /// Whether a container of this server's image is known to run the server itself: it
+    /// declares a TCP port, keeps the image's entrypoint, or its command launches the server.
+    pub fn is_served_by(&self, container: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        let declares_tcp_port = container
+            .get("ports")
+            .and_then(Value::as_array)
+            .is_some_and(|ports| {
+                ports.iter().any(|p| {
+                    p.get("protocol")
+                        .and_then(Value::as_str)
+                        .is_none_or(|proto| proto.eq_ignore_ascii_case("TCP"))
+                })
+            });
+        let command = container.get("command").and_then(Value::as_array);
+        let Some(command) = command.filter(|c| !c.is_empty()) else {
+            return true;
+        };
+        if declares_tcp_port {
+            return true;
+        }
+        let args = container.get("args").and_then(Value::as_array);
+        command
+            .iter()
+            .chain(args.into_iter().flatten())
+            .filter_map(Value::as_str)
+            .any(|word| self.launch_markers.iter().any(|m| word.contains(m)))
     }
 
     /// Whether `path` is a sound readiness endpoint for this server.
@@ -220,6 +269,24 @@ mod tests {
             id("public.ecr.aws/data-on-eks/vllm-ray2.32.0-inf2-llama3:latest"),
             None
         );
+    }
+
+    #[test]
+    fn an_overridden_command_must_launch_the_server() {
+        use serde_json::json;
+        let vllm = KnownServer::for_image("vllm/vllm-openai:v0.6.3").unwrap();
+        assert!(
+            vllm.is_served_by(&json!({"args": ["--model", "x"]})),
+            "image entrypoint"
+        );
+        assert!(vllm.is_served_by(
+            &json!({"command": ["python3", "-m", "vllm.entrypoints.openai.api_server"]})
+        ));
+        assert!(vllm.is_served_by(&json!({"command": ["sh", "-c", "vllm serve m"]})));
+        assert!(!vllm.is_served_by(&json!({"command": ["sh", "-c", "ray start --address=$LWS_LEADER_ADDRESS:6379 --block"]})));
+        assert!(vllm.is_served_by(
+            &json!({"command": ["sh", "-c", "ray start"], "ports": [{"containerPort": 8000}]})
+        ));
     }
 
     #[test]

@@ -87,7 +87,7 @@ spec:
 const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "zsh"];
 
 /// Why a command is heavy, if it is.
-fn heavy(command: &[String]) -> Option<&'static str> {
+pub(crate) fn heavy(command: &[String]) -> Option<&'static str> {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
     let program = command.first().map(|p| base(p)).unwrap_or_default();
     let words: Vec<&str> = command.iter().flat_map(|a| a.split_whitespace()).collect();

@@ -154,6 +154,10 @@ impl Rule for GpuServingWithoutPdb {
         &META
     }
 
+    fn needs_other_objects(&self) -> bool {
+        true
+    }
+
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let pdbs: Vec<&Workload<'_>> = analysis
             .workloads

@@ -3,7 +3,7 @@
 use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds};
 use crate::engine::Analysis;
 use crate::finding::Severity;
-use crate::probe::{Handler, ProbeKind};
+use crate::probe::ProbeKind;
 
 pub struct GpuStartupProbeMissing;
 
@@ -86,35 +86,28 @@ impl Rule for GpuStartupProbeMissing {
             }
             let needed = required_startup_seconds(cx.pod.load_seconds, margin);
             let threshold = (needed + 9) / 10;
-            // The check to reuse, in the order the fix will pick it.
-            let handler = [ProbeKind::Liveness, ProbeKind::Readiness]
-                .into_iter()
-                .filter_map(|k| cx.container.probe(k))
-                .find(|p| !matches!(p.handler, Handler::Invalid))
-                .map(|p| format!("the {} check ({})", p.kind.noun(), p.handler.describe()))
-                .or_else(|| {
-                    cx.container
-                        .server
-                        .map(|s| format!("httpGet {} ({}'s health endpoint)", s.live_path, s.name))
-                })
-                .unwrap_or_else(|| "the server's health endpoint".to_owned());
             let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
-            report.container(
-                &cx,
-                cx.container.pointer.clone(),
-                format!(
-                    "{} has no startupProbe: until its model is loaded (budget needed: {}), \
-                     liveness and readiness run unguarded",
-                    cx.container.describe(),
-                    required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
-                ),
-                format!(
-                    "add a startupProbe on {handler} with periodSeconds: 10 and failureThreshold: \
-                     {threshold} (a {} s budget)",
+            let help = match &fix {
+                Some(fix) => fix.description.clone(),
+                None => format!(
+                    "add a startupProbe on the server's health endpoint with periodSeconds: 10 \
+                     and failureThreshold: {threshold} (a {} s budget)",
                     threshold * 10
                 ),
-            )
-            .fix = fix;
+            };
+            report
+                .container(
+                    &cx,
+                    cx.container.pointer.clone(),
+                    format!(
+                        "{} has no startupProbe: until its model is loaded (budget needed: {}), \
+                     liveness and readiness run unguarded",
+                        cx.container.describe(),
+                        required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
+                    ),
+                    help,
+                )
+                .fix = fix;
         }
     }
 }
@@ -142,7 +135,13 @@ mod tests {
             "{}",
             f.message
         );
-        assert!(f.help.contains("failureThreshold: 38"), "{}", f.help);
+        assert!(f.help.contains("failureThreshold 38"), "{}", f.help);
+        assert!(
+            f.help
+                .contains("readiness check (httpGet /health on port 8000)"),
+            "{}",
+            f.help
+        );
     }
 
     #[test]

@@ -145,6 +145,10 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
         &META
     }
 
+    fn needs_other_objects(&self) -> bool {
+        true
+    }
+
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         for hpa in analysis
             .workloads

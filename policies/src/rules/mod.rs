@@ -46,6 +46,12 @@ pub struct RuleMeta {
 pub trait Rule: Sync + Send {
     fn meta(&self) -> &'static RuleMeta;
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>);
+    /// Whether the rule judges an object by what else is in the input (an HPA beside its
+    /// Deployment, a PDB selecting it). Such rules are skipped when one object is evaluated
+    /// alone (the admission webhook), where "not in the input" means nothing.
+    fn needs_other_objects(&self) -> bool {
+        false
+    }
 }
 
 static REGISTRY: &[&dyn Rule] = &[
@@ -137,6 +143,11 @@ impl<'f> Report<'f> {
         });
         self.findings.last_mut().expect("just pushed")
     }
+}
+
+/// Whether an exec probe command is expensive (nvidia-smi, Python, a shell pipeline).
+pub(crate) fn is_heavy_exec(command: &[String]) -> bool {
+    exec_probe_heavy::heavy(command).is_some()
 }
 
 /// Formats seconds without a useless `.0` (`300 s`, `37.5 s`).

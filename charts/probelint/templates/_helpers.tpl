@@ -1,0 +1,269 @@
+{{/*
+Names. The fullname is truncated to 52 characters so that "<fullname>-metrics" (and every other
+suffix used here) stays within the 63 characters of a DNS label.
+*/}}
+{{- define "probelint.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "probelint.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "probelint.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "probelint.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "probelint.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: webhook
+{{- end }}
+
+{{- define "probelint.labels" -}}
+helm.sh/chart: {{ include "probelint.chart" . }}
+{{ include "probelint.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: probelint
+{{- end }}
+
+{{- define "probelint.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "probelint.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "probelint.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Service the apiserver calls, and the names its certificate must carry. */}}
+{{- define "probelint.serviceName" -}}
+{{ include "probelint.fullname" . }}
+{{- end }}
+
+{{- define "probelint.dnsNames" -}}
+{{- $svc := include "probelint.serviceName" . }}
+{{- list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) | toJson }}
+{{- end }}
+
+{{- define "probelint.tlsSecretName" -}}
+{{- if eq .Values.certificates.mode "secret" }}
+{{- .Values.certificates.secret.name }}
+{{- else }}
+{{- printf "%s-tls" (include "probelint.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "probelint.policyConfigMapName" -}}
+{{- printf "%s-policy" (include "probelint.fullname" .) }}
+{{- end }}
+
+{{/* `https` or `metrics`: where the kubelet probes. The TLS port refuses clients without a
+certificate once --client-ca is set, and the kubelet has none. */}}
+{{- define "probelint.probePort" -}}
+{{- if .Values.clientAuth.caConfigMap }}metrics{{ else }}{{ .Values.probes.port }}{{ end }}
+{{- end }}
+
+{{- define "probelint.probeScheme" -}}
+{{- if eq (include "probelint.probePort" .) "https" }}HTTPS{{ else }}HTTP{{ end }}
+{{- end }}
+
+{{/*
+The rules of both webhooks: Pods and every workload kind whose pod templates the engine reads
+(policies/src/workload.rs), on CREATE and UPDATE. CRD versions are "*": the apiserver matches
+whichever version a cluster serves. Rules for CRDs a cluster does not have are harmless.
+Argument: a dict with "root" (the chart context) and "podsOnly".
+*/}}
+{{- define "probelint.webhookRules" -}}
+{{- $ops := list "CREATE" "UPDATE" }}
+- apiGroups: [""]
+  apiVersions: ["v1"]
+  operations: {{ toJson $ops }}
+  resources: {{ if .podsOnly }}["pods"]{{ else }}["pods", "replicationcontrollers"]{{ end }}
+  scope: Namespaced
+{{- if not .podsOnly }}
+- apiGroups: ["apps"]
+  apiVersions: ["v1"]
+  operations: {{ toJson $ops }}
+  resources: ["deployments", "statefulsets", "daemonsets", "replicasets"]
+  scope: Namespaced
+- apiGroups: ["batch"]
+  apiVersions: ["v1"]
+  operations: {{ toJson $ops }}
+  resources: ["jobs", "cronjobs"]
+  scope: Namespaced
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["leaderworkersets"]
+  scope: Namespaced
+- apiGroups: ["serving.kserve.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["inferenceservices", "servingruntimes", "llminferenceservices"]
+  scope: Namespaced
+- apiGroups: ["serving.kserve.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["clusterservingruntimes"]
+  scope: Cluster
+- apiGroups: ["ray.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["rayservices", "rayclusters", "rayjobs"]
+  scope: Namespaced
+- apiGroups: ["argoproj.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["rollouts"]
+  scope: Namespaced
+- apiGroups: ["serving.knative.dev"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["services"]
+  scope: Namespaced
+- apiGroups: ["jobset.x-k8s.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $ops }}
+  resources: ["jobsets"]
+  scope: Namespaced
+{{- with .root.Values.webhook.extraRules }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Never the release namespace (the webhook must not gate its own pods), the listed system
+namespaces, or a namespace labelled <namespaceOptOutLabel>=true. */}}
+{{- define "probelint.namespaceSelector" -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: {{ .Values.webhook.excludeNamespaces | concat (list .Release.Namespace) | uniq | toJson }}
+  - key: {{ .Values.webhook.namespaceOptOutLabel }}
+    operator: NotIn
+    values: ["true"]
+{{- with .Values.webhook.namespaceSelectorExpressions }}
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "probelint.objectSelector" -}}
+matchExpressions:
+  - key: {{ .Values.webhook.objectOptOutLabel }}
+    operator: NotIn
+    values: ["true"]
+{{- with .Values.webhook.objectSelectorExpressions }}
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+matchConditions: call the webhook only for objects with an accelerator in some pod spec, the way
+the engine decides it (policies/src/workload.rs): a container or native sidecar requesting an
+accelerator resource or a DRA claim, or a pod with an accelerator runtimeClassName. Init
+containers and pod-level resourceClaims count too: a superset only costs a webhook call. Objects
+of kinds not listed here (extraRules) always go to the webhook.
+
+The expression collects the object's pod specs by kind into a list, then asks whether any of
+their containers (plus KServe's model containers) requests an accelerator.
+*/}}
+
+{{/* "(has(a.b) && has(a.b.c)) ? [a.b.c] : []" for base "a" and path "b.c". */}}
+{{- define "probelint.cel.at" -}}
+{{- $expr := .base }}
+{{- $guards := list }}
+{{- range (splitList "." .path) }}
+{{- $expr = printf "%s.%s" $expr . }}
+{{- $guards = append $guards (printf "has(%s)" $expr) }}
+{{- end }}
+{{- printf "(%s ? [%s] : [])" (join " && " $guards) $expr }}
+{{- end }}
+
+{{/* Pod specs of a Ray cluster spec "base": the head group and each worker group. */}}
+{{- define "probelint.cel.rayCluster" -}}
+{{- include "probelint.cel.at" (dict "base" .base "path" "headGroupSpec.template.spec") }} + (has({{ .base }}.workerGroupSpecs) ? {{ .base }}.workerGroupSpecs.filter(g, has(g.template) && has(g.template.spec)).map(g, g.template.spec) : [])
+{{- end }}
+
+{{- define "probelint.cel.globRegex" -}}
+{{- $alternatives := list }}
+{{- range . }}
+{{- $alternatives = append $alternatives (regexQuoteMeta . | replace "\\*" ".*") }}
+{{- end }}
+{{- printf "^(?:%s)$" (join "|" $alternatives) }}
+{{- end }}
+
+{{- define "probelint.acceleratorCondition" -}}
+{{- $filter := .Values.webhook.acceleratorsOnly }}
+{{- $policyAccelerators := (.Values.policy.accelerators | default dict) }}
+{{- $builtin := .Files.Get "files/builtin-accelerators.yaml" | fromYaml }}
+{{- $resources := $filter.resources | default $policyAccelerators.resources | default $builtin.resources }}
+{{- $runtimeClasses := $filter.runtimeClassNames | default $policyAccelerators.runtimeClassNames | default $builtin.runtimeClassNames }}
+{{- $templateKinds := list "Deployment" "StatefulSet" "DaemonSet" "ReplicaSet" "ReplicationController" "Job" "Rollout" }}
+{{- $kserveModelKeys := list "model" "sklearn" "xgboost" "tensorflow" "pytorch" "triton" "onnx" "huggingface" "pmml" "lightgbm" "paddle" -}}
+!(object.kind in ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'ReplicationController', 'Job', 'CronJob', 'Rollout', 'LeaderWorkerSet', 'JobSet', 'RayCluster', 'RayService', 'RayJob', 'InferenceService', 'ServingRuntime', 'ClusterServingRuntime', 'LLMInferenceService']
+  || (object.kind == 'Service' && object.apiVersion.startsWith('serving.knative.dev/'))) ||
+(
+  object.kind == 'Pod' ? [object.spec] :
+  object.kind in {{ $templateKinds | toJson | replace "\"" "'" | replace "," ", " }} || object.kind == 'Service' ? {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.template.spec") }} :
+  object.kind == 'CronJob' ? {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.jobTemplate.spec.template.spec") }} :
+  object.kind == 'LeaderWorkerSet' ?
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.leaderWorkerTemplate.leaderTemplate.spec") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.leaderWorkerTemplate.workerTemplate.spec") }} :
+  object.kind == 'JobSet' ?
+    (has(object.spec) && has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.filter(j, has(j.template) && has(j.template.spec) && has(j.template.spec.template) && has(j.template.spec.template.spec)).map(j, j.template.spec.template.spec) : []) :
+  object.kind == 'RayCluster' ?
+    (has(object.spec) ? {{ include "probelint.cel.rayCluster" (dict "base" "object.spec") }} : []) :
+  object.kind == 'RayService' ?
+    (has(object.spec) && has(object.spec.rayClusterConfig) ? {{ include "probelint.cel.rayCluster" (dict "base" "object.spec.rayClusterConfig") }} : []) :
+  object.kind == 'RayJob' ?
+    (has(object.spec) && has(object.spec.rayClusterSpec) ? {{ include "probelint.cel.rayCluster" (dict "base" "object.spec.rayClusterSpec") }} : []) +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.submitterPodTemplate.spec") }} :
+  object.kind == 'InferenceService' ?
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.predictor") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.predictor.workerSpec") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.transformer") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.explainer") }} :
+  object.kind == 'LLMInferenceService' ?
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.template") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.worker") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.prefill.template") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.prefill.worker") }} :
+  {{- /* ServingRuntime, ClusterServingRuntime */}}
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec") }} +
+    {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.workerSpec") }}
+).exists(s,
+  ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : [])
+    + (object.kind == 'InferenceService' ? {{ $kserveModelKeys | toJson | replace "\"" "'" | replace "," ", " }}.filter(k, k in s).map(k, s[k]) : [])
+  ).exists(c, has(c.resources) && (
+    (has(c.resources.limits) && c.resources.limits.exists(name, name.matches(r'{{ include "probelint.cel.globRegex" $resources }}'))) ||
+    (has(c.resources.requests) && c.resources.requests.exists(name, name.matches(r'{{ include "probelint.cel.globRegex" $resources }}')))
+    {{- if $filter.resourceClaims }} ||
+    (has(c.resources.claims) && size(c.resources.claims) > 0)
+    {{- end }}
+  ))
+  {{- if $runtimeClasses }}
+  || (has(s.runtimeClassName) && s.runtimeClassName.matches(r'{{ include "probelint.cel.globRegex" $runtimeClasses }}'))
+  {{- end }}
+  {{- if $filter.resourceClaims }}
+  || (has(s.resourceClaims) && size(s.resourceClaims) > 0)
+  {{- end }}
+)
+{{- end }}

@@ -1,0 +1,85 @@
+//! `probelint mutate FILE|-`: what the mutating webhook would do to each object, for review.
+
+use crate::inputs::Input;
+use crate::lint::read_input;
+use crate::yaml::{self, Limits};
+use probelint_policies::ObjectRef;
+use probelint_policies::fix::{annotation_ops, mutate};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Kubernetes objects in a parsed file, with `List`s expanded (the webhook sees items one by one).
+fn objects(documents: Vec<yaml::Document>) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut stack: Vec<Value> = documents.into_iter().map(|d| d.value).rev().collect();
+    while let Some(value) = stack.pop() {
+        let is_object = value.get("apiVersion").is_some_and(Value::is_string)
+            && value.get("kind").is_some_and(Value::is_string);
+        if !is_object {
+            continue;
+        }
+        let is_list = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
+            && value.get("items").is_some_and(Value::is_array);
+        match (is_list, value) {
+            (true, Value::Object(mut map)) => {
+                if let Some(Value::Array(items)) = map.remove("items") {
+                    stack.extend(items.into_iter().rev());
+                }
+            }
+            (_, value) => out.push(value),
+        }
+    }
+    out
+}
+
+/// Runs the subcommand. Exit code 0 on success, whether or not anything changed.
+pub fn run(file: &str, patch_only: bool, config: Option<&Path>) -> Result<u8, String> {
+    let policy = crate::config::load_or_discover(config)?;
+    let limits = Limits::default();
+    let input = if file == "-" {
+        Input::Stdin
+    } else {
+        Input::File(PathBuf::from(file))
+    };
+    let source = read_input(&input, &limits);
+    let bytes = source.bytes.map_err(|e| format!("{}: {e}", source.name))?;
+    let documents =
+        yaml::parse_stream(&bytes, &limits).map_err(|e| format!("{}: {e}", source.name))?;
+
+    let mut out = String::new();
+    let mut patches = Vec::new();
+    for object in objects(documents) {
+        let mutation = mutate(&object, &policy);
+        let mut ops = mutation.patch.0;
+        ops.extend(annotation_ops(&object, &mutation.applied));
+        if patch_only {
+            patches.push(json!({
+                "object": ObjectRef::from_object(&object),
+                "patch": ops,
+            }));
+            continue;
+        }
+        let mut mutated = object;
+        json_patch::patch(&mut mutated, &ops)
+            .map_err(|e| format!("internal error: a fix does not apply: {e}"))?;
+        let yaml =
+            serde_saphyr::to_string(&mutated).map_err(|e| format!("cannot write YAML: {e}"))?;
+        out.push_str("---\n");
+        out.push_str(&yaml);
+        if !yaml.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if patch_only {
+        out = serde_json::to_string_pretty(&patches).map_err(|e| e.to_string())? + "\n";
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(|e| format!("cannot write output: {e}"))?;
+    Ok(0)
+}

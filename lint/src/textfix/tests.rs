@@ -1,0 +1,1100 @@
+use super::*;
+use proptest::prelude::*;
+use serde_json::json;
+use similar::{DiffOp, TextDiff};
+
+fn pointer(path: &str) -> PointerBuf {
+    PointerBuf::parse(path).unwrap_or_default()
+}
+
+fn add(path: &str, value: Value) -> PatchOperation {
+    PatchOperation::Add(AddOperation {
+        path: pointer(path),
+        value,
+    })
+}
+
+fn replace(path: &str, value: Value) -> PatchOperation {
+    PatchOperation::Replace(ReplaceOperation {
+        path: pointer(path),
+        value,
+    })
+}
+
+fn remove(path: &str) -> PatchOperation {
+    PatchOperation::Remove(RemoveOperation {
+        path: pointer(path),
+    })
+}
+
+fn fix_at(
+    text: &str,
+    document: usize,
+    prefix: &str,
+    ops: &[PatchOperation],
+) -> Result<String, TextFixError> {
+    let patch = ObjectPatch {
+        document,
+        prefix: prefix.to_owned(),
+        ops,
+    };
+    apply(text, &[patch], &Limits::default())
+}
+
+fn fix(text: &str, ops: &[PatchOperation]) -> String {
+    match fix_at(text, 0, "", ops) {
+        Ok(out) => out,
+        Err(e) => panic!("fix failed: {e}\n--- text:\n{text}"),
+    }
+}
+
+/// The 0-based original lines the diff deletes or changes, and the number of lines it adds. A
+/// last line that only gains a line break (text inserted after it) is not a change.
+fn diff_lines(before: &str, after: &str) -> (Vec<usize>, usize) {
+    let terminated = |t: &str| {
+        if t.ends_with('\n') {
+            t.to_owned()
+        } else {
+            format!("{t}\n")
+        }
+    };
+    let (before, after) = (terminated(before), terminated(after));
+    let diff = TextDiff::from_lines(&before, &after);
+    let mut removed = Vec::new();
+    let mut added = 0;
+    for op in diff.ops() {
+        match *op {
+            DiffOp::Equal { .. } => {}
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => removed.extend(old_index..old_index + old_len),
+            DiffOp::Insert { new_len, .. } => added += new_len,
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_len,
+                ..
+            } => {
+                removed.extend(old_index..old_index + old_len);
+                added += new_len;
+            }
+        }
+    }
+    (removed, added)
+}
+
+/// Every original line is still there, in order: the fix only inserted lines.
+fn assert_only_inserted(before: &str, after: &str) {
+    let (removed, added) = diff_lines(before, after);
+    assert!(
+        removed.is_empty(),
+        "lines {removed:?} changed:\n{}",
+        TextDiff::from_lines(before, after).unified_diff()
+    );
+    assert!(added > 0, "nothing was inserted");
+}
+
+const DEPLOYMENT: &str = "\
+# vLLM on one GPU
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm   # keep in sync with the Service
+spec:
+  template:
+    spec:
+      containers:
+        - name: server   # the model server
+          image: vllm/vllm-openai:v0.6.0
+          ports:
+            - containerPort: 8000
+          # readiness: just the port for now
+          readinessProbe:
+            tcpSocket:
+              port: 8000
+            periodSeconds: 5   # fast
+          livenessProbe:
+            httpGet: {path: /health, port: 8000}
+          resources:
+            limits:
+              nvidia.com/gpu: 1 # one GPU
+
+        # the sidecar below is optional
+        - name: sidecar
+          image: busybox
+";
+
+const CONTAINER: &str = "/spec/template/spec/containers/0";
+
+#[test]
+fn startup_probe_goes_after_the_last_key_of_the_container_with_comments_kept() {
+    let probe = json!({"httpGet": {"path": "/health", "port": 8000},
+                       "periodSeconds": 10, "failureThreshold": 38, "timeoutSeconds": 3});
+    let out = fix(
+        DEPLOYMENT,
+        &[add(&format!("{CONTAINER}/startupProbe"), probe)],
+    );
+    assert_only_inserted(DEPLOYMENT, &out);
+    let expected = DEPLOYMENT.replace(
+        "              nvidia.com/gpu: 1 # one GPU\n",
+        "              nvidia.com/gpu: 1 # one GPU\n          startupProbe:\n            \
+         httpGet:\n              path: /health\n              port: 8000\n            \
+         periodSeconds: 10\n            failureThreshold: 38\n            timeoutSeconds: 3\n",
+    );
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn replace_changes_only_the_scalar_and_keeps_its_comment() {
+    let out = fix(
+        DEPLOYMENT,
+        &[replace(
+            &format!("{CONTAINER}/readinessProbe/periodSeconds"),
+            json!(10),
+        )],
+    );
+    assert_eq!(
+        out,
+        DEPLOYMENT.replace("periodSeconds: 5   # fast", "periodSeconds: 10   # fast")
+    );
+    let (removed, added) = diff_lines(DEPLOYMENT, &out);
+    assert_eq!((removed.len(), added), (1, 1));
+}
+
+#[test]
+fn failure_threshold_is_replaced_or_added_in_a_startup_probe() {
+    let text = "\
+spec:
+  containers:
+  - name: tgi
+    startupProbe:
+      httpGet:
+        path: /health
+        port: http
+      failureThreshold: 3 # the default; too short for a 70B model
+      periodSeconds: 10
+";
+    let path = "/spec/containers/0/startupProbe/failureThreshold";
+    let out = fix(text, &[replace(path, json!(60))]);
+    assert_eq!(
+        out,
+        text.replace("failureThreshold: 3 #", "failureThreshold: 60 #")
+    );
+    let without = text.replace(
+        "      failureThreshold: 3 # the default; too short for a 70B model\n",
+        "",
+    );
+    let out = fix(&without, &[add(path, json!(60))]);
+    assert_eq!(
+        out,
+        format!("{without}      failureThreshold: 60\n"),
+        "appended after periodSeconds, indented like it"
+    );
+}
+
+#[test]
+fn tcp_socket_is_swapped_for_http_get_in_place() {
+    let probe = format!("{CONTAINER}/readinessProbe");
+    let out = fix(
+        DEPLOYMENT,
+        &[
+            remove(&format!("{probe}/tcpSocket")),
+            add(
+                &format!("{probe}/httpGet"),
+                json!({"path": "/health", "port": 8000}),
+            ),
+        ],
+    );
+    assert_eq!(
+        out,
+        DEPLOYMENT.replace(
+            "            tcpSocket:\n              port: 8000\n",
+            "            httpGet:\n              path: /health\n              port: 8000\n"
+        )
+    );
+    // The only key of its mapping: the swap keeps the mapping from ever being empty.
+    let text = "readinessProbe:\n  tcpSocket:\n    port: 80 # api\nother: 1\n";
+    let out = fix(
+        text,
+        &[
+            remove("/readinessProbe/tcpSocket"),
+            add(
+                "/readinessProbe/httpGet",
+                json!({"path": "/ready", "port": 80}),
+            ),
+        ],
+    );
+    assert_eq!(
+        out,
+        "readinessProbe:\n  httpGet:\n    path: /ready\n    port: 80\nother: 1\n"
+    );
+}
+
+#[test]
+fn remove_takes_the_entry_lines_and_its_comment_but_not_its_neighbours() {
+    let out = fix(
+        DEPLOYMENT,
+        &[remove(&format!("{CONTAINER}/readinessProbe/periodSeconds"))],
+    );
+    assert_eq!(
+        out,
+        DEPLOYMENT.replace("            periodSeconds: 5   # fast\n", "")
+    );
+    let out = fix(
+        DEPLOYMENT,
+        &[remove(&format!("{CONTAINER}/readinessProbe"))],
+    );
+    assert_eq!(
+        out,
+        DEPLOYMENT.replace(
+            "          readinessProbe:\n            tcpSocket:\n              port: 8000\n            \
+             periodSeconds: 5   # fast\n",
+            ""
+        ),
+        "the comment line above the probe stays"
+    );
+    // The first key of a sequence item: the next key moves up after the `-`.
+    let out = fix(DEPLOYMENT, &[remove(&format!("{CONTAINER}/name"))]);
+    assert_eq!(
+        out,
+        DEPLOYMENT.replace(
+            "- name: server   # the model server\n          image",
+            "- image"
+        )
+    );
+    // A flow mapping entry goes with one comma.
+    let out = fix(
+        DEPLOYMENT,
+        &[remove(&format!("{CONTAINER}/livenessProbe/httpGet/path"))],
+    );
+    assert!(out.contains("httpGet: {port: 8000}\n"), "{out}");
+    let out = fix(
+        DEPLOYMENT,
+        &[remove(&format!("{CONTAINER}/livenessProbe/httpGet/port"))],
+    );
+    assert!(out.contains("httpGet: {path: /health}\n"), "{out}");
+}
+
+#[test]
+fn removing_the_last_entry_leaves_an_empty_collection() {
+    let text = "metadata:   # about\n  # the name\n  name: x # n\nports:\n- containerPort: 80\nitems:\n- only: 1\n- b: 2\n";
+    let out = fix(
+        text,
+        &[
+            remove("/metadata/name"),
+            remove("/ports/0"),
+            remove("/items/0/only"),
+        ],
+    );
+    assert_eq!(
+        out,
+        "metadata: {}   # about\n  # the name\nports: []\nitems:\n- {}\n- b: 2\n"
+    );
+    assert_eq!(fix("a: 1\n", &[remove("/a")]), "{}\n");
+}
+
+#[test]
+fn empty_flow_collections_under_a_block_key_open_up_in_block_style() {
+    let text = "metadata:\n  name: x\n  annotations: {}  # none yet\nspec:\n  ports: []\n";
+    let out = fix(
+        text,
+        &[
+            add("/metadata/annotations/probelint.io~1mutated", json!("a:b")),
+            add("/spec/ports/-", json!({"containerPort": 80})),
+        ],
+    );
+    assert_eq!(
+        out,
+        "metadata:\n  name: x\n  annotations:  # none yet\n    probelint.io/mutated: a:b\n\
+         spec:\n  ports:\n    - containerPort: 80\n"
+    );
+    // Inside flow style they stay flow.
+    let out = fix("a: {b: {}}\n", &[add("/a/b/c", json!(1))]);
+    assert_eq!(out, "a: {b: {c: 1}}\n");
+}
+
+#[test]
+fn flow_style_probes_are_edited_in_flow_style() {
+    let text = "\
+spec:
+  containers: [{name: a, image: 'ghcr.io/x:1', readinessProbe: {tcpSocket: {port: 80}}}]  # one line
+";
+    let probe = "/spec/containers/0/readinessProbe";
+    let out = fix(
+        text,
+        &[
+            remove(&format!("{probe}/tcpSocket")),
+            add(
+                &format!("{probe}/httpGet"),
+                json!({"path": "/health", "port": 80}),
+            ),
+            add(&format!("{probe}/timeoutSeconds"), json!(10)),
+        ],
+    );
+    assert_eq!(
+        out,
+        "spec:\n  containers: [{name: a, image: 'ghcr.io/x:1', readinessProbe: {httpGet: \
+         {path: /health, port: 80}, timeoutSeconds: 10}}]  # one line\n"
+    );
+    let out = fix(
+        text,
+        &[add(
+            "/spec/containers/0/startupProbe",
+            json!({"exec": {"command": ["cat", "/tmp/ready"]}, "failureThreshold": 30}),
+        )],
+    );
+    assert!(
+        out.contains(
+            "readinessProbe: {tcpSocket: {port: 80}}, startupProbe: {exec: {command: [cat, \
+             /tmp/ready]}, failureThreshold: 30}}]  # one line"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn json_files_stay_json() {
+    let text = r#"{
+  "apiVersion": "v1",
+  "kind": "Pod",
+  "metadata": {"name": "triton"},
+  "spec": {
+    "containers": [
+      {
+        "name": "triton",
+        "readinessProbe": {"tcpSocket": {"port": 8000}}
+      }
+    ]
+  }
+}"#;
+    let c = "/spec/containers/0";
+    let out = fix(
+        text,
+        &[
+            add(
+                &format!("{c}/startupProbe"),
+                json!({"httpGet": {"path": "/v2/health/live", "port": 8000}, "failureThreshold": 30}),
+            ),
+            remove(&format!("{c}/readinessProbe/tcpSocket")),
+            add(
+                &format!("{c}/readinessProbe/httpGet"),
+                json!({"path": "/v2/health/ready", "port": 8000}),
+            ),
+            add(
+                "/metadata/annotations",
+                json!({"probelint.io/mutated": "on"}),
+            ),
+        ],
+    );
+    let expected = r#"{
+  "apiVersion": "v1",
+  "kind": "Pod",
+  "metadata": {"name": "triton", "annotations": {"probelint.io/mutated": "on"}},
+  "spec": {
+    "containers": [
+      {
+        "name": "triton",
+        "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}},
+        "startupProbe": {
+          "httpGet": {
+            "path": "/v2/health/live",
+            "port": 8000
+          },
+          "failureThreshold": 30
+        }
+      }
+    ]
+  }
+}"#;
+    assert_eq!(out, expected);
+    let reread: Value = serde_json::from_str(&out).unwrap_or_default();
+    assert_eq!(
+        reread["spec"]["containers"][0]["startupProbe"]["failureThreshold"],
+        30
+    );
+}
+
+#[test]
+fn list_items_are_addressed_through_their_prefix() {
+    let text = "\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: a}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: b
+";
+    let out = match fix_at(
+        text,
+        0,
+        "/items/1",
+        &[add(
+            "/metadata/annotations",
+            json!({"probelint.io/mutated": "x:y"}),
+        )],
+    ) {
+        Ok(out) => out,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        out,
+        format!("{text}    annotations:\n      probelint.io/mutated: x:y\n")
+    );
+}
+
+#[test]
+fn other_documents_stay_byte_identical() {
+    let first = "# config first\napiVersion: v1\nkind: ConfigMap\ndata: {a: \"1\"}\n";
+    let second =
+        "---\napiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: x\n    image: y\n";
+    let third = "---\n# trailing document\napiVersion: v1\nkind: Service\n";
+    let text = format!("{first}{second}{third}");
+    let out = match fix_at(
+        &text,
+        1,
+        "",
+        &[add("/spec/containers/0/imagePullPolicy", json!("Always"))],
+    ) {
+        Ok(out) => out,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(out.starts_with(first));
+    assert!(out.ends_with(third));
+    assert_eq!(
+        out,
+        format!("{first}{second}    imagePullPolicy: Always\n{third}")
+    );
+    let wrong = fix_at(&text, 3, "", &[add("/a", json!(1))]);
+    assert!(
+        wrong.is_err_and(|e| e.reason.contains("3 document")),
+        "a document that is not there"
+    );
+}
+
+#[test]
+fn crlf_files_get_crlf_lines_and_no_final_newline_is_kept() {
+    let text = "spec:\r\n  probe:\r\n    tcpSocket:\r\n      port: 80\r\n  x: 1";
+    let out = fix(
+        text,
+        &[
+            remove("/spec/probe/tcpSocket"),
+            add("/spec/probe/httpGet", json!({"path": "/h", "port": 80})),
+            add("/spec/extra", json!({"a": [1, 2]})),
+        ],
+    );
+    assert_eq!(
+        out,
+        "spec:\r\n  probe:\r\n    httpGet:\r\n      path: /h\r\n      port: 80\r\n  x: 1\r\n  \
+         extra:\r\n    a:\r\n      - 1\r\n      - 2"
+    );
+    let out = fix("a: 1", &[add("/b", json!(2))]);
+    assert_eq!(out, "a: 1\nb: 2");
+}
+
+#[test]
+fn anchored_aliased_and_merged_nodes_are_refused() {
+    let text = "\
+probe: &probe
+  tcpSocket:
+    port: 80
+spec:
+  a:
+    readinessProbe: *probe
+  b:
+    <<: *probe
+    periodSeconds: 5
+";
+    for op in [
+        add("/spec/a/readinessProbe/timeoutSeconds", json!(3)),
+        remove("/spec/a/readinessProbe/tcpSocket"),
+        replace("/spec/b/tcpSocket/port", json!(81)),
+        remove("/spec/b/tcpSocket"),
+        add("/probe/periodSeconds", json!(1)),
+    ] {
+        let result = fix_at(text, 0, "", std::slice::from_ref(&op));
+        let Err(e) = result else {
+            panic!("{op:?} was applied to shared text: {result:?}");
+        };
+        assert!(
+            e.reason.contains("anchor") || e.reason.contains("merge"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("cannot apply"), "{e}");
+    }
+    // The mapping that merges is its own text: adding to it is fine.
+    let out = fix(text, &[add("/spec/b/timeoutSeconds", json!(3))]);
+    assert_eq!(out, format!("{text}    timeoutSeconds: 3\n"));
+}
+
+#[test]
+fn strings_kubernetes_would_read_as_numbers_or_booleans_are_quoted() {
+    let text = "metadata:\n  name: x\n";
+    let out = fix(
+        text,
+        &[add(
+            "/metadata/annotations",
+            json!({"port": "8080", "enabled": "on", "yes": "no", "exp": "1e3",
+                   "path": "/health", "note": "a: b #c", "empty": ""}),
+        )],
+    );
+    assert_eq!(
+        out,
+        "metadata:\n  name: x\n  annotations:\n    port: \"8080\"\n    enabled: \"on\"\n    \
+         \"yes\": \"no\"\n    exp: \"1e3\"\n    path: /health\n    note: \"a: b #c\"\n    \
+         empty: \"\"\n"
+    );
+    let out = fix(text, &[replace("/metadata/name", json!("0644"))]);
+    assert_eq!(out, "metadata:\n  name: \"0644\"\n");
+}
+
+#[test]
+fn indentless_sequences_stay_indentless() {
+    let text = "\
+spec:
+  containers:
+  - name: a
+    args:
+    - --port
+    - \"8000\"
+    livenessProbe:
+      tcpSocket:
+        port: 8000
+";
+    let out = fix(
+        text,
+        &[add(
+            "/spec/containers/0/startupProbe",
+            json!({"exec": {"command": ["sh", "-c", "test -f /ready"]}, "failureThreshold": 30}),
+        )],
+    );
+    assert_only_inserted(text, &out);
+    assert_eq!(
+        out,
+        format!(
+            "{text}    startupProbe:\n      exec:\n        command:\n        - sh\n        - \
+             -c\n        - test -f /ready\n      failureThreshold: 30\n"
+        )
+    );
+    let out = fix(
+        text,
+        &[add(
+            "/spec/containers/-",
+            json!({"name": "b", "image": "busybox"}),
+        )],
+    );
+    assert_eq!(out, format!("{text}  - name: b\n    image: busybox\n"));
+    let out = fix(
+        text,
+        &[add("/spec/containers/0/args/1", json!("--host=0.0.0.0"))],
+    );
+    assert_eq!(
+        out,
+        text.replace("    - \"8000\"\n", "    - --host=0.0.0.0\n    - \"8000\"\n")
+    );
+}
+
+#[test]
+fn four_space_files_get_four_space_insertions() {
+    let text = "\
+spec:
+    containers:
+        -   name: a
+            livenessProbe:
+                tcpSocket:
+                    port: 80
+";
+    let out = fix(
+        text,
+        &[add(
+            "/spec/containers/0/startupProbe",
+            json!({"tcpSocket": {"port": 80}, "failureThreshold": 30}),
+        )],
+    );
+    assert_eq!(
+        out,
+        format!(
+            "{text}            startupProbe:\n                tcpSocket:\n                    port: 80\n                failureThreshold: 30\n"
+        )
+    );
+}
+
+#[test]
+fn insertion_goes_before_the_blank_lines_and_comments_of_the_next_sibling() {
+    let text = "\
+a:
+  b: 1   # last key of a
+
+# about c
+c: 2
+";
+    let out = fix(text, &[add("/a/x", json!(true))]);
+    assert_eq!(
+        out,
+        "a:\n  b: 1   # last key of a\n  x: true\n\n# about c\nc: 2\n"
+    );
+}
+
+#[test]
+fn shapes_that_cannot_be_written_are_refused_cleanly() {
+    // `readinessProbe:` with nothing after it is null: nothing can be added inside.
+    let text = "spec:\n  readinessProbe:\n  name: x\n";
+    let e = fix_at(
+        text,
+        0,
+        "",
+        &[add("/spec/readinessProbe/httpGet", json!({}))],
+    );
+    assert!(e.is_err_and(|e| e.reason.contains("does not apply")));
+    // A file that does not parse.
+    let e = fix_at("a: [", 0, "", &[add("/b", json!(1))]);
+    assert!(e.is_err_and(|e| e.reason.contains("does not parse")));
+    // The root itself.
+    let e = fix_at("a: 1\n", 0, "", &[replace("", json!({}))]);
+    assert!(e.is_err());
+}
+
+#[test]
+fn null_values_can_be_replaced() {
+    let text = "spec:\n  readinessProbe:\n  name: x\n";
+    let out = fix(
+        text,
+        &[replace(
+            "/spec/readinessProbe",
+            json!({"httpGet": {"path": "/r", "port": 80}}),
+        )],
+    );
+    assert_eq!(
+        out,
+        "spec:\n  readinessProbe:\n    httpGet:\n      path: /r\n      port: 80\n  name: x\n"
+    );
+    let out = fix(text, &[replace("/spec/readinessProbe", json!(3))]);
+    assert_eq!(out, "spec:\n  readinessProbe: 3\n  name: x\n");
+}
+
+#[test]
+fn replaced_collections_keep_their_style() {
+    let text = "p: {tcpSocket: {port: 80}}  # flow\nq:\n  a: 1\n  b: [1]\nr: 1\n";
+    let out = fix(
+        text,
+        &[
+            replace("/p", json!({"httpGet": {"path": "/h", "port": 80}})),
+            replace("/q", json!({"c": ["x"]})),
+            replace("/r", json!({"s": 2})),
+        ],
+    );
+    assert_eq!(
+        out,
+        "p: {httpGet: {path: /h, port: 80}}  # flow\nq:\n  c:\n    - x\nr:\n  s: 2\n"
+    );
+}
+
+#[test]
+fn the_engine_fixes_a_real_deployment() {
+    let text = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm   # OpenAI-compatible server
+          image: vllm/vllm-openai:v0.6.0
+          args: [\"--model\", \"meta-llama/Llama-3-8B\"]
+          livenessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+          readinessProbe:
+            tcpSocket:
+              port: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+";
+    let docs = parse_stream(text.as_bytes(), &Limits::default()).unwrap_or_default();
+    let object = docs.first().map(|d| d.value.clone()).unwrap_or_default();
+    let mutation = probelint_policies::fix::mutate(&object, &probelint_policies::Policy::default());
+    assert!(
+        !mutation.patch.0.is_empty(),
+        "the engine has fixes for this"
+    );
+    let out = fix(text, &mutation.patch.0);
+    let (removed, _) = diff_lines(text, &out);
+    assert!(
+        removed.iter().all(|&l| (16..=17).contains(&l)),
+        "only the tcpSocket lines change:\n{}",
+        TextDiff::from_lines(text, &out).unified_diff()
+    );
+    let fixed = parse_stream(out.as_bytes(), &Limits::default()).unwrap_or_default();
+    let again = probelint_policies::fix::mutate(
+        &fixed.first().map(|d| d.value.clone()).unwrap_or_default(),
+        &probelint_policies::Policy::default(),
+    );
+    assert!(again.patch.0.is_empty(), "fixed text needs no more fixes");
+}
+
+#[test]
+fn move_copy_and_test_operations() {
+    let text = "a:\n  b: 1\n  c: [x]\n";
+    let ops = [
+        PatchOperation::Test(TestOperation {
+            path: pointer("/a/b"),
+            value: json!(1),
+        }),
+        PatchOperation::Copy(CopyOperation {
+            from: pointer("/a/b"),
+            path: pointer("/a/d"),
+        }),
+        PatchOperation::Move(MoveOperation {
+            from: pointer("/a/b"),
+            path: pointer("/a/c/-"),
+        }),
+    ];
+    let out = fix(text, &ops);
+    assert_eq!(out, "a:\n  c: [x, 1]\n  d: 1\n");
+    let failing = [PatchOperation::Test(TestOperation {
+        path: pointer("/a/b"),
+        value: json!(2),
+    })];
+    assert!(fix_at(text, 0, "", &failing).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Never panics; never returns text that reads back wrong
+
+fn small_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(json!(null)),
+        any::<bool>().prop_map(Value::from),
+        (-1000i64..100_000).prop_map(Value::from),
+        "[a-z0-9 :#/\"'.-]{0,8}".prop_map(Value::from),
+        Just(json!("on")),
+        Just(json!("8080")),
+    ];
+    leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+            prop::collection::btree_map("[a-z]{1,6}|yes|8080|a b", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+const PATHS: &[&str] = &[
+    "",
+    "/metadata",
+    "/metadata/name",
+    "/metadata/annotations",
+    "/metadata/annotations/x~1y",
+    "/spec/template/spec/containers/0",
+    "/spec/template/spec/containers/0/startupProbe",
+    "/spec/template/spec/containers/0/readinessProbe",
+    "/spec/template/spec/containers/0/readinessProbe/tcpSocket",
+    "/spec/template/spec/containers/0/readinessProbe/httpGet",
+    "/spec/template/spec/containers/0/readinessProbe/periodSeconds",
+    "/spec/template/spec/containers/0/livenessProbe/httpGet/path",
+    "/spec/template/spec/containers/0/ports/0",
+    "/spec/template/spec/containers/0/ports/-",
+    "/spec/template/spec/containers/1",
+    "/spec/template/spec/containers/-",
+    "/spec/template/spec/containers/2",
+    "/nope/deeper",
+];
+
+fn op_strategy() -> impl Strategy<Value = PatchOperation> {
+    let path = prop::sample::select(PATHS);
+    prop_oneof![
+        (path.clone(), small_value()).prop_map(|(p, v)| add(p, v)),
+        (path.clone(), small_value()).prop_map(|(p, v)| replace(p, v)),
+        path.prop_map(remove),
+    ]
+}
+
+/// The same workload in flow style, with anchors, and as JSON.
+const FLOW: &str = "\
+metadata: {name: vllm, annotations: {}}  # flow
+spec:
+  template:
+    spec:
+      containers: [{name: a, readinessProbe: {tcpSocket: {port: 80}}, ports: [{containerPort: 80}]},
+        {name: b, livenessProbe: &p {httpGet: {path: /health, port: 80}}, readinessProbe: *p}]
+";
+
+const JSON: &str = r#"{
+	"metadata": {"name": "vllm"},
+	"spec": {"template": {"spec": {"containers": [
+		{"name": "a", "ports": [{"containerPort": 80}],
+		 "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 5},
+		 "livenessProbe": {"httpGet": {"path": "/health", "port": 80}}}
+	]}}}
+}"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn apply_never_panics_and_success_reads_back_as_the_patch(
+        ops in prop::collection::vec(op_strategy(), 1..4),
+        manifest in prop::sample::select(&[DEPLOYMENT, FLOW, JSON][..]),
+        crlf in any::<bool>(),
+    ) {
+        let text = if crlf { manifest.replace('\n', "\r\n") } else { manifest.to_owned() };
+        if let Ok(out) = fix_at(&text, 0, "", &ops) {
+            let docs = parse_stream(out.as_bytes(), &Limits::default());
+            prop_assert!(docs.is_ok());
+            let mut expected = parse_stream(text.as_bytes(), &Limits::default())
+                .map(|d| d.into_iter().map(|d| d.value).collect::<Vec<_>>())
+                .unwrap_or_default();
+            if let Some(first) = expected.first_mut() {
+                prop_assert!(json_patch::patch(first, &ops).is_ok());
+            }
+            let got: Vec<Value> = docs.unwrap_or_default().into_iter().map(|d| d.value).collect();
+            prop_assert_eq!(got.len(), expected.len());
+            for (g, e) in got.iter().zip(&expected) {
+                prop_assert!(same_json(g, e));
+            }
+            if crlf {
+                prop_assert!(!out.replace("\r\n", "").contains('\n'), "a bare LF in a CRLF file");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real corpus
+
+/// The objects of a document as the CLI sees them: the document, or the items of a `List`.
+fn objects(value: &Value) -> Vec<(String, &Value)> {
+    let is_list = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("List"));
+    match value.get("items").and_then(Value::as_array) {
+        Some(items) if is_list => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("/items/{i}"), item))
+            .collect(),
+        _ => vec![(String::new(), value)],
+    }
+}
+
+fn corpus_files() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/corpus/real"
+    ));
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+            if path.is_dir() {
+                dirs.push(path);
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The 0-based lines of `text` that `op` may legitimately change: a replaced or removed node's
+/// lines, from its key (or `-`) to the end of its value.
+fn touched_lines(
+    doc: &Document,
+    text: &str,
+    full_path: &str,
+) -> Option<std::ops::RangeInclusive<usize>> {
+    let loc = doc.locations.get(full_path)?;
+    let start = loc.key.or(loc.item).map_or(loc.value.start, |s| s.start);
+    let line = |offset: usize| text.get(..offset).map_or(0, |t| t.matches('\n').count());
+    Some(line(start)..=line(loc.value.end.max(start + 1) - 1))
+}
+
+#[test]
+fn every_fix_in_the_real_corpus_applies_or_is_refused_clearly() {
+    let files = corpus_files();
+    assert!(files.len() >= 100, "corpus has {} files", files.len());
+    let policy = probelint_policies::Policy::default();
+    let limits = Limits::default();
+    let (mut parsed, mut with_fixes, mut fixed_files, mut objects_fixed, mut ops_total) =
+        (0, 0, 0, 0, 0);
+    let mut failures = Vec::new();
+    for path in &files {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let Ok(docs) = parse_stream(text.as_bytes(), &limits) else {
+            continue;
+        };
+        parsed += 1;
+        let mut patches: Vec<(usize, String, Vec<PatchOperation>)> = Vec::new();
+        for (d, doc) in docs.iter().enumerate() {
+            for (prefix, object) in objects(&doc.value) {
+                if !object.is_object() {
+                    continue;
+                }
+                let mutation = probelint_policies::fix::mutate(object, &policy);
+                if !mutation.patch.0.is_empty() {
+                    patches.push((d, prefix, mutation.patch.0));
+                }
+            }
+        }
+        if patches.is_empty() {
+            continue;
+        }
+        with_fixes += 1;
+        let object_patches: Vec<ObjectPatch<'_>> = patches
+            .iter()
+            .map(|(d, prefix, ops)| ObjectPatch {
+                document: *d,
+                prefix: prefix.clone(),
+                ops,
+            })
+            .collect();
+        let out = match apply(&text, &object_patches, &limits) {
+            Ok(out) => out,
+            Err(e) => {
+                let message = e.to_string();
+                assert!(
+                    e.operation.is_some() && message.len() > 30,
+                    "{name}: unclear error {message}"
+                );
+                failures.push(format!("{name}: {message}"));
+                continue;
+            }
+        };
+        fixed_files += 1;
+        objects_fixed += patches.len();
+        ops_total += patches.iter().map(|(_, _, ops)| ops.len()).sum::<usize>();
+        // Only the lines of replaced or removed nodes may change; everything else is kept.
+        let allowed: Vec<_> = patches
+            .iter()
+            .flat_map(|(d, prefix, ops)| {
+                ops.iter().filter_map(move |op| match op {
+                    PatchOperation::Add(_) | PatchOperation::Test(_) => None,
+                    _ => Some((*d, format!("{prefix}{}", op.path().as_str()))),
+                })
+            })
+            .filter_map(|(d, p)| touched_lines(docs.get(d)?, &text, &p))
+            .collect();
+        if let Ok(dump) = std::env::var("SCRATCH_DUMP") {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(dump)
+                .unwrap();
+            let _ = writeln!(
+                f,
+                "=== {name}\n{}",
+                TextDiff::from_lines(text.as_str(), out.as_str()).unified_diff()
+            );
+        }
+        let (removed, added) = diff_lines(&text, &out);
+        assert!(added > 0, "{name}: the fix changed nothing");
+        for line in removed {
+            assert!(
+                allowed.iter().any(|r| r.contains(&line)),
+                "{name}: line {} changed though no operation touches it:\n{}",
+                line + 1,
+                TextDiff::from_lines(text.as_str(), out.as_str()).unified_diff()
+            );
+        }
+        // Linting the fixed text finds nothing more that a fix could fix.
+        let Ok(new_docs) = parse_stream(out.as_bytes(), &limits) else {
+            panic!("{name}: fixed text does not parse");
+        };
+        for doc in &new_docs {
+            for (prefix, object) in objects(&doc.value) {
+                let left: Vec<_> =
+                    probelint_policies::evaluate(std::slice::from_ref(object), &policy)
+                        .into_iter()
+                        .filter(|f| {
+                            !f.is_suppressed()
+                                && f.fix.as_ref().is_some_and(|fix| {
+                                    fix.applicability == probelint_policies::Applicability::Safe
+                                })
+                        })
+                        .map(|f| format!("{} {}{}", f.rule, prefix, f.pointer))
+                        .collect();
+                assert!(
+                    left.is_empty(),
+                    "{name}: still fixable after --fix: {left:?}"
+                );
+            }
+        }
+    }
+    eprintln!(
+        "corpus: {} files, {parsed} parse, {with_fixes} have fixes, {fixed_files} fixed \
+         ({objects_fixed} objects, {ops_total} operations), {} refused",
+        files.len(),
+        failures.len()
+    );
+    for failure in &failures {
+        eprintln!("  refused: {failure}");
+    }
+    assert!(with_fixes >= 10, "the corpus should have fixable files");
+    assert!(
+        fixed_files * 10 >= with_fixes * 9,
+        "only {fixed_files} of {with_fixes} fixable files were fixed"
+    );
+}
+
+#[test]
+fn many_documents_are_each_fixed_in_their_own_region() {
+    let one = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\nspec:\n  \
+               template:\n    spec:\n      containers:\n      - name: a\n        image: \
+               vllm/vllm-openai\n        readinessProbe:\n          tcpSocket:\n            \
+               port: 8000\n        resources:\n          limits:\n            nvidia.com/gpu: 1\n";
+    let text = format!("# bundle\n{}...\n", one.repeat(100));
+    let docs = parse_stream(text.as_bytes(), &Limits::default()).unwrap_or_default();
+    let policy = probelint_policies::Policy::default();
+    let patches: Vec<_> = docs
+        .iter()
+        .map(|d| probelint_policies::fix::mutate(&d.value, &policy).patch.0)
+        .collect();
+    let object_patches: Vec<_> = patches
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(i, _)| i % 3 != 1)
+        .map(|(i, ops)| ObjectPatch {
+            document: i,
+            prefix: String::new(),
+            ops,
+        })
+        .collect();
+    let out = match apply(&text, &object_patches, &Limits::default()) {
+        Ok(out) => out,
+        Err(e) => panic!("{e}"),
+    };
+    let fixed = parse_stream(out.as_bytes(), &Limits::default()).unwrap_or_default();
+    assert_eq!(fixed.len(), 100);
+    for (i, doc) in fixed.iter().enumerate() {
+        let container = &doc.value["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            container.get("startupProbe").is_some(),
+            i % 3 != 1,
+            "document {i}"
+        );
+    }
+    assert!(out.starts_with("# bundle\n---\n") && out.ends_with("...\n"));
+}

@@ -1,0 +1,123 @@
+//! `probelint-webhook`: the probelint rules as a Kubernetes validating and mutating admission
+//! webhook, so that a GPU pod with probes that would restart-storm or take traffic too early is
+//! stopped (or fixed) at `kubectl apply`, whoever or whatever created it.
+//!
+//! This crate only adds AdmissionReview, TLS, reloading and metrics around the engine
+//! (`probelint-policies`); everything that decides lives there.
+
+mod metrics;
+mod reload;
+mod review;
+mod server;
+
+use clap::{Parser, ValueEnum};
+use probelint_policies::Policy;
+use reload::{Reloader, TlsFiles};
+use server::AppState;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Kubernetes admission webhook for GPU model-serving probes.
+///
+/// Serves POST /validate (deny on error findings), /validate/warn (warnings only) and /mutate
+/// (JSON Patch with safe fixes) over TLS, plus /livez and /readyz; Prometheus /metrics on a
+/// separate plain-HTTP port.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+struct Args {
+    /// Address of the TLS port (reviews, /livez, /readyz).
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR:PORT")]
+    listen: SocketAddr,
+    /// Address of the plain-HTTP port (/metrics, /livez, /readyz).
+    #[arg(long, default_value = "0.0.0.0:9090", value_name = "ADDR:PORT")]
+    metrics_listen: SocketAddr,
+    /// PEM certificate chain of the TLS port; reloaded when it changes.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: PathBuf,
+    /// PEM private key of the TLS port; reloaded when it changes.
+    #[arg(long, value_name = "FILE")]
+    tls_key: PathBuf,
+    /// PEM CA bundle: require a client certificate signed by it (the apiserver's).
+    #[arg(long, value_name = "FILE")]
+    client_ca: Option<PathBuf>,
+    /// Policy file (the format of the CLI's .probelint.yaml); reloaded when it changes. Without
+    /// it the built-in policy applies.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Log format. `RUST_LOG` sets the level (default `info`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    init_logging(args.log_format);
+    // Every rustls configuration names ring explicitly; installing it as the process default as
+    // well means no code path can ever ask rustls to choose between providers.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "probelint-webhook cannot run");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let builtin = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
+    let state = Arc::new(AppState::new(builtin));
+    let files = TlsFiles {
+        cert: args.tls_cert,
+        key: args.tls_key,
+        client_ca: args.client_ca,
+    };
+    let client_auth = files.client_ca.is_some();
+    let (reloader, tls) = Reloader::load(files, args.policy, state.clone())?;
+    reloader.spawn()?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        policy_version = %state.policy().version,
+        client_auth,
+        "probelint-webhook starting"
+    );
+    server::serve(args.listen, args.metrics_listen, tls, state)
+        .await
+        .map_err(|e| format!("server: {e}"))
+}

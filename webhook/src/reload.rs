@@ -1,0 +1,308 @@
+//! TLS material and the policy, read from files and reloaded when they change.
+//!
+//! Kubernetes updates a mounted Secret or ConfigMap by writing a new timestamped directory and
+//! atomically renaming a `..data` symlink onto it; `tls.crt` is itself a symlink through
+//! `..data`. A watch on the file would follow the old inode and miss that, so we watch the
+//! *directories* that hold the files, debounce the burst of events, and compare contents: a
+//! change of any kind leads to a reload, and a reload that changes nothing is not counted.
+//! A periodic re-read backs up the watch (inotify can run out of watches, or miss an event on a
+//! network filesystem).
+//!
+//! A reload that fails keeps what is being served: a half-written certificate or an invalid
+//! policy never takes the webhook down. The failure is logged, counted and shown by `/readyz`.
+
+use crate::metrics::Metrics;
+use crate::server::AppState;
+use axum_server::tls_rustls::RustlsConfig;
+use notify::event::AccessKind;
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use probelint_policies::Policy;
+use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Quiet time after the last file event before reloading: a Secret update is a burst of events
+/// (new directory, files, symlink swap, cleanup of the old directory).
+const DEBOUNCE: Duration = Duration::from_millis(200);
+/// How often the files are re-read even without an event.
+const POLL_INTERVAL: Duration = Duration::from_secs(30);
+/// First retry after a failed reload (doubling up to [`POLL_INTERVAL`]): a certificate read
+/// between the writes of its two files is retried at once.
+const RETRY_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Where the TLS material lives.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// CA bundle for client certificates; when set, clients without a certificate signed by it
+    /// are refused during the handshake.
+    pub client_ca: Option<PathBuf>,
+}
+
+/// The bytes of the TLS files, compared to tell whether a reload is needed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct TlsBytes {
+    cert: Vec<u8>,
+    key: Vec<u8>,
+    client_ca: Option<Vec<u8>>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+impl TlsFiles {
+    fn read(&self) -> Result<TlsBytes, String> {
+        Ok(TlsBytes {
+            cert: read(&self.cert)?,
+            key: read(&self.key)?,
+            client_ca: self.client_ca.as_deref().map(read).transpose()?,
+        })
+    }
+
+    /// Builds the rustls configuration: TLS 1.3 and 1.2 only, ring as the one crypto provider,
+    /// HTTP/2 and HTTP/1.1 offered by ALPN, and client-certificate verification when a client
+    /// CA is configured.
+    fn server_config(&self, bytes: &TlsBytes) -> Result<Arc<ServerConfig>, String> {
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes.cert)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{}: {e}", self.cert.display()))?;
+        if certs.is_empty() {
+            return Err(format!(
+                "{}: no PEM certificate (-----BEGIN CERTIFICATE-----) found",
+                self.cert.display()
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(&bytes.key)
+            .map_err(|e| format!("{}: no usable PEM private key: {e}", self.key.display()))?;
+
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|e| format!("TLS configuration: {e}"))?;
+        let builder = match (&self.client_ca, &bytes.client_ca) {
+            (Some(path), Some(pem)) => {
+                let mut roots = rustls::RootCertStore::empty();
+                for cert in CertificateDer::pem_slice_iter(pem) {
+                    let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                }
+                if roots.is_empty() {
+                    return Err(format!("{}: no PEM certificate found", path.display()));
+                }
+                let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
+                    .build()
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        // rustls checks that the key belongs to the certificate: a reload that reads a new
+        // certificate next to the old key fails here instead of serving a broken pair.
+        let mut config = builder
+            .with_single_cert(certs, key)
+            .map_err(|e| format!("{} and {}: {e}", self.cert.display(), self.key.display()))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+/// Reads and parses a policy file (the CLI's `.probelint.yaml` format).
+fn load_policy(path: &Path, text: &str) -> Result<Policy, String> {
+    Policy::with_user_yaml(text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Watches the files and swaps in what they hold.
+pub struct Reloader {
+    state: Arc<AppState>,
+    tls: RustlsConfig,
+    files: TlsFiles,
+    policy_path: Option<PathBuf>,
+    /// What the last TLS attempt read, and whether it failed: unchanged bad files are not
+    /// retried (and logged) again and again.
+    tls_seen: TlsBytes,
+    tls_failed: bool,
+    policy_seen: Option<String>,
+    policy_failed: bool,
+}
+
+impl Reloader {
+    /// Loads the TLS material and the policy once. Any error is fatal: at startup there is no
+    /// last good configuration to fall back on.
+    pub fn load(
+        files: TlsFiles,
+        policy_path: Option<PathBuf>,
+        state: Arc<AppState>,
+    ) -> Result<(Self, RustlsConfig), String> {
+        let tls_seen = files.read()?;
+        let tls = RustlsConfig::from_config(files.server_config(&tls_seen)?);
+        let policy_seen = match &policy_path {
+            Some(path) => {
+                let text = read_text(path)?;
+                state.set_policy(load_policy(path, &text)?, path.display().to_string());
+                Some(text)
+            }
+            None => {
+                let policy = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
+                state.set_policy(policy, "built-in".to_owned());
+                None
+            }
+        };
+        let reloader = Reloader {
+            state,
+            tls: tls.clone(),
+            files,
+            policy_path,
+            tls_seen,
+            tls_failed: false,
+            policy_seen,
+            policy_failed: false,
+        };
+        Ok((reloader, tls))
+    }
+
+    /// Starts watching the directories of every file and reloading on change.
+    pub fn spawn(self) -> Result<(), String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // Our own reads open the files: those events must not trigger another read.
+                if let Ok(event) = event
+                    && !matches!(event.kind, EventKind::Access(AccessKind::Open(_)))
+                {
+                    let _ = tx.send(());
+                }
+            })
+            .map_err(|e| format!("cannot watch files: {e}"))?;
+        let files = [&self.files.cert, &self.files.key]
+            .into_iter()
+            .chain(self.files.client_ca.as_ref())
+            .chain(self.policy_path.as_ref());
+        let dirs: BTreeSet<PathBuf> = files
+            .map(|f| match f.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+                _ => PathBuf::from("."),
+            })
+            .collect();
+        for dir in &dirs {
+            watcher
+                .watch(dir, RecursiveMode::NonRecursive)
+                .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+            tracing::info!(dir = %dir.display(), "watching for certificate and policy changes");
+        }
+        tokio::spawn(self.run(rx, watcher));
+        Ok(())
+    }
+
+    async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<()>,
+        _watcher: notify::RecommendedWatcher,
+    ) {
+        let mut wait = POLL_INTERVAL;
+        loop {
+            tokio::select! {
+                event = events.recv() => if event.is_none() { return },
+                () = tokio::time::sleep(wait) => {}
+            }
+            while let Ok(Some(())) = tokio::time::timeout(DEBOUNCE, events.recv()).await {}
+            let tls_ok = self.reload_tls();
+            let policy_ok = self.reload_policy();
+            wait = if tls_ok && policy_ok {
+                POLL_INTERVAL
+            } else if wait == POLL_INTERVAL {
+                RETRY_INTERVAL
+            } else {
+                (wait * 2).min(POLL_INTERVAL)
+            };
+        }
+    }
+
+    /// Returns false while the files on disk cannot be served.
+    fn reload_tls(&mut self) -> bool {
+        let bytes = match self.files.read() {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.tls_error(e);
+                return false;
+            }
+        };
+        if bytes == self.tls_seen {
+            return !self.tls_failed;
+        }
+        self.tls_seen = bytes;
+        match self.files.server_config(&self.tls_seen) {
+            Ok(config) => {
+                self.tls.reload_from_config(config);
+                self.tls_failed = false;
+                self.state.set_tls_error(None);
+                Metrics::reload(&self.state.metrics.certificate_reloads, true);
+                tracing::info!(cert = %self.files.cert.display(), "reloaded the TLS certificate");
+                true
+            }
+            Err(e) => {
+                self.tls_error(e);
+                false
+            }
+        }
+    }
+
+    fn tls_error(&mut self, error: String) {
+        self.tls_failed = true;
+        Metrics::reload(&self.state.metrics.certificate_reloads, false);
+        tracing::warn!(%error, "TLS reload failed; still serving the previous certificate");
+        self.state.set_tls_error(Some(error));
+    }
+
+    fn reload_policy(&mut self) -> bool {
+        let Some(path) = &self.policy_path else {
+            return true;
+        };
+        let text = match read_text(path) {
+            Ok(text) => text,
+            Err(e) => {
+                self.policy_error(e);
+                return false;
+            }
+        };
+        if self.policy_seen.as_ref() == Some(&text) {
+            return !self.policy_failed;
+        }
+        let loaded = load_policy(path, &text);
+        self.policy_seen = Some(text);
+        match loaded {
+            Ok(policy) => {
+                let version = policy.version.clone();
+                self.state.set_policy(policy, path.display().to_string());
+                self.policy_failed = false;
+                Metrics::reload(&self.state.metrics.policy_reloads, true);
+                tracing::info!(policy = %path.display(), %version, "reloaded the policy");
+                true
+            }
+            Err(e) => {
+                self.policy_error(e);
+                false
+            }
+        }
+    }
+
+    fn policy_error(&mut self, error: String) {
+        self.policy_failed = true;
+        Metrics::reload(&self.state.metrics.policy_reloads, false);
+        tracing::error!(%error, "policy reload failed; still enforcing the last good policy");
+        self.state.set_policy_error(error);
+    }
+}

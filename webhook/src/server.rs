@@ -1,0 +1,546 @@
+//! The two HTTP servers: reviews (and probes) over TLS, metrics (and probes) in plain HTTP; the
+//! guards around every review (content type, body limit, timeout, panics); graceful shutdown.
+
+use crate::metrics::{CONTENT_TYPE, EndpointLabels, FindingLabels, Metrics, RequestLabels};
+use crate::review::{self, Decision, Mode, Outcome};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum_server::Handle;
+use axum_server::tls_rustls::RustlsConfig;
+use probelint_policies::Policy;
+use std::any::Any;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+/// An AdmissionReview carries the object and the old object, each up to the apiserver's 3 MB
+/// request limit, plus the review's own fields.
+pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+/// Well under the apiserver's default `timeoutSeconds` of 10: a review we cannot answer in time
+/// gets our error, not the apiserver's timeout, and the failurePolicy decides.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long SIGTERM waits for in-flight reviews (each bounded by [`REQUEST_TIMEOUT`]). Must stay
+/// under the pod's `terminationGracePeriodSeconds` (30 by default).
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// A new connection must send its first request within this time (slow-loris protection).
+const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shared by the handlers and the reloader.
+pub struct AppState {
+    policy: RwLock<Arc<Policy>>,
+    health: Mutex<Health>,
+    draining: AtomicBool,
+    pub metrics: Metrics,
+}
+
+/// What `/readyz` reports.
+#[derive(Debug, Default)]
+struct Health {
+    policy_source: String,
+    policy_version: String,
+    policy_error: Option<String>,
+    tls_error: Option<String>,
+}
+
+impl AppState {
+    pub fn new(policy: Policy) -> Self {
+        AppState {
+            policy: RwLock::new(Arc::new(policy)),
+            health: Mutex::new(Health::default()),
+            draining: AtomicBool::new(false),
+            metrics: Metrics::new(),
+        }
+    }
+
+    /// The policy to judge the next review by. Reviews in flight keep the one they started with.
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub fn set_policy(&self, policy: Policy, source: String) {
+        let version = policy.version.clone();
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        let mut health = self.health();
+        health.policy_source = source;
+        health.policy_version = version;
+        health.policy_error = None;
+    }
+
+    pub fn set_policy_error(&self, error: String) {
+        self.health().policy_error = Some(error);
+    }
+
+    pub fn set_tls_error(&self, error: Option<String>) {
+        self.health().tls_error = error;
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `/readyz`: ready once the TLS material and a policy are loaded (both happen before the
+    /// servers start) and until SIGTERM. A failed reload keeps serving the last good
+    /// configuration, so it stays ready, and says so in the body.
+    fn readiness(&self) -> (StatusCode, String) {
+        if self.draining.load(Ordering::SeqCst) {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting down\n".to_owned(),
+            );
+        }
+        let health = self.health();
+        let mut text = String::from("ready\n");
+        text.push_str(&format!(
+            "policy: {} (policyVersion {})\n",
+            health.policy_source, health.policy_version
+        ));
+        if let Some(error) = &health.policy_error {
+            text.push_str(&format!(
+                "policy reload failed, still serving the last good policy: {error}\n"
+            ));
+        }
+        match &health.tls_error {
+            None => text.push_str("tls: certificate loaded\n"),
+            Some(error) => text.push_str(&format!(
+                "tls: certificate reload failed, still serving the previous certificate: {error}\n"
+            )),
+        }
+        (StatusCode::OK, text)
+    }
+}
+
+/// Routes of the TLS port. Nothing else is served there.
+pub fn tls_router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/validate", post(validate))
+        .route("/validate/warn", post(validate_warn))
+        .route("/mutate", post(mutate))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(state.clone(), with_timeout))
+        .with_state(state)
+}
+
+/// Routes of the plain-HTTP metrics port.
+pub fn metrics_router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// Serves both ports until SIGTERM (or Ctrl-C), then stops accepting connections and waits up to
+/// [`DRAIN_TIMEOUT`] for the reviews in flight.
+pub async fn serve(
+    listen: SocketAddr,
+    metrics_listen: SocketAddr,
+    tls: RustlsConfig,
+    state: Arc<AppState>,
+) -> std::io::Result<()> {
+    let tls_handle: Handle<SocketAddr> = Handle::new();
+    let metrics_handle: Handle<SocketAddr> = Handle::new();
+    for (handle, port) in [(&tls_handle, "tls"), (&metrics_handle, "metrics")] {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            if let Some(addr) = handle.listening().await {
+                tracing::info!(%addr, port, "listening");
+            }
+        });
+    }
+    tokio::spawn({
+        let (state, tls_handle, metrics_handle) =
+            (state.clone(), tls_handle.clone(), metrics_handle.clone());
+        async move {
+            shutdown_signal().await;
+            tracing::info!(
+                in_flight_connections = tls_handle.connection_count(),
+                "shutting down: finishing the reviews in flight"
+            );
+            state.draining.store(true, Ordering::SeqCst);
+            tls_handle.graceful_shutdown(Some(DRAIN_TIMEOUT));
+            metrics_handle.graceful_shutdown(Some(DRAIN_TIMEOUT));
+        }
+    });
+
+    let reviews = axum_server::bind_rustls(listen, tls)
+        .handle(tls_handle)
+        .first_request_timeout(FIRST_REQUEST_TIMEOUT)
+        .accept_error_handler(|peer: Option<&SocketAddr>, error: &std::io::Error| {
+            // Plain HTTP on the TLS port, unknown client certificates, scanners: the client gets
+            // a TLS alert; this is only worth a debug line.
+            tracing::debug!(peer = ?peer, %error, "TLS connection refused");
+        })
+        .serve(tls_router(state.clone()).into_make_service());
+    let metrics = axum_server::bind(metrics_listen)
+        .handle(metrics_handle)
+        .first_request_timeout(FIRST_REQUEST_TIMEOUT)
+        .serve(metrics_router(state).into_make_service());
+    tokio::try_join!(reviews, metrics)?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+async fn validate(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle_review(&state, Mode::Validate, &headers, body).await
+}
+
+async fn validate_warn(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle_review(&state, Mode::Warn, &headers, body).await
+}
+
+async fn mutate(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle_review(&state, Mode::Mutate, &headers, body).await
+}
+
+/// One review: check, evaluate, count, log, answer.
+async fn handle_review(
+    state: &AppState,
+    mode: Mode,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let start = Instant::now();
+    let endpoint = mode.endpoint();
+    let result = answer(state, mode, headers, body).await;
+    let elapsed = start.elapsed();
+    state
+        .metrics
+        .latency
+        .get_or_create(&EndpointLabels { endpoint })
+        .observe(elapsed.as_secs_f64());
+    // Microsecond resolution: enough for a log line, and no float noise in it.
+    let latency_ms = elapsed.as_micros() as f64 / 1000.0;
+    match result {
+        Ok(outcome) => {
+            record(&state.metrics, endpoint, &outcome);
+            log_review(endpoint, &outcome, latency_ms);
+            let mut response = outcome.review.to_json().into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err((status, message)) => {
+            let decision = if status.is_server_error() {
+                "error"
+            } else {
+                "invalid"
+            };
+            state
+                .metrics
+                .requests
+                .get_or_create(&RequestLabels { endpoint, decision })
+                .inc();
+            if status.is_server_error() {
+                tracing::error!(endpoint, status = status.as_u16(), %message, latency_ms, "review failed");
+            } else {
+                tracing::warn!(endpoint, status = status.as_u16(), %message, latency_ms, "review refused");
+            }
+            (status, format!("{message}\n")).into_response()
+        }
+    }
+}
+
+async fn answer(
+    state: &AppState,
+    mode: Mode,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Outcome, (StatusCode, String)> {
+    if let Err(got) = check_json(headers) {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("expected Content-Type: application/json (an AdmissionReview), got {got}"),
+        ));
+    }
+    let body = body.map_err(|rejection| {
+        let status = rejection.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!(
+                "the AdmissionReview is larger than the webhook's limit of {MAX_BODY_BYTES} bytes"
+            )
+        } else {
+            format!("cannot read the request body: {}", rejection.body_text())
+        };
+        (status, message)
+    })?;
+    let policy = state.policy();
+    match guarded(move || review::admit(&body, mode, &policy)).await {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(error)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
+        Err(panic) => Err((
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "internal error while evaluating the review ({panic}); this is a probelint bug, \
+                 the webhook keeps serving and the webhook's failurePolicy decides this request"
+            ),
+        )),
+    }
+}
+
+/// `Ok` when the request declares JSON (`application/json`, any parameters); otherwise the
+/// content type it declared, for the error message.
+fn check_json(headers: &HeaderMap) -> Result<(), String> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Err("no Content-Type".to_owned());
+    };
+    let text = value.to_str().unwrap_or("");
+    let media_type = text.split(';').next().unwrap_or("").trim();
+    if media_type.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(format!("{text:?}"))
+    }
+}
+
+/// Runs CPU-bound work off the async threads and turns a panic into an error, so that no input
+/// can take the server down (a panic would otherwise only kill one connection's task, silently).
+pub async fn guarded<T, F>(work: F) -> Result<T, String>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| match error.try_into_panic() {
+            Ok(payload) => format!("panic: {}", panic_text(payload.as_ref())),
+            Err(_) => "the evaluation was cancelled".to_owned(),
+        })
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+fn record(metrics: &Metrics, endpoint: &'static str, outcome: &Outcome) {
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            endpoint,
+            decision: outcome.decision.as_str(),
+        })
+        .inc();
+    for finding in &outcome.findings {
+        metrics
+            .findings
+            .get_or_create(&FindingLabels {
+                rule: finding.rule.clone(),
+                severity: finding.severity.as_str(),
+                exempt: if finding.is_suppressed() {
+                    "true"
+                } else {
+                    "false"
+                },
+            })
+            .inc();
+    }
+}
+
+/// The one log line per review.
+fn log_review(endpoint: &'static str, outcome: &Outcome, latency_ms: f64) {
+    let s = &outcome.summary;
+    let rules = |suppressed: bool| {
+        let mut rules: Vec<&str> = outcome
+            .findings
+            .iter()
+            .filter(|f| f.is_suppressed() == suppressed)
+            .map(|f| f.rule.as_str())
+            .collect();
+        rules.dedup();
+        rules.join(",")
+    };
+    let reason = match &outcome.decision {
+        Decision::Skipped(reason) => reason.as_str(),
+        _ => "",
+    };
+    tracing::info!(
+        uid = %s.uid,
+        kind = %s.kind,
+        namespace = s.namespace.as_deref().unwrap_or(""),
+        name = %s.name,
+        operation = s.operation,
+        dry_run = s.dry_run,
+        endpoint,
+        decision = outcome.decision.as_str(),
+        reason,
+        rules = %rules(false),
+        exempt_rules = %rules(true),
+        latency_ms,
+        "review"
+    );
+    if let Some(error) = &outcome.internal_error {
+        tracing::error!(uid = %s.uid, endpoint, %error, "engine error");
+    }
+}
+
+/// Bounds every request on the TLS port, body upload included.
+async fn with_timeout(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let endpoint = match request.uri().path() {
+        "/validate" => "validate",
+        "/validate/warn" => "validate/warn",
+        "/mutate" => "mutate",
+        _ => "other",
+    };
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            state
+                .metrics
+                .requests
+                .get_or_create(&RequestLabels {
+                    endpoint,
+                    decision: "error",
+                })
+                .inc();
+            tracing::error!(
+                endpoint,
+                timeout_s = REQUEST_TIMEOUT.as_secs(),
+                "review timed out"
+            );
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the review did not complete within {} s\n",
+                    REQUEST_TIMEOUT.as_secs()
+                ),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// `/livez`: the process can answer HTTP. Deliberately checks nothing else: a liveness probe
+/// that fails on a bad reload would restart the webhook into the same bad files.
+async fn livez() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, String) {
+    state.readiness()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let mut response = state.metrics.encode().into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    response
+}
+
+async fn not_found() -> (StatusCode, &'static str) {
+    (
+        StatusCode::NOT_FOUND,
+        "not found: this port serves POST /validate, /validate/warn, /mutate and GET /livez, /readyz\n",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_becomes_an_error_and_the_next_call_still_works() {
+        let err = guarded(|| -> u32 { panic!("rule exploded") })
+            .await
+            .expect_err("the panic is caught");
+        assert_eq!(err, "panic: rule exploded");
+        let err = guarded(|| -> u32 { panic!("{}", String::from("formatted")) })
+            .await
+            .expect_err("the panic is caught");
+        assert_eq!(err, "panic: formatted");
+        assert_eq!(guarded(|| 7).await, Ok(7));
+    }
+
+    #[test]
+    fn content_type_must_be_json() {
+        let with = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(value));
+            check_json(&headers)
+        };
+        assert_eq!(with("application/json"), Ok(()));
+        assert_eq!(with("Application/JSON; charset=utf-8"), Ok(()));
+        assert_eq!(
+            with("application/x-www-form-urlencoded"),
+            Err("\"application/x-www-form-urlencoded\"".to_owned())
+        );
+        assert_eq!(
+            check_json(&HeaderMap::new()),
+            Err("no Content-Type".to_owned())
+        );
+    }
+
+    #[test]
+    fn readiness_reports_a_failed_policy_reload_and_draining() {
+        let state = AppState::new(Policy::builtin().expect("built-in policy"));
+        state.set_policy(
+            Policy::builtin().expect("built-in policy"),
+            "built-in".into(),
+        );
+        let (code, text) = state.readiness();
+        assert_eq!(code, StatusCode::OK);
+        assert!(
+            text.starts_with("ready\npolicy: built-in (policyVersion "),
+            "{text}"
+        );
+        state.set_policy_error("p.yaml: rules.nope: unknown rule".into());
+        let (code, text) = state.readiness();
+        assert_eq!(code, StatusCode::OK);
+        assert!(
+            text.contains("policy reload failed, still serving the last good policy: p.yaml"),
+            "{text}"
+        );
+        state.draining.store(true, Ordering::SeqCst);
+        assert_eq!(state.readiness().0, StatusCode::SERVICE_UNAVAILABLE);
+    }
+}

@@ -1,0 +1,461 @@
+//! Test harness: a test PKI, the real `probelint-webhook` binary on loopback ports, certificate
+//! files laid out the way the kubelet mounts a Secret, and a small HTTPS client that reports
+//! which certificate the server presented.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore, SupportedProtocolVersion};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_probelint-webhook");
+
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+pub fn fixture_json(name: &str) -> Value {
+    serde_json::from_slice(&fixture(name)).expect("fixture is JSON")
+}
+
+/// A certificate authority made for one test.
+pub struct Ca {
+    issuer: Issuer<'static, KeyPair>,
+    pub pem: String,
+}
+
+/// A certificate and its key, PEM.
+#[derive(Clone)]
+pub struct Leaf {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl Leaf {
+    pub fn der(&self) -> CertificateDer<'static> {
+        CertificateDer::from_pem_slice(self.cert_pem.as_bytes()).expect("leaf PEM")
+    }
+}
+
+impl Ca {
+    pub fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let key = KeyPair::generate().expect("CA key");
+        let cert = params.self_signed(&key).expect("CA certificate");
+        Ca {
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    fn leaf(&self, cn: &str, usage: ExtendedKeyUsagePurpose) -> Leaf {
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+                .expect("params");
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages.push(usage);
+        params.use_authority_key_identifier_extension = true;
+        let key = KeyPair::generate().expect("leaf key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("leaf certificate");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
+    /// A serving certificate for `localhost` and `127.0.0.1`, as cert-manager would issue.
+    pub fn server(&self, cn: &str) -> Leaf {
+        self.leaf(cn, ExtendedKeyUsagePurpose::ServerAuth)
+    }
+
+    /// A client certificate, as a cluster would give the apiserver.
+    pub fn client(&self, cn: &str) -> Leaf {
+        self.leaf(cn, ExtendedKeyUsagePurpose::ClientAuth)
+    }
+}
+
+/// A directory laid out like a Secret volume: `tls.crt -> ..data/tls.crt`,
+/// `..data -> ..<timestamp>`; [`SecretDir::rotate`] swaps `..data` atomically, as the kubelet does.
+pub struct SecretDir {
+    pub dir: PathBuf,
+    generation: u32,
+}
+
+impl SecretDir {
+    pub fn create(dir: &Path, files: &[(&str, &str)]) -> SecretDir {
+        std::fs::create_dir_all(dir).expect("secret dir");
+        let mut secret = SecretDir {
+            dir: dir.to_path_buf(),
+            generation: 0,
+        };
+        secret.write_generation(files);
+        for (name, _) in files {
+            std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name))
+                .expect("file symlink");
+        }
+        secret
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Writes a new timestamped directory, points `..data_tmp` at it and renames that over
+    /// `..data` (atomic), then removes the previous directory.
+    pub fn rotate(&mut self, files: &[(&str, &str)]) {
+        let old = self.generation_dir(self.generation);
+        self.write_generation(files);
+        std::fs::remove_dir_all(old).expect("remove the old generation");
+    }
+
+    fn generation_dir(&self, generation: u32) -> PathBuf {
+        self.dir.join(format!(
+            "..2026_11_30_00_00_{generation:02}.{}",
+            1000 + generation
+        ))
+    }
+
+    fn write_generation(&mut self, files: &[(&str, &str)]) {
+        self.generation += 1;
+        let target = self.generation_dir(self.generation);
+        std::fs::create_dir(&target).expect("generation dir");
+        for (name, content) in files {
+            std::fs::write(target.join(name), content).expect("write secret file");
+        }
+        let tmp = self.dir.join("..data_tmp");
+        let name = target.file_name().expect("name").to_owned();
+        std::os::unix::fs::symlink(&name, &tmp).expect("..data_tmp symlink");
+        std::fs::rename(&tmp, self.dir.join("..data")).expect("swap ..data");
+    }
+}
+
+/// Writes a file atomically (temporary file + rename), as editors and config tools do.
+pub fn write_atomically(path: &Path, content: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, content).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+/// How to start the webhook.
+#[derive(Default)]
+pub struct Options {
+    /// Require client certificates signed by the test CA.
+    pub client_ca: bool,
+    /// Start with `--policy` and this text in the policy file.
+    pub policy: Option<String>,
+}
+
+/// The real binary, running.
+pub struct Webhook {
+    child: Child,
+    pub addr: SocketAddr,
+    pub metrics_addr: SocketAddr,
+    pub logs: Arc<Mutex<Vec<Value>>>,
+    pub ca: Ca,
+    pub server_leaf: Leaf,
+    pub certs: SecretDir,
+    pub policy_path: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl Webhook {
+    pub async fn start() -> Webhook {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(options: Options) -> Webhook {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = Ca::new("probelint test CA");
+        let server_leaf = ca.server("probelint-webhook v1");
+        let certs = SecretDir::create(
+            &dir.path().join("certs"),
+            &[
+                ("tls.crt", &server_leaf.cert_pem),
+                ("tls.key", &server_leaf.key_pem),
+                ("ca.crt", &ca.pem),
+            ],
+        );
+        let policy_dir = dir.path().join("policy");
+        std::fs::create_dir(&policy_dir).expect("policy dir");
+        let policy_path = policy_dir.join("policy.yaml");
+
+        let mut command = Command::new(BIN);
+        command
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .arg("--tls-cert")
+            .arg(certs.path("tls.crt"))
+            .arg("--tls-key")
+            .arg(certs.path("tls.key"))
+            .args(["--log-format", "json"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if options.client_ca {
+            command.arg("--client-ca").arg(certs.path("ca.crt"));
+        }
+        if let Some(policy) = &options.policy {
+            std::fs::write(&policy_path, policy).expect("policy");
+            command.arg("--policy").arg(&policy_path);
+        }
+        let mut child = command.spawn().expect("start probelint-webhook");
+
+        // Drain stdout continuously (a full pipe would block the server's logging) and pick the
+        // ports out of the `listening` lines.
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout");
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                    eprintln!("non-JSON log line: {line}");
+                    continue;
+                };
+                if value["message"] == "listening" {
+                    let _ = tx.send((
+                        value["port"].as_str().unwrap_or("").to_owned(),
+                        value["addr"].as_str().unwrap_or("").to_owned(),
+                    ));
+                }
+                sink.lock().expect("logs").push(value);
+            }
+        });
+        let (mut addr, mut metrics_addr) = (None, None);
+        while addr.is_none() || metrics_addr.is_none() {
+            let (port, text) = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the webhook logs its listening addresses");
+            let parsed: SocketAddr = text.parse().expect("listening addr");
+            match port.as_str() {
+                "tls" => addr = Some(parsed),
+                _ => metrics_addr = Some(parsed),
+            }
+        }
+        let webhook = Webhook {
+            child,
+            addr: addr.expect("tls addr"),
+            metrics_addr: metrics_addr.expect("metrics addr"),
+            logs,
+            ca,
+            server_leaf,
+            certs,
+            policy_path,
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(reply) = webhook.metrics_get("/readyz").await
+                && reply.status == 200
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the webhook never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        webhook
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A client that trusts the test CA, TLS 1.2 and 1.3, no client certificate.
+    pub fn client(&self) -> Arc<ClientConfig> {
+        client_config(&self.ca.pem, ALL_VERSIONS, None)
+    }
+
+    /// POST `body` to `path` as JSON with a fresh connection.
+    pub async fn post(&self, path: &str, body: &[u8]) -> Reply {
+        https(
+            self.addr,
+            self.client(),
+            "POST",
+            path,
+            Some("application/json"),
+            body.to_vec(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
+
+    /// POST a fixture and parse the AdmissionReview that comes back.
+    pub async fn review(&self, path: &str, fixture_name: &str) -> Value {
+        let reply = self.post(path, &fixture(fixture_name)).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()
+    }
+
+    pub async fn metrics_get(&self, path: &str) -> Result<Reply, Error> {
+        let tcp = TcpStream::connect(self.metrics_addr).await?;
+        request(tcp, "GET", path, None, Vec::new(), None).await
+    }
+
+    pub fn log_lines(&self) -> Vec<Value> {
+        self.logs.lock().expect("logs").clone()
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the webhook did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub static ALL_VERSIONS: &[&SupportedProtocolVersion] =
+    &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+/// A rustls client trusting `ca_pem`, speaking only `versions`, with an optional client
+/// certificate.
+pub fn client_config(
+    ca_pem: &str,
+    versions: &[&'static SupportedProtocolVersion],
+    client_cert: Option<&Leaf>,
+) -> Arc<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA cert");
+    }
+    let builder =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(versions)
+            .expect("versions")
+            .with_root_certificates(roots);
+    let mut config = match client_cert {
+        Some(leaf) => builder
+            .with_client_auth_cert(
+                vec![leaf.der()],
+                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("key PEM"),
+            )
+            .expect("client cert"),
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+/// An HTTP response, and the certificate the server presented.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+    pub peer_cert: Option<CertificateDer<'static>>,
+}
+
+impl Reply {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+/// One request on a new TLS connection to `addr` (server name `localhost`).
+pub async fn https(
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> Result<Reply, Error> {
+    let tcp = TcpStream::connect(addr).await?;
+    let tls = TlsConnector::from(config)
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await?;
+    let peer = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|certs| certs.first())
+        .map(|c| c.clone().into_owned());
+    request(tls, method, path, content_type, body, peer).await
+}
+
+async fn request<S>(
+    stream: S,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+    peer_cert: Option<CertificateDer<'static>>,
+) -> Result<Reply, Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let mut builder = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost");
+    if let Some(content_type) = content_type {
+        builder = builder.header("content-type", content_type);
+    }
+    let response = sender
+        .send_request(builder.body(Full::new(Bytes::from(body)))?)
+        .await?;
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = response.into_body().collect().await?.to_bytes().to_vec();
+    Ok(Reply {
+        status,
+        content_type,
+        body,
+        peer_cert,
+    })
+}
