@@ -31,17 +31,59 @@ pub fn read_input(input: &Input, limits: &Limits) -> Source {
                 .map(|_| buf)
                 .map_err(|e| format!("cannot read standard input: {}", describe_io(&e)))
         }
-        Input::File(path) => std::fs::File::open(path)
-            .and_then(|f| {
-                let mut buf = Vec::new();
-                f.take(cap).read_to_end(&mut buf).map(|_| buf)
-            })
-            .map_err(|e| format!("cannot read file: {}", describe_io(&e))),
+        Input::File(path) => read_file(path, limits.max_file_bytes),
     };
     Source {
         name,
         input: input.clone(),
         bytes,
+    }
+}
+
+/// Reads a regular file of at most `max` bytes. Anything else is refused before it is opened:
+/// opening a named pipe without a writer would block the whole run forever, and a device may
+/// never end. A file over the limit is refused by its size, without reading it; the `take` still
+/// bounds a file that grows while it is read.
+fn read_file(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read file: {}", describe_io(&e)))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "not a regular file ({}); to lint a command's output, pipe it to `probelint -`",
+            file_kind(&meta.file_type())
+        ));
+    }
+    if meta.len() > max as u64 {
+        return Err(format!(
+            "the file is {} bytes, more than the {max}-byte limit",
+            meta.len()
+        ));
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max as u64 + 1).read_to_end(&mut buf))
+        .map_err(|e| format!("cannot read file: {}", describe_io(&e)))?;
+    Ok(buf)
+}
+
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
     }
 }
 

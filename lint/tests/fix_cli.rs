@@ -276,5 +276,5 @@ fn simulate_predicts_the_restart_storm_and_its_fix() {
         .arg(&path)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("0 restarts, first Ready at 30 s"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 restarts, first Ready at 40 s"));
 }

@@ -15,7 +15,7 @@
 //! interpreter than `python3`.
 //!
 //! The `probelint` hook builds a release probelint on its first run. The tests make that build
-//! unoptimised (`CARGO_PROFILE_RELEASE_OPT_LEVEL=0`: about 1 minute on 2 cores instead of 4)
+//! unoptimised (`CARGO_PROFILE_RELEASE_OPT_LEVEL=0`: 1–2 minutes on 2 busy cores instead of 4)
 //! and point `CARGO_TARGET_DIR` at a directory kept under the target directory, so only the
 //! first run on a machine compiles the dependencies; later runs rebuild the workspace crates
 //! once (every `try-repo` is a fresh clone, so their sources look new to cargo), and the second
@@ -389,4 +389,22 @@ fn pre_commit_system_hook_runs_probelint_from_path() {
     let (code, printed) = try_repo(&user, &repo, "probelint-system", Some(bin_dir));
     assert_eq!(code, 0, "the fixed manifest passes:\n{printed}");
     assert!(printed.contains("Passed"), "{printed}");
+}
+
+#[test]
+fn pre_commit_validates_the_hooks_manifest() {
+    if skipped("pre_commit_validates_the_hooks_manifest") {
+        return;
+    }
+    let manifest = workspace_root().join(".pre-commit-hooks.yaml");
+    let printed = run_ok(
+        command(pre_commit_python())
+            .args(["-m", "pre_commit", "validate-manifest"])
+            .arg(&manifest),
+        "pre-commit validate-manifest .pre-commit-hooks.yaml",
+    );
+    assert!(
+        !printed.contains("WARNING"),
+        "pre-commit warns about the manifest:\n{printed}"
+    );
 }

@@ -442,10 +442,21 @@ spec:
 
     #[test]
     fn a_lone_object_is_not_judged_by_what_is_missing_around_it() {
-        let yaml = crate::rules::find("gpu-serving-without-pdb").unwrap().meta().bad_example;
+        let yaml = crate::rules::find("gpu-serving-without-pdb")
+            .unwrap()
+            .meta()
+            .bad_example;
         let object = &objects(yaml)[0];
-        assert!(crate::evaluate(std::slice::from_ref(object), &Policy::default()).iter().any(|f| f.rule == "gpu-serving-without-pdb"));
-        assert!(crate::evaluate_one(object, &Policy::default()).iter().all(|f| f.rule != "gpu-serving-without-pdb"));
+        assert!(
+            crate::evaluate(std::slice::from_ref(object), &Policy::default())
+                .iter()
+                .any(|f| f.rule == "gpu-serving-without-pdb")
+        );
+        assert!(
+            crate::evaluate_one(object, &Policy::default())
+                .iter()
+                .all(|f| f.rule != "gpu-serving-without-pdb")
+        );
     }
 
     #[test]

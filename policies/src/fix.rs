@@ -234,7 +234,11 @@ fn startup_handler(
         Some((
             handler,
             probe.value.get("timeoutSeconds").cloned(),
-            format!("the {} check ({})", probe.kind.noun(), probe.handler.describe()),
+            format!(
+                "the {} check ({})",
+                probe.kind.noun(),
+                probe.handler.describe()
+            ),
         ))
     };
     if let Some(live) = cx

@@ -3,7 +3,8 @@
 //!
 //! What the model assumes (and the conformance suite measures against a real process):
 //! - Each (re)start loads the model from scratch; loading takes `load_seconds`.
-//! - HTTP, gRPC and exec checks fail until the model is loaded and pass after. A `tcpSocket`
+//! - HTTP, gRPC and exec checks fail until the model is loaded (a check at the very moment the
+//!   load ends still fails) and pass after. A `tcpSocket`
 //!   check passes from the start when the server binds its port before loading
 //!   (`port_open_during_load`, the dangerous case the rules warn about), else only once loaded.
 //! - The kubelet runs each probe at container start and then every `periodSeconds`, skipping
@@ -126,9 +127,10 @@ pub fn simulate(s: &Scenario) -> Outcome {
         };
         push(&mut out, start, "container", "-", event);
         let loaded_at = start + s.load_seconds;
-        let passes = |timing: &ProbeTiming, t: f64| {
-            t >= loaded_at || (timing.tcp && s.port_open_during_load)
-        };
+        // A check landing exactly at the end of the load still finds the server loading (it needs
+        // a moment to start serving), so a probe passes only after `loaded_at`.
+        let passes =
+            |timing: &ProbeTiming, t: f64| t > loaded_at || (timing.tcp && s.port_open_during_load);
 
         // Startup phase.
         let mut started_at = start; // when liveness/readiness may begin

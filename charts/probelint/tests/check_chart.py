@@ -36,7 +36,6 @@ import base64
 import copy
 import difflib
 import json
-import os
 import re
 import shutil
 import socket
@@ -65,7 +64,7 @@ FIXTURE_HEADER = """\
 # default values, kept here so that `probelint` lints it in every test run (no Helm needed) and
 # so that reviewers see what the template produces. lint/tests/helm_chart.rs checks it against
 # a real Helm render; after changing the template, regenerate it with
-#   python charts/probelint/tests/check_chart.py --probelint target/debug/probelint --update-fixture
+#   UPDATE_DOCS=1 cargo test -p probelint --test helm_chart
 """
 
 # Every workload kind the engine reads pod specs from (policies/src/workload.rs), with the
@@ -91,10 +90,6 @@ WORKLOAD_RESOURCES = {
     "Service": ("serving.knative.dev", "services"),
     "JobSet": ("jobset.x-k8s.io", "jobsets"),
 }
-
-# A PEM CA for the user-supplied-Secret mode (any certificate will do; it is only copied).
-SAMPLE_CA_PEM = None  # filled from a Helm-generated one at run time
-
 
 class CheckFailed(Exception):
     pass
@@ -746,8 +741,9 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
             )
         )
         raise CheckFailed(
-            "charts/probelint/tests/rendered-deployment.yaml no longer matches the template; rerun "
-            "with --update-fixture if the change is intended:\n" + diff
+            "charts/probelint/tests/rendered-deployment.yaml no longer matches the template; if "
+            "the change is intended, regenerate it with UPDATE_DOCS=1 cargo test -p probelint "
+            "--test helm_chart, or this script's --update-fixture:\n" + diff
         )
     print("  tests/rendered-deployment.yaml matches the render")
     with tempfile.TemporaryDirectory() as tmp:
@@ -1124,10 +1120,40 @@ def check_sync(probelint: Probelint, write_policy_schema: bool) -> None:
     )
     check(
         not stale,
-        "values.schema.json's `policy` is not `probelint schema`; rerun this script with "
-        "--sync-policy-schema (the policy format changed)",
+        "values.schema.json's `policy` is not `probelint schema` (the policy format changed); "
+        "regenerate it with UPDATE_DOCS=1 cargo test -p probelint --test helm_chart, or this "
+        "script's --sync-policy-schema",
     )
     print("  workload kinds, KServe model keys, accelerator lists and the policy schema match the engine")
+
+    # The README's values table names every value (or the object holding it).
+    documented = set(re.findall(r"^\| `([A-Za-z0-9_.]+)` \|", (CHART / "README.md").read_text(), re.M))
+    undocumented = []
+
+    def walk(node: dict, prefix: str = "") -> None:
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            if path in documented:
+                continue
+            if isinstance(value, dict) and value:
+                walk(value, path + ".")
+            else:
+                undocumented.append(path)
+
+    walk(default_values())
+    check(not undocumented, f"values missing from the README's values table: {undocumented}")
+    stale = sorted(p for p in documented if not _has_path(default_values(), p))
+    check(not stale, f"the README's values table names values that do not exist: {stale}")
+    print("  the README's values table covers values.yaml")
+
+
+def _has_path(values: dict, path: str) -> bool:
+    node = values
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1165,6 +1191,10 @@ def main() -> int:
         except CheckFailed as e:
             failed.append(name)
             print(f"FAILED {name}: {e}")
+        except helm_sdkpy.HelmError as e:
+            # Helm's own message (a template or schema error) says it all.
+            failed.append(name)
+            print(f"FAILED {name}: Helm: {e}")
         except Exception:
             failed.append(name)
             print(f"FAILED {name}:\n{traceback.format_exc()}")

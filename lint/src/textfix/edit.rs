@@ -229,7 +229,7 @@ fn refuse_shared(node: &Node<'_>) -> Result<(), String> {
     if node.loc.shared {
         Err(format!(
             "`{}` is written through a YAML anchor, alias or merge key (`&`, `*`, `<<`), so \
-             editing its text would change other places too",
+             editing its text would change other places too; make this change by hand",
             node.pointer
         ))
     } else {
@@ -848,16 +848,17 @@ pub(super) fn swap(
     added: &str,
     value: &Value,
 ) -> Option<Result<Vec<Edit>, String>> {
-    let (parent_pointer, _) = split_pointer(removed)?;
+    let (parent_pointer, removed_key) = split_pointer(removed)?;
     let (added_parent, key) = split_pointer(added)?;
-    if added_parent != parent_pointer || added == removed {
+    if added_parent != parent_pointer {
         return None;
     }
     let parent = view.node(parent_pointer).ok()?;
     let Value::Object(map) = parent.value else {
         return None;
     };
-    if parent.shape != Shape::BlockMap || map.contains_key(&key) {
+    // Re-adding the removed key is a swap too (a replace in two steps).
+    if parent.shape != Shape::BlockMap || (map.contains_key(&key) && key != removed_key) {
         return None;
     }
     let node = view.node(removed).ok()?;

@@ -22,11 +22,28 @@
 //!
 //! `add`, `remove`, `replace` (plus `move`, `copy` and `test`, built from those) on mapping
 //! entries and sequence items, in block style, flow style and JSON files, with CRLF line
-//! endings and files without a final newline. Refused: anything written through an anchor,
-//! alias or merge key (editing it would change other places), removing the last entry of a
-//! block collection (except when an `add` to the same mapping follows: that is a swap), adding
-//! to an empty value (`readinessProbe:` with nothing after it, which is `null`), nested block
-//! sequences that share a line (`- - x`), and the document root itself.
+//! endings and files without a final newline:
+//!
+//! - a new key goes after the mapping's last entry (after the line that ends it, so a trailing
+//!   comment stays on its line and the blank lines and comments before the next sibling stay
+//!   before it), indented like its siblings; nested content uses the file's indentation step
+//!   and its style of sequences under a key (indented or indentless);
+//! - `replace` of a scalar changes only the scalar's bytes; a collection is rewritten in its
+//!   own style (block or flow);
+//! - `remove` takes a block entry's lines (key through value, with a comment on the same line)
+//!   or a flow entry with one comma; the last entry of a block collection leaves `{}` / `[]`;
+//! - `remove` directly followed by `add` of a key to the same block mapping (`tcpSocket` →
+//!   `httpGet`) writes the new entry where the old one was, so the diff reads as a swap;
+//! - `add` to an empty `{}` / `[]` under a block key opens it up in block style;
+//! - strings are quoted when YAML 1.1 would read them as something else (`"on"`, `"8080"`),
+//!   keys and strings are double-quoted in JSON files.
+//!
+//! Refused: anything written through an anchor, alias or merge key (editing it would change
+//! other places), adding inside an empty value (`readinessProbe:` with nothing after it is
+//! `null`, and the patch does not apply), nested block sequences that share a line (`- - x`),
+//! the document root itself, a document that needs a `%YAML`/`%TAG` directive of the file to
+//! read the same, and whatever would not read back as the patched object (a keep-chomped `|+`
+//! scalar that owns the blank lines after it, for one).
 
 mod edit;
 mod render;
@@ -91,7 +108,8 @@ impl TextFixError {
                 self.reason
             ),
             (Some(op), None) => format!("cannot apply `{op}`: {}", self.reason),
-            (None, _) => self.reason.clone(),
+            (None, Some(line)) => format!("the document at line {line}: {}", self.reason),
+            (None, None) => self.reason.clone(),
         }
     }
 }
@@ -230,14 +248,24 @@ fn expected_documents(
                 reason,
             };
             let full = prefixed(&patch.prefix, op).map_err(error)?;
-            json_patch::patch(value, std::slice::from_ref(&full)).map_err(|e| {
-                error(format!(
-                    "operation {} of the patch does not apply to the object ({} at `{}`)",
-                    i + 1,
-                    e.kind,
-                    e.path
-                ))
-            })?;
+            // `patch` leaves the value as it was when it fails, so it can be looked at.
+            if let Err(e) = json_patch::patch(value, std::slice::from_ref(&full)) {
+                // `readinessProbe:` with nothing after it is null: say so, it is the usual cause.
+                let null_parent = edit::split_pointer(full.path().as_str())
+                    .filter(|(parent, _)| value.pointer(parent).is_some_and(Value::is_null));
+                return Err(error(match null_parent {
+                    Some((parent, _)) => format!(
+                        "`{parent}` is empty (a key with nothing after it is null), so nothing \
+                         can be added inside it; write it out by hand"
+                    ),
+                    None => format!(
+                        "operation {} of the patch does not apply to the object ({} at `{}`)",
+                        i + 1,
+                        e.kind,
+                        e.path
+                    ),
+                }));
+            }
         }
     }
     Ok(values)

@@ -231,6 +231,25 @@ fn tcp_socket_is_swapped_for_http_get_in_place() {
 }
 
 #[test]
+fn remove_then_add_of_the_same_key_rewrites_it_in_place() {
+    let text = "p:\n  a: 1 # one\n  b: 2\n";
+    let out = fix(text, &[remove("/p/a"), add("/p/a", json!({"x": 1}))]);
+    assert_eq!(out, "p:\n  a:\n    x: 1\n  b: 2\n");
+}
+
+#[test]
+fn what_cannot_be_spliced_safely_is_refused_and_never_written() {
+    // A keep-chomped block scalar owns the blank lines after it: inserting after it would
+    // change the string, and the read-back notices.
+    let text = "p:\n  script: |+\n    echo hi\n\nq: 1\n";
+    let e = fix_at(text, 0, "", &[add("/p/x", json!(1))]);
+    assert!(e.is_err_and(|e| e.reason.contains("read back")));
+    // Two keys on one flow line are fine, a `- - x` nested sequence is refused.
+    let e = fix_at("a:\n- - x\n  - y\n", 0, "", &[add("/a/0/-", json!("z"))]);
+    assert!(e.is_err_and(|e| e.reason.contains("by hand")));
+}
+
+#[test]
 fn remove_takes_the_entry_lines_and_its_comment_but_not_its_neighbours() {
     let out = fix(
         DEPLOYMENT,
@@ -448,7 +467,7 @@ items:
 
 #[test]
 fn other_documents_stay_byte_identical() {
-    let first = "# config first\napiVersion: v1\nkind: ConfigMap\ndata: {a: \"1\"}\n";
+    let first = "# config first\napiVersion: v1\nkind: ConfigMap\ndata: {a: \"1\"}\n---\n# empty\n";
     let second =
         "---\napiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: x\n    image: y\n";
     let third = "---\n# trailing document\napiVersion: v1\nkind: Service\n";
@@ -648,6 +667,8 @@ fn shapes_that_cannot_be_written_are_refused_cleanly() {
         "",
         &[add("/spec/readinessProbe/httpGet", json!({}))],
     );
+    assert!(e.is_err_and(|e| e.reason.contains("`/spec/readinessProbe` is empty")));
+    let e = fix_at(text, 0, "", &[replace("/spec/nope", json!(1))]);
     assert!(e.is_err_and(|e| e.reason.contains("does not apply")));
     // A file that does not parse.
     let e = fix_at("a: [", 0, "", &[add("/b", json!(1))]);

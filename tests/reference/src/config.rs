@@ -129,7 +129,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1.0, value_name = "S", help_heading = "Health")]
     pub heartbeat_interval: f64,
     /// /livez fails when the worker's heartbeat is older than this (a hung worker).
-    #[arg(long, default_value_t = 20.0, value_name = "S", help_heading = "Health")]
+    #[arg(
+        long,
+        default_value_t = 20.0,
+        value_name = "S",
+        help_heading = "Health"
+    )]
     pub live_heartbeat_timeout: f64,
     /// /readyz fails when the worker's heartbeat is older than this (shorter than the liveness
     /// timeout, so that a hanging pod leaves the Service before it is restarted).
@@ -139,7 +144,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 5.0, value_name = "S", help_heading = "Health")]
     pub smoke_interval: f64,
     /// /readyz fails when the last smoke inference is older than this.
-    #[arg(long, default_value_t = 15.0, value_name = "S", help_heading = "Health")]
+    #[arg(
+        long,
+        default_value_t = 15.0,
+        value_name = "S",
+        help_heading = "Health"
+    )]
     pub smoke_max_age: f64,
     /// Requests waiting or running beyond which inference is refused (503).
     #[arg(long, default_value_t = 64, help_heading = "Health")]
@@ -152,22 +162,42 @@ pub struct ServeArgs {
     pub latency_factor: f64,
     /// Floor of the baseline, milliseconds of real time (not scaled): a CPU forward pass of a
     /// few microseconds would otherwise make scheduler noise look like a slowdown.
-    #[arg(long, default_value_t = 10.0, value_name = "MS", help_heading = "Health")]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_name = "MS",
+        help_heading = "Health"
+    )]
     pub latency_floor_ms: f64,
     /// Latencies older than this leave the p99 window.
-    #[arg(long, default_value_t = 30.0, value_name = "S", help_heading = "Health")]
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        value_name = "S",
+        help_heading = "Health"
+    )]
     pub latency_window: f64,
     /// Warm forward passes measured after loading to set the baseline (median).
     #[arg(long, default_value_t = 5, help_heading = "Health")]
     pub baseline_samples: usize,
     /// An inference request waiting longer than this for the worker gets 504.
-    #[arg(long, default_value_t = 30.0, value_name = "S", help_heading = "Health")]
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        value_name = "S",
+        help_heading = "Health"
+    )]
     pub request_timeout: f64,
     /// Period of the background task that recomputes the probe answers.
     #[arg(long, default_value_t = 0.1, value_name = "S", help_heading = "Health")]
     pub refresh_interval: f64,
     /// Time allowed to drain connections after SIGTERM.
-    #[arg(long, default_value_t = 10.0, value_name = "S", help_heading = "Health")]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_name = "S",
+        help_heading = "Health"
+    )]
     pub shutdown_grace: f64,
 }
 
@@ -249,7 +279,9 @@ fn non_negative(name: &str, v: f64) -> Result<f64, ConfigError> {
     if v.is_finite() && v >= 0.0 {
         Ok(v)
     } else {
-        Err(ConfigError(format!("{name} must be a finite number >= 0, got {v}")))
+        Err(ConfigError(format!(
+            "{name} must be a finite number >= 0, got {v}"
+        )))
     }
 }
 
@@ -271,8 +303,7 @@ impl ServeConfig {
         }
         let scaled = |name: &str, secs: f64| -> Result<Duration, ConfigError> {
             let secs = non_negative(name, secs)? * time_scale;
-            Duration::try_from_secs_f64(secs)
-                .map_err(|e| ConfigError(format!("{name}: {e}")))
+            Duration::try_from_secs_f64(secs).map_err(|e| ConfigError(format!("{name}: {e}")))
         };
         let opt = |flag: Option<f64>, var: &str| -> Result<Option<f64>, ConfigError> {
             match flag {
@@ -286,10 +317,15 @@ impl ServeConfig {
         let slow_after = opt(args.slow_after, "REFERENCE_FAULT_SLOW_AFTER")?;
         let slow_factor = opt(args.slow_factor, "REFERENCE_FAULT_SLOW_FACTOR")?.unwrap_or(10.0);
         if !(slow_factor.is_finite() && slow_factor >= 1.0) {
-            return Err(ConfigError(format!("--slow-factor must be >= 1, got {slow_factor}")));
+            return Err(ConfigError(format!(
+                "--slow-factor must be >= 1, got {slow_factor}"
+            )));
         }
-        let leak_mb = opt(args.leak_mb_per_request, "REFERENCE_FAULT_LEAK_MB_PER_REQUEST")?
-            .unwrap_or(0.0);
+        let leak_mb = opt(
+            args.leak_mb_per_request,
+            "REFERENCE_FAULT_LEAK_MB_PER_REQUEST",
+        )?
+        .unwrap_or(0.0);
         let leak_mb = non_negative("--leak-mb-per-request", leak_mb)?;
         let memory_limit_mb = opt(args.memory_limit_mb, "REFERENCE_MEMORY_LIMIT_MB")?;
         let on_load_error = match args.on_load_error {
@@ -330,7 +366,10 @@ impl ServeConfig {
             // Floors keep a tiny --time-scale from turning periodic loops into busy loops.
             heartbeat_interval: scaled("--heartbeat-interval", args.heartbeat_interval)?
                 .max(Duration::from_millis(1)),
-            live_heartbeat_timeout: scaled("--live-heartbeat-timeout", args.live_heartbeat_timeout)?,
+            live_heartbeat_timeout: scaled(
+                "--live-heartbeat-timeout",
+                args.live_heartbeat_timeout,
+            )?,
             ready_heartbeat_timeout: scaled(
                 "--ready-heartbeat-timeout",
                 args.ready_heartbeat_timeout,
@@ -371,9 +410,11 @@ mod tests {
 
     #[test]
     fn durations_are_scaled() {
-        let cfg =
-            ServeConfig::resolve(&parse(&["--time-scale", "0.02", "--load-seconds", "100"]), &no_env)
-                .expect("valid");
+        let cfg = ServeConfig::resolve(
+            &parse(&["--time-scale", "0.02", "--load-seconds", "100"]),
+            &no_env,
+        )
+        .expect("valid");
         assert_eq!(cfg.faults.load_delay, Duration::from_secs(2));
         assert_eq!(cfg.smoke_interval, Duration::from_millis(100));
         assert_eq!(cfg.live_heartbeat_timeout, Duration::from_millis(400));

@@ -18,7 +18,13 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::MakeModel(args) => {
-            match model::make_model(args.params, args.seed, args.layers, args.output_dim, &args.out) {
+            match model::make_model(
+                args.params,
+                args.seed,
+                args.layers,
+                args.output_dim,
+                &args.out,
+            ) {
                 Ok(expected) => {
                     let summary = serde_json::json!({
                         "model": args.out,

@@ -122,7 +122,9 @@ impl Architecture {
             )));
         }
         if output_dim == 0 {
-            return Err(ModelError::Invalid("output dimension must be at least 1".into()));
+            return Err(ModelError::Invalid(
+                "output dimension must be at least 1".into(),
+            ));
         }
         let count = |d: u64| -> u64 {
             let hidden = (layers as u64 - 1).saturating_mul(d.saturating_mul(d).saturating_add(d));
@@ -269,8 +271,8 @@ impl Expected {
         for (&y, &e) in output.iter().zip(&self.output) {
             let diff = (y - e).abs();
             let bound = self.tolerance.abs + self.tolerance.rel * e.abs();
-            // Written so that a NaN difference fails.
-            if !(diff <= bound) {
+            // NaN compares as neither: a NaN difference fails.
+            if diff.is_nan() || diff > bound {
                 ok = false;
             }
             if diff.is_nan() || f64::from(diff) > max_abs_error {
@@ -292,11 +294,10 @@ impl Expected {
             path: path.to_owned(),
             source,
         })?;
-        let expected: Expected =
-            serde_json::from_str(&text).map_err(|e| ModelError::Expected {
-                path: path.to_owned(),
-                message: e.to_string(),
-            })?;
+        let expected: Expected = serde_json::from_str(&text).map_err(|e| ModelError::Expected {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
         if expected.input.len() != expected.architecture.input_dim()
             || expected.output.len() != expected.architecture.output_dim()
         {
@@ -492,8 +493,8 @@ pub fn make_model(
         tolerance: Tolerance::default(),
     };
     let path = expected_path(out);
-    let text = serde_json::to_string_pretty(&expected)
-        .map_err(|e| ModelError::Invalid(e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(&expected).map_err(|e| ModelError::Invalid(e.to_string()))?;
     std::fs::write(&path, text + "\n").map_err(|source| ModelError::Io { path, source })?;
     Ok(expected)
 }
@@ -524,7 +525,11 @@ impl<'a> ModelFile<'a> {
                 break;
             };
             let bias = tensors.tensor(&bias_name(i)).map_err(|_| {
-                ModelError::Invalid(format!("{} is present but {} is not", weight_name(i), bias_name(i)))
+                ModelError::Invalid(format!(
+                    "{} is present but {} is not",
+                    weight_name(i),
+                    bias_name(i)
+                ))
             })?;
             if weight.dtype() != Dtype::F32 || bias.dtype() != Dtype::F32 {
                 return Err(ModelError::Invalid(format!("layer {i} is not f32")));

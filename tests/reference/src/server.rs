@@ -88,7 +88,10 @@ async fn metrics(State(s): State<AppState>) -> Response {
     let snap = Arc::clone(&s.snapshot.borrow());
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         snap.metrics.clone(),
     )
         .into_response()
@@ -137,14 +140,21 @@ async fn infer(State(s): State<AppState>, body: Bytes) -> Response {
             Ok(r) => r,
             Err(e) => {
                 counters.infer_bad_request.fetch_add(1, Ordering::Relaxed);
-                return error(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}"), shared);
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("invalid JSON body: {e}"),
+                    shared,
+                );
             }
         }
     };
     if let Some(input) = &request.input {
         let dim = shared.input_dim.load(Ordering::Relaxed);
         let problem = if input.len() != dim {
-            Some(format!("input has {} values, the model takes {dim}", input.len()))
+            Some(format!(
+                "input has {} values, the model takes {dim}",
+                input.len()
+            ))
         } else if input.iter().any(|v| !v.is_finite()) {
             Some("input values must be finite f32".to_string())
         } else {
@@ -198,11 +208,19 @@ async fn infer(State(s): State<AppState>, body: Bytes) -> Response {
         }
         Ok(Err(_)) => {
             counters.infer_error.fetch_add(1, Ordering::Relaxed);
-            error(StatusCode::INTERNAL_SERVER_ERROR, "worker dropped the request", shared)
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "worker dropped the request",
+                shared,
+            )
         }
         Err(_) => {
             counters.infer_timeout.fetch_add(1, Ordering::Relaxed);
-            error(StatusCode::GATEWAY_TIMEOUT, "timed out waiting for the worker", shared)
+            error(
+                StatusCode::GATEWAY_TIMEOUT,
+                "timed out waiting for the worker",
+                shared,
+            )
         }
     }
 }
@@ -271,7 +289,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         .map_err(|e| ServeError::Io(format!("cannot start the model thread: {e}")))?;
     let exit_on_failure = cfg.faults.on_load_error == OnLoadError::Exit;
     let load_failure = |shared: &Shared| {
-        ServeError::Load(shared.load_error().unwrap_or_else(|| "unknown error".into()))
+        ServeError::Load(
+            shared
+                .load_error()
+                .unwrap_or_else(|| "unknown error".into()),
+        )
     };
 
     let (stop_tx, stop_rx) = watch::channel(false);

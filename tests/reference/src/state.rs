@@ -312,7 +312,12 @@ fn ms(s: f64) -> f64 {
 }
 
 /// Builds a probe body: `{"status", "probe", "phase", "uptime_seconds", "failing", "checks"}`.
-fn answer(probe: &str, phase: Phase, uptime: Duration, checks: Vec<(&str, bool, Value)>) -> ProbeAnswer {
+fn answer(
+    probe: &str,
+    phase: Phase,
+    uptime: Duration,
+    checks: Vec<(&str, bool, Value)>,
+) -> ProbeAnswer {
     let ok = checks.iter().all(|(_, ok, _)| *ok);
     let failing: Vec<&str> = checks.iter().filter(|c| !c.1).map(|c| c.0).collect();
     let mut map = serde_json::Map::new();
@@ -395,7 +400,9 @@ pub fn evaluate(shared: &Shared, cfg: &ServeConfig) -> Snapshot {
             .as_ref()
             .is_some_and(|s| s.ok && smoke_age.is_some_and(|a| a <= cfg.smoke_max_age));
     let smoke_detail = match &smoke {
-        None => json!({ "detail": "no smoke inference yet", "max_age_seconds": secs(cfg.smoke_max_age) }),
+        None => {
+            json!({ "detail": "no smoke inference yet", "max_age_seconds": secs(cfg.smoke_max_age) })
+        }
         Some(s) => json!({
             "detail": if let Some(e) = &s.error {
                 format!("smoke inference failed: {e}")
@@ -424,7 +431,10 @@ pub fn evaluate(shared: &Shared, cfg: &ServeConfig) -> Snapshot {
     let floor = cfg.latency_floor.as_secs_f64();
     let effective = baseline.map(|b| b.max(floor));
     let threshold = effective.map(|b| b * cfg.latency_factor);
+    // Not ready before the warm-up has measured the baseline (real servers warm up too); then
+    // judged once the window holds enough samples to mean something.
     let latency_ok = match (p99, threshold) {
+        (_, None) => false,
         (Some(p), Some(t)) if samples >= MIN_LATENCY_SAMPLES => p <= t,
         _ => true,
     };
@@ -451,11 +461,21 @@ pub fn evaluate(shared: &Shared, cfg: &ServeConfig) -> Snapshot {
                     "timeout_seconds": secs(cfg.ready_heartbeat_timeout),
                 }),
             ),
-            ("queue", queue_ok, json!({ "depth": depth, "limit": cfg.queue_ready_limit })),
+            (
+                "queue",
+                queue_ok,
+                json!({ "depth": depth, "limit": cfg.queue_ready_limit }),
+            ),
             (
                 "latency",
                 latency_ok,
                 json!({
+                    "detail": match (threshold, latency_ok) {
+                        (None, _) => "warming up: measuring the baseline",
+                        (Some(_), true) if samples < MIN_LATENCY_SAMPLES => "too few recent samples to judge",
+                        (Some(_), true) => "recent p99 within factor x baseline",
+                        (Some(_), false) => "recent p99 above factor x baseline: degraded",
+                    },
                     "p99_ms": p99.map(ms),
                     "baseline_ms": baseline.map(ms),
                     "threshold_ms": threshold.map(ms),
@@ -540,7 +560,13 @@ fn render_metrics(shared: &Shared, v: &MetricValues<'_>) -> String {
     let c = &shared.counters;
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
     let mut out = String::with_capacity(4096);
-    metric(&mut out, "reference_up_seconds", "gauge", "Seconds since the process started.", &[("", secs(v.uptime))]);
+    metric(
+        &mut out,
+        "reference_up_seconds",
+        "gauge",
+        "Seconds since the process started.",
+        &[("", secs(v.uptime))],
+    );
     metric(
         &mut out,
         "reference_phase",
@@ -563,22 +589,61 @@ fn render_metrics(shared: &Shared, v: &MetricValues<'_>) -> String {
             ("probe=\"livez\"", b(v.live_ok)),
         ],
     );
-    metric(&mut out, "reference_model_bytes", "gauge", "Bytes of weights on the device.", &[("", get(&shared.model_bytes))]);
-    metric(&mut out, "reference_load_bytes_read", "gauge", "Bytes of the weights file read so far.", &[("", get(&shared.bytes_read))]);
+    metric(
+        &mut out,
+        "reference_model_bytes",
+        "gauge",
+        "Bytes of weights on the device.",
+        &[("", get(&shared.model_bytes))],
+    );
+    metric(
+        &mut out,
+        "reference_load_bytes_read",
+        "gauge",
+        "Bytes of the weights file read so far.",
+        &[("", get(&shared.bytes_read))],
+    );
     if let Some(s) = v.load_seconds {
-        metric(&mut out, "reference_load_seconds", "gauge", "Wall time of the load (read, delay, upload).", &[("", s)]);
+        metric(
+            &mut out,
+            "reference_load_seconds",
+            "gauge",
+            "Wall time of the load (read, delay, upload).",
+            &[("", s)],
+        );
     }
-    metric(&mut out, "reference_heartbeat_age_seconds", "gauge", "Age of the worker loop's last heartbeat.", &[("", secs(v.heartbeat_age))]);
+    metric(
+        &mut out,
+        "reference_heartbeat_age_seconds",
+        "gauge",
+        "Age of the worker loop's last heartbeat.",
+        &[("", secs(v.heartbeat_age))],
+    );
     metric(
         &mut out,
         "reference_smoke_total",
         "counter",
         "Smoke inferences by result.",
-        &[("result=\"ok\"", get(&c.smoke_ok)), ("result=\"failed\"", get(&c.smoke_failed))],
+        &[
+            ("result=\"ok\"", get(&c.smoke_ok)),
+            ("result=\"failed\"", get(&c.smoke_failed)),
+        ],
     );
     if let Some(s) = v.smoke {
-        metric(&mut out, "reference_smoke_correct", "gauge", "1 when the last smoke output matched the recorded output.", &[("", b(s.ok))]);
-        metric(&mut out, "reference_smoke_latency_seconds", "gauge", "Latency of the last smoke inference.", &[("", s.latency.as_secs_f64())]);
+        metric(
+            &mut out,
+            "reference_smoke_correct",
+            "gauge",
+            "1 when the last smoke output matched the recorded output.",
+            &[("", b(s.ok))],
+        );
+        metric(
+            &mut out,
+            "reference_smoke_latency_seconds",
+            "gauge",
+            "Latency of the last smoke inference.",
+            &[("", s.latency.as_secs_f64())],
+        );
     }
     metric(
         &mut out,
@@ -593,21 +658,63 @@ fn render_metrics(shared: &Shared, v: &MetricValues<'_>) -> String {
             ("result=\"error\"", get(&c.infer_error)),
         ],
     );
-    metric(&mut out, "reference_queue_depth", "gauge", "Inference requests waiting or running.", &[("", v.depth as f64)]);
+    metric(
+        &mut out,
+        "reference_queue_depth",
+        "gauge",
+        "Inference requests waiting or running.",
+        &[("", v.depth as f64)],
+    );
     if let Some(p) = v.p99 {
-        metric(&mut out, "reference_latency_p99_seconds", "gauge", "p99 forward-pass latency over the recent window.", &[("", p)]);
+        metric(
+            &mut out,
+            "reference_latency_p99_seconds",
+            "gauge",
+            "p99 forward-pass latency over the recent window.",
+            &[("", p)],
+        );
     }
     if let Some(bl) = v.baseline {
-        metric(&mut out, "reference_latency_baseline_seconds", "gauge", "Warm forward-pass latency measured after loading (median).", &[("", bl)]);
+        metric(
+            &mut out,
+            "reference_latency_baseline_seconds",
+            "gauge",
+            "Warm forward-pass latency measured after loading (median).",
+            &[("", bl)],
+        );
     }
-    metric(&mut out, "reference_memory_used_bytes", "gauge", "Device memory in use (see /readyz for its source).", &[("", v.memory.used_bytes as f64)]);
+    metric(
+        &mut out,
+        "reference_memory_used_bytes",
+        "gauge",
+        "Device memory in use (see /readyz for its source).",
+        &[("", v.memory.used_bytes as f64)],
+    );
     if let Some(l) = v.limit {
-        metric(&mut out, "reference_memory_limit_bytes", "gauge", "Readiness memory limit.", &[("", l as f64)]);
+        metric(
+            &mut out,
+            "reference_memory_limit_bytes",
+            "gauge",
+            "Readiness memory limit.",
+            &[("", l as f64)],
+        );
     }
     if let Some(rss) = rss_bytes() {
-        metric(&mut out, "reference_rss_bytes", "gauge", "Resident set size of the process.", &[("", rss as f64)]);
+        metric(
+            &mut out,
+            "reference_rss_bytes",
+            "gauge",
+            "Resident set size of the process.",
+            &[("", rss as f64)],
+        );
     }
-    metric(&mut out, "reference_leaked_bytes_total", "counter", "Bytes leaked by the leak fault.", &[("", get(&c.leaked_bytes))]);
+    metric(
+        &mut out,
+        "reference_leaked_bytes_total",
+        "counter",
+        "Bytes leaked by the leak fault.",
+        &[("", get(&c.leaked_bytes))],
+    );
     metric(
         &mut out,
         "reference_fault_active",

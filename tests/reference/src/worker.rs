@@ -10,7 +10,7 @@ use crate::config::{DeviceChoice, ServeConfig};
 use crate::kernel::cpu::CpuKernel;
 use crate::kernel::{Kernel, Mlp};
 use crate::model::{Expected, ModelFile};
-use crate::state::{Shared, SmokeRecord};
+use crate::state::{Phase, Shared, SmokeRecord};
 use std::fs::File;
 use std::io::Read;
 use std::sync::Arc;
@@ -53,14 +53,28 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("model".into())
         .spawn(move || {
-            if let Err(e) = load_and_serve(&cfg, &shared, jobs) {
-                error!(error = %e, "model load failed");
-                shared.mark_failed(e);
+            let run = std::panic::AssertUnwindSafe(|| load_and_serve(&cfg, &shared, jobs));
+            match std::panic::catch_unwind(run) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    error!(error = %e, "model load failed");
+                    shared.mark_failed(e);
+                }
+                // A panic while loading is a load failure. While serving it is left alone: the
+                // heartbeat stops, and liveness reports a dead worker as it would a hung one.
+                Err(_) if shared.phase() == Phase::Loading => {
+                    shared.mark_failed("the model thread panicked while loading".into());
+                }
+                Err(_) => error!("the model thread panicked while serving"),
             }
         })
 }
 
-fn load_and_serve(cfg: &ServeConfig, shared: &Arc<Shared>, jobs: Receiver<Job>) -> Result<(), String> {
+fn load_and_serve(
+    cfg: &ServeConfig,
+    shared: &Arc<Shared>,
+    jobs: Receiver<Job>,
+) -> Result<(), String> {
     let started = Instant::now();
     let expected = Expected::read(&cfg.expected).map_err(|e| e.to_string())?;
     let bytes = read_weights(cfg, shared)?;
@@ -138,7 +152,8 @@ impl Loaded<'_> {
     /// server drops the job queue).
     fn serve_on<K: Kernel>(self, mut kernel: K, jobs: Receiver<Job>) -> Result<(), String> {
         let mlp = {
-            let file = ModelFile::parse(&self.bytes).map_err(|e| format!("{}: {e}", self.cfg.model.display()))?;
+            let file = ModelFile::parse(&self.bytes)
+                .map_err(|e| format!("{}: {e}", self.cfg.model.display()))?;
             Mlp::upload(&mut kernel, &file).map_err(|e| e.to_string())?
         };
         drop(self.bytes);
@@ -203,7 +218,10 @@ impl<K: Kernel> Worker<'_, K> {
         let target = Duration::from_secs_f64(
             baseline.max(self.cfg.latency_floor.as_secs_f64()) * self.cfg.faults.slow_factor,
         );
-        while let Some(left) = target.checked_sub(started.elapsed()).filter(|d| !d.is_zero()) {
+        while let Some(left) = target
+            .checked_sub(started.elapsed())
+            .filter(|d| !d.is_zero())
+        {
             std::thread::sleep(left.min(self.cfg.heartbeat_interval));
             self.shared.beat();
         }
@@ -217,7 +235,12 @@ impl<K: Kernel> Worker<'_, K> {
             Ok(output) => {
                 let cmp = self.expected.compare(&output);
                 if !cmp.ok {
-                    warn!(max_abs_error = cmp.max_abs_error, checksum = cmp.checksum, expected = self.expected.output_checksum, "smoke inference does not match the recorded output");
+                    warn!(
+                        max_abs_error = cmp.max_abs_error,
+                        checksum = cmp.checksum,
+                        expected = self.expected.output_checksum,
+                        "smoke inference does not match the recorded output"
+                    );
                 }
                 SmokeRecord {
                     at: self.shared.uptime(),
@@ -304,8 +327,7 @@ impl<K: Kernel> Worker<'_, K> {
         let fixed = job.input.is_none();
         let input = job.input.unwrap_or_else(|| self.expected.input.clone());
         let (result, latency) = self.timed_forward(&input);
-        self.shared
-            .record_latency(latency, self.cfg.latency_window);
+        self.shared.record_latency(latency, self.cfg.latency_window);
         let leak = self.cfg.faults.leak_bytes_per_request;
         if leak > 0 {
             match self.kernel.leak(leak) {

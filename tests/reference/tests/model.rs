@@ -48,7 +48,11 @@ fn forward_pass_matches_recorded_output() {
     let expected = Expected::read(&model::expected_path(&path)).expect("expected");
     assert_eq!(expected.output.len(), 16);
     // The recorded output is not trivial: a broken generator writing zeros would pass otherwise.
-    assert!(expected.output.iter().any(|v| v.abs() > 1e-2), "{:?}", expected.output);
+    assert!(
+        expected.output.iter().any(|v| v.abs() > 1e-2),
+        "{:?}",
+        expected.output
+    );
 
     let output = cpu_output(&path, &expected.input);
     let cmp = expected.compare(&output);
@@ -56,7 +60,9 @@ fn forward_pass_matches_recorded_output() {
     assert!(cmp.max_abs_error < 1e-4);
 
     // Any input, not just the recorded one: the f32 kernel agrees with the f64 reference.
-    let other: Vec<f32> = (0..expected.input.len()).map(|i| (i as f32 * 0.7).sin()).collect();
+    let other: Vec<f32> = (0..expected.input.len())
+        .map(|i| (i as f32 * 0.7).sin())
+        .collect();
     let reference = model::reference_forward(1, &expected.architecture, &other);
     let got = cpu_output(&path, &other);
     for (g, r) in got.iter().zip(&reference) {

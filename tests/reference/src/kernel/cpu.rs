@@ -145,7 +145,9 @@ mod tests {
     fn dense_matches_naive_loops() {
         let mut k = CpuKernel::new();
         let (outputs, inputs) = (5, 19);
-        let w: Vec<f32> = (0..outputs * inputs).map(|i| (i as f32 * 0.37).sin()).collect();
+        let w: Vec<f32> = (0..outputs * inputs)
+            .map(|i| (i as f32 * 0.37).sin())
+            .collect();
         let b: Vec<f32> = (0..outputs).map(|i| i as f32 * 0.1 - 0.2).collect();
         let x: Vec<f32> = (0..inputs).map(|i| (i as f32 * 0.11).cos()).collect();
         let naive: Vec<f32> = (0..outputs)
@@ -166,7 +168,10 @@ mod tests {
         for (a, e) in y.iter().zip(&naive) {
             assert!((a - e).abs() < 1e-5, "{a} vs {e}");
         }
-        assert!(k.dense(&wt, &bt, &xt, outputs, inputs + 1, Activation::Relu).is_err());
+        assert!(
+            k.dense(&wt, &bt, &xt, outputs, inputs + 1, Activation::Relu)
+                .is_err()
+        );
     }
 
     #[test]

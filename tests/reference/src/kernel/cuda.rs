@@ -7,7 +7,9 @@ use super::{Kernel, KernelError, MemoryReport};
 use crate::model::Activation;
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemv, GemvConfig};
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use std::sync::Arc;
@@ -51,6 +53,27 @@ pub struct CudaKernel {
 impl CudaKernel {
     /// Opens GPU `ordinal`. Fails (with the driver's reason) where there is no GPU or driver.
     pub fn new(ordinal: usize) -> Result<Self, KernelError> {
+        // cudarc panics when a library it opens lazily is missing: look for them first, and
+        // turn any other initialisation panic (a driver without a symbol) into an error.
+        // SAFETY: these only try to open the shared libraries.
+        let present = unsafe {
+            cudarc::driver::sys::is_culib_present()
+                && cudarc::cublas::sys::is_culib_present()
+                && cudarc::nvrtc::sys::is_culib_present()
+        };
+        if !present {
+            return Err(KernelError(
+                "CUDA libraries not found (libcuda, libcublas, libnvrtc)".into(),
+            ));
+        }
+        std::panic::catch_unwind(|| Self::open(ordinal)).unwrap_or_else(|_| {
+            Err(KernelError(
+                "CUDA initialisation panicked (a driver older than the CUDA 12.8 API?)".into(),
+            ))
+        })
+    }
+
+    fn open(ordinal: usize) -> Result<Self, KernelError> {
         let ctx = CudaContext::new(ordinal).map_err(|e| err("cuda context", e))?;
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(Arc::clone(&stream)).map_err(|e| err("cublas", e))?;
@@ -117,7 +140,7 @@ impl Kernel for CudaKernel {
 
     fn upload(&mut self, data: Vec<f32>) -> Result<CudaSlice<f32>, KernelError> {
         self.stream
-            .memcpy_stod(&data)
+            .clone_htod(&data)
             .map_err(|e| err("copy to device", e))
     }
 

@@ -47,12 +47,14 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// Changes the model file before the server starts (to corrupt or remove it).
+pub type Prepare<'a> = Box<dyn FnOnce(&Path) + 'a>;
+
 pub struct Spawn<'a> {
     pub args: Vec<&'a str>,
     pub env: Vec<(&'a str, &'a str)>,
     pub listen: String,
-    /// Called with the model path before the server starts (to corrupt it, say).
-    pub prepare: Option<Box<dyn FnOnce(&Path) + 'a>>,
+    pub prepare: Option<Prepare<'a>>,
 }
 
 impl Default for Spawn<'_> {
@@ -137,7 +139,10 @@ impl Server {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                    panic!("server did not listen within {timeout:?}; log:\n{}", self.log())
+                    panic!(
+                        "server did not listen within {timeout:?}; log:\n{}",
+                        self.log()
+                    )
                 }
             }
         }
@@ -155,19 +160,31 @@ impl Server {
 
     pub fn get(&mut self, path: &str) -> (u16, serde_json::Value) {
         let addr = self.listening(Duration::from_secs(20));
-        let (status, body) = get(addr, path).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
-        (status, serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body)))
+        let (status, body) =
+            get(addr, path).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
+        (
+            status,
+            serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body)),
+        )
     }
 
     pub fn post(&mut self, path: &str, body: &str) -> (u16, serde_json::Value) {
         let addr = self.listening(Duration::from_secs(20));
         let (status, text) =
             post(addr, path, body).unwrap_or_else(|e| panic!("POST {path}: {e}\n{}", self.log()));
-        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+        )
     }
 
     /// Polls `check` every 10 ms until it holds; panics with the server log after `timeout`.
-    pub fn wait_for(&mut self, what: &str, timeout: Duration, mut check: impl FnMut(&mut Self) -> bool) -> Duration {
+    pub fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        mut check: impl FnMut(&mut Self) -> bool,
+    ) -> Duration {
         let start = Instant::now();
         while start.elapsed() < timeout {
             if check(self) {
@@ -175,7 +192,10 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("timed out after {timeout:?} waiting for {what}; log:\n{}", self.log());
+        panic!(
+            "timed out after {timeout:?} waiting for {what}; log:\n{}",
+            self.log()
+        );
     }
 
     pub fn status(&mut self, path: &str) -> u16 {
@@ -183,7 +203,9 @@ impl Server {
     }
 
     pub fn wait_status(&mut self, path: &str, status: u16, timeout: Duration) -> Duration {
-        self.wait_for(&format!("{path} -> {status}"), timeout, |s| s.status(path) == status)
+        self.wait_for(&format!("{path} -> {status}"), timeout, |s| {
+            s.status(path) == status
+        })
     }
 
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
@@ -198,7 +220,10 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("server still running after {timeout:?}; log:\n{}", self.log());
+        panic!(
+            "server still running after {timeout:?}; log:\n{}",
+            self.log()
+        );
     }
 
     pub fn pid(&self) -> u32 {
@@ -246,6 +271,10 @@ pub fn post(addr: SocketAddr, path: &str, body: &str) -> std::io::Result<(u16, S
 pub fn failing(body: &serde_json::Value) -> Vec<String> {
     body["failing"]
         .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }

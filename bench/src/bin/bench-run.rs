@@ -1,0 +1,1174 @@
+//! `bench-run`: the measuring half of `bench/run.sh`. Each subcommand measures one thing side by
+//! side with its baseline, interleaving the two so that a noisy neighbour hits both alike, and
+//! writes the medians as JSON; `report` turns the JSON files into the table.
+
+use clap::{Parser, Subcommand};
+use hyper::body::Bytes;
+use probelint_bench::loadgen::{self, LoadResult, Target};
+use probelint_bench::process::{self, Run};
+use probelint_bench::stats::median;
+use probelint_bench::{review, tls};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Full lint against parse-only at each corpus size, and the single-file case.
+    Lint {
+        #[arg(long)]
+        probelint: String,
+        #[arg(long)]
+        parse_only: String,
+        /// Corpus directories, smallest first.
+        #[arg(long, required = true, num_args = 1..)]
+        corpus: Vec<PathBuf>,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// One small manifest for the pre-commit case.
+        #[arg(long)]
+        small: PathBuf,
+        #[arg(long, default_value_t = 40)]
+        small_runs: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Times a command: median wall time over runs, peak RSS.
+    Time {
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[arg(long, default_value_t = 0)]
+        warmup: usize,
+        /// Exit codes that count as success.
+        #[arg(long, value_delimiter = ',', default_value = "0")]
+        ok: Vec<i32>,
+        /// Keep the standard output of the last run here.
+        #[arg(long)]
+        stdout: Option<PathBuf>,
+        /// Give up on further runs once this many seconds have been spent (at least one run).
+        #[arg(long, default_value_t = 600.0)]
+        budget_s: f64,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Counts what probelint (JSON output) and Checkov (JSON output) report on the files whose
+    /// name contains `--matching`.
+    Findings {
+        #[arg(long)]
+        probelint_json: PathBuf,
+        #[arg(long)]
+        checkov_json: Option<PathBuf>,
+        #[arg(long)]
+        corpus: PathBuf,
+        #[arg(long)]
+        matching: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The webhook and the echo server under load on loopback.
+    Webhook {
+        #[arg(long)]
+        webhook: String,
+        #[arg(long)]
+        echo: String,
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        #[arg(long, default_value_t = 1.0)]
+        warmup_s: f64,
+        #[arg(long, default_value_t = 4.0)]
+        closed_s: f64,
+        #[arg(long, default_value_t = 6.0)]
+        open_s: f64,
+        /// Connections of the closed loop.
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
+        /// Connection pool of the open loop.
+        #[arg(long, default_value_t = 64)]
+        open_connections: usize,
+        /// Threads of the load generator's runtime.
+        #[arg(long, default_value_t = 1)]
+        client_threads: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Prints the table and writes the Markdown page.
+    Report {
+        #[arg(long)]
+        results: PathBuf,
+        #[arg(long)]
+        criterion: PathBuf,
+        #[arg(long)]
+        markdown: PathBuf,
+        #[arg(long)]
+        nproc: String,
+        #[arg(long)]
+        date: String,
+        #[arg(long, default_value = "")]
+        cpu: String,
+        #[arg(long, default_value = "")]
+        commit: String,
+        #[arg(long, default_value = "")]
+        seconds: String,
+        #[arg(long, default_value = "")]
+        notes: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Lint {
+            probelint,
+            parse_only,
+            corpus,
+            runs,
+            small,
+            small_runs,
+            out,
+        } => lint(
+            &probelint,
+            &parse_only,
+            &corpus,
+            runs,
+            &small,
+            small_runs,
+            &out,
+        ),
+        Cmd::Time {
+            name,
+            runs,
+            warmup,
+            ok,
+            stdout,
+            budget_s,
+            out,
+            command,
+        } => time(
+            &name,
+            runs,
+            warmup,
+            &ok,
+            stdout.as_deref(),
+            budget_s,
+            &out,
+            &command,
+        ),
+        Cmd::Findings {
+            probelint_json,
+            checkov_json,
+            corpus,
+            matching,
+            out,
+        } => findings(
+            &probelint_json,
+            checkov_json.as_deref(),
+            &corpus,
+            &matching,
+            &out,
+        ),
+        Cmd::Webhook {
+            webhook,
+            echo,
+            reps,
+            warmup_s,
+            closed_s,
+            open_s,
+            connections,
+            open_connections,
+            client_threads,
+            out,
+        } => webhook_bench(&WebhookArgs {
+            webhook,
+            echo,
+            reps,
+            warmup: Duration::from_secs_f64(warmup_s),
+            closed: Duration::from_secs_f64(closed_s),
+            open: Duration::from_secs_f64(open_s),
+            connections,
+            open_connections,
+            client_threads,
+            out,
+        }),
+        Cmd::Report {
+            results,
+            criterion,
+            markdown,
+            nproc,
+            date,
+            cpu,
+            commit,
+            seconds,
+            notes,
+        } => report(&ReportArgs {
+            results,
+            criterion,
+            markdown,
+            nproc,
+            date,
+            cpu,
+            commit,
+            seconds,
+            notes,
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench-run: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn write_json(path: &Path, value: &Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read(path).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn count_manifests(dir: &Path) -> Result<usize, String> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        .count())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linter
+
+/// Runs `a` and `b` alternately, `runs` times each after one warm-up of each.
+fn interleaved(
+    a: (&str, &[&str]),
+    b: (&str, &[&str]),
+    runs: usize,
+    warmup: usize,
+    ok_a: &[i32],
+    ok_b: &[i32],
+) -> Result<(Vec<Run>, Vec<Run>), String> {
+    for _ in 0..warmup {
+        process::run_checked(a.0, a.1, ok_a)?;
+        process::run_checked(b.0, b.1, ok_b)?;
+    }
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        // Alternate which goes first, so neither always runs on a cache the other warmed.
+        if i % 2 == 0 {
+            ra.push(process::run_checked(a.0, a.1, ok_a)?);
+            rb.push(process::run_checked(b.0, b.1, ok_b)?);
+        } else {
+            rb.push(process::run_checked(b.0, b.1, ok_b)?);
+            ra.push(process::run_checked(a.0, a.1, ok_a)?);
+        }
+    }
+    Ok((ra, rb))
+}
+
+fn walls_ms(runs: &[Run]) -> Vec<f64> {
+    runs.iter().map(|r| ms(r.wall)).collect()
+}
+
+fn max_rss(runs: &[Run]) -> u64 {
+    let v: Vec<f64> = runs.iter().map(|r| r.max_rss_kib as f64).collect();
+    median(&v) as u64
+}
+
+fn lint(
+    probelint: &str,
+    parse_only: &str,
+    corpus: &[PathBuf],
+    runs: usize,
+    small: &Path,
+    small_runs: usize,
+    out: &Path,
+) -> Result<(), String> {
+    let lint_ok = [0, 1];
+    // Process start-up: the same binary printing its version.
+    let small_s = small.to_string_lossy().to_string();
+    let (file_runs, version_runs) = interleaved(
+        (probelint, &[small_s.as_str()]),
+        (probelint, &["--version"]),
+        small_runs,
+        3,
+        &lint_ok,
+        &[0],
+    )?;
+    let file_ms = median(&walls_ms(&file_runs));
+    let version_ms = median(&walls_ms(&version_runs));
+    eprintln!(
+        "  single file: probelint {} {file_ms:.2} ms, --version {version_ms:.2} ms ({:.2}x)",
+        small.display(),
+        file_ms / version_ms
+    );
+    let mut sizes = Vec::new();
+    for dir in corpus {
+        let files = count_manifests(dir)?;
+        let d = dir.to_string_lossy().to_string();
+        let (full, parse) = interleaved(
+            (probelint, &[d.as_str()]),
+            (parse_only, &[d.as_str()]),
+            runs,
+            1,
+            &lint_ok,
+            &[0],
+        )?;
+        let full_ms = median(&walls_ms(&full));
+        let parse_ms = median(&walls_ms(&parse));
+        let per_file_us = (full_ms - version_ms).max(0.0) * 1e3 / files as f64;
+        let parse_per_file_us = (parse_ms).max(0.0) * 1e3 / files as f64;
+        eprintln!(
+            "  {files:>6} files: lint {full_ms:9.2} ms ({per_file_us:6.1} us/file after start-up), parse-only {parse_ms:9.2} ms, ratio {:.2}, RSS {} / {} KiB",
+            full_ms / parse_ms,
+            max_rss(&full),
+            max_rss(&parse)
+        );
+        sizes.push(json!({
+            "files": files,
+            "lint_ms": full_ms,
+            "parse_only_ms": parse_ms,
+            "ratio": full_ms / parse_ms,
+            "lint_us_per_file": per_file_us,
+            "parse_only_us_per_file": parse_per_file_us,
+            "lint_max_rss_kib": max_rss(&full),
+            "parse_only_max_rss_kib": max_rss(&parse),
+            "lint_runs_ms": walls_ms(&full),
+            "parse_only_runs_ms": walls_ms(&parse),
+        }));
+    }
+    write_json(
+        out,
+        &json!({
+            "runs": runs,
+            "small": {
+                "file": small_s,
+                "bytes": std::fs::metadata(small).map(|m| m.len()).unwrap_or(0),
+                "runs": small_runs,
+                "lint_ms": file_ms,
+                "version_ms": version_ms,
+                "ratio": file_ms / version_ms,
+            },
+            "sizes": sizes,
+        }),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn time(
+    name: &str,
+    runs: usize,
+    warmup: usize,
+    ok: &[i32],
+    stdout: Option<&Path>,
+    budget_s: f64,
+    out: &Path,
+    command: &[String],
+) -> Result<(), String> {
+    let program = &command[0];
+    let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+    for _ in 0..warmup {
+        process::run_checked(program, &args, ok)?;
+    }
+    let started = Instant::now();
+    let mut walls = Vec::new();
+    let mut rss = Vec::new();
+    for i in 0..runs.max(1) {
+        if i > 0 && started.elapsed().as_secs_f64() > budget_s {
+            eprintln!("  {name}: time budget spent after {i} runs");
+            break;
+        }
+        let last = i + 1 == runs.max(1);
+        let r = match (last, stdout) {
+            (true, Some(path)) => run_to_file(program, &args, path, ok)?,
+            _ => process::run_checked(program, &args, ok)?,
+        };
+        eprintln!("  {name}: run {} {:.3} s", i + 1, r.wall.as_secs_f64());
+        walls.push(r.wall.as_secs_f64());
+        rss.push(r.max_rss_kib as f64);
+    }
+    if let (Some(path), false) = (stdout, path_exists(stdout)) {
+        // The budget stopped the loop before the last run: keep one output anyway.
+        run_to_file(program, &args, path, ok)?;
+    }
+    write_json(
+        out,
+        &json!({
+            "name": name,
+            "command": command,
+            "runs_s": walls,
+            "median_s": median(&walls),
+            "max_rss_kib": median(&rss),
+        }),
+    )
+}
+
+fn path_exists(p: Option<&Path>) -> bool {
+    p.is_some_and(Path::exists)
+}
+
+/// Like [`process::run_checked`] but with standard output written to `path`.
+fn run_to_file(program: &str, args: &[&str], path: &Path, ok: &[i32]) -> Result<Run, String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let start = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    let wall = start.elapsed();
+    let code = status.code().unwrap_or(-1);
+    if !ok.contains(&code) {
+        return Err(format!("{program} {} exited with {code}", args.join(" ")));
+    }
+    Ok(Run {
+        wall,
+        max_rss_kib: 0,
+        code,
+    })
+}
+
+fn findings(
+    probelint_json: &Path,
+    checkov_json: Option<&Path>,
+    corpus: &Path,
+    matching: &str,
+    out: &Path,
+) -> Result<(), String> {
+    let matched: Vec<String> = std::fs::read_dir(corpus)
+        .map_err(|e| format!("{}: {e}", corpus.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains(matching))
+        .collect();
+    let is_matched = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        matched.iter().any(|m| m == name)
+    };
+    let lint = read_json(probelint_json)
+        .ok_or_else(|| format!("{}: not probelint JSON", probelint_json.display()))?;
+    let mut by_rule: BTreeMap<String, u64> = BTreeMap::new();
+    let mut flagged_files = std::collections::BTreeSet::new();
+    let mut total = 0u64;
+    for f in lint["findings"].as_array().into_iter().flatten() {
+        let file = f["file"].as_str().unwrap_or_default();
+        if !is_matched(file) {
+            continue;
+        }
+        total += 1;
+        *by_rule
+            .entry(f["rule"].as_str().unwrap_or("?").to_owned())
+            .or_default() += 1;
+        if f["rule"] == "readiness-port-open" {
+            flagged_files.insert(file.to_owned());
+        }
+    }
+    let mut result = json!({
+        "matching": matching,
+        "files": matched.len(),
+        "probelint_findings": total,
+        "probelint_by_rule": by_rule,
+        "probelint_readiness_port_open_files": flagged_files.len(),
+    });
+    if let Some(path) = checkov_json
+        && let Some(ck) = read_json(path)
+    {
+        // One framework gives one object; several give a list of them.
+        let reports: Vec<&Value> = match &ck {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        let (mut failed, mut passed) = (0u64, 0u64);
+        let mut failed_all = 0u64;
+        for r in reports {
+            for (key, counter) in [
+                ("failed_checks", &mut failed),
+                ("passed_checks", &mut passed),
+            ] {
+                for c in r["results"][key].as_array().into_iter().flatten() {
+                    if key == "failed_checks" {
+                        failed_all += 1;
+                    }
+                    if is_matched(c["file_path"].as_str().unwrap_or_default()) {
+                        *counter += 1;
+                    }
+                }
+            }
+        }
+        result["checkov_failed"] = json!(failed);
+        result["checkov_passed"] = json!(passed);
+        result["checkov_failed_whole_corpus"] = json!(failed_all);
+    }
+    eprintln!("  findings on {matching} files: {result}");
+    write_json(out, &result)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhook
+
+struct WebhookArgs {
+    webhook: String,
+    echo: String,
+    reps: usize,
+    warmup: Duration,
+    closed: Duration,
+    open: Duration,
+    connections: usize,
+    open_connections: usize,
+    client_threads: usize,
+    out: PathBuf,
+}
+
+/// A server process killed when dropped, whatever happens to the benchmark.
+struct Server {
+    child: Child,
+    name: &'static str,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn check_alive(&mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => Err(format!("{} exited: {status}", self.name)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// A free loopback port (bound, then released: the server binds it a moment later).
+fn free_port() -> Result<SocketAddr, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("probelint-bench-tls-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).map_err(|e| e.to_string())?;
+    let pki = tls::Pki::generate().map_err(|e| e.to_string())?;
+    pki.write(&dir.0).map_err(|e| e.to_string())?;
+    let cert = dir.0.join("tls.crt").to_string_lossy().to_string();
+    let key = dir.0.join("tls.key").to_string_lossy().to_string();
+
+    let webhook_addr = free_port()?;
+    let metrics_addr = free_port()?;
+    let echo_addr = free_port()?;
+    let spawn = |program: &str, args: &[&str], name: &'static str| -> Result<Server, String> {
+        // Logs go nowhere: they are formatted (the webhook logs one line per review at the
+        // default level) but not stored.
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {program}: {e}"))?;
+        Ok(Server { child, name })
+    };
+    let mut webhook = spawn(
+        &args.webhook,
+        &[
+            "--listen",
+            &webhook_addr.to_string(),
+            "--metrics-listen",
+            &metrics_addr.to_string(),
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ],
+        "probelint-webhook",
+    )?;
+    let mut echo = spawn(
+        &args.echo,
+        &[
+            "--listen",
+            &echo_addr.to_string(),
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ],
+        "echo-server",
+    )?;
+
+    let runtime = if args.client_threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.client_threads)
+            .enable_all()
+            .build()
+    }
+    .map_err(|e| e.to_string())?;
+    let client = tls::client_config(pki.ca_pem.as_bytes())?;
+    let target = |addr: SocketAddr, path: &str| Target {
+        addr,
+        path: path.to_owned(),
+        tls: client.clone(),
+    };
+    let targets = [
+        ("echo", target(echo_addr, "/echo")),
+        ("validate", target(webhook_addr, "/validate")),
+        ("mutate", target(webhook_addr, "/mutate")),
+    ];
+    let bodies = review::bodies();
+    let payloads: Arc<Vec<Bytes>> =
+        Arc::new(bodies.iter().map(|b| Bytes::from(b.json.clone())).collect());
+
+    let result = runtime.block_on(async {
+        // Wait (bounded) for both servers to answer.
+        for (name, t) in &targets {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                webhook.check_alive()?;
+                echo.check_alive()?;
+                match loadgen::connect(t).await {
+                    Ok(_) => break,
+                    Err(e) if Instant::now() > deadline => {
+                        return Err(format!("{name} did not come up: {e}"));
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        }
+        let sanity = sanity_check(&targets, &bodies).await?;
+        eprintln!("  responses: {sanity}");
+
+        let mut closed: BTreeMap<&str, Vec<LoadResult>> = BTreeMap::new();
+        for rep in 0..args.reps {
+            for (name, t) in &targets {
+                let r = loadgen::closed_loop(t, payloads.clone(), args.connections, args.warmup, args.closed).await?;
+                eprintln!(
+                    "  closed loop {}/{} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, errors {}",
+                    rep + 1,
+                    args.reps,
+                    r.rate,
+                    r.p50_us,
+                    r.p99_us,
+                    r.errors
+                );
+                closed.entry(name).or_default().push(r);
+            }
+            webhook.check_alive()?;
+            echo.check_alive()?;
+        }
+        let echo_max = median(&closed["echo"].iter().map(|r| r.rate).collect::<Vec<_>>());
+        let rate = (echo_max / 2.0).max(1.0);
+        let mut open: BTreeMap<&str, Vec<LoadResult>> = BTreeMap::new();
+        for rep in 0..args.reps {
+            for (name, t) in &targets {
+                let r = loadgen::open_loop(t, payloads.clone(), rate, args.open_connections, args.warmup, args.open).await?;
+                eprintln!(
+                    "  open loop at {rate:.0}/s {}/{} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}",
+                    rep + 1,
+                    args.reps,
+                    r.rate,
+                    r.p50_us,
+                    r.p99_us,
+                    r.max_us,
+                    r.errors
+                );
+                open.entry(name).or_default().push(r);
+            }
+            webhook.check_alive()?;
+            echo.check_alive()?;
+        }
+        let summary = |runs: &[LoadResult]| {
+            json!({
+                "rate": median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>()),
+                "p50_us": median(&runs.iter().map(|r| r.p50_us).collect::<Vec<_>>()),
+                "p99_us": median(&runs.iter().map(|r| r.p99_us).collect::<Vec<_>>()),
+                "max_us": runs.iter().map(|r| r.max_us).fold(0.0, f64::max),
+                "errors": runs.iter().map(|r| r.errors).sum::<u64>(),
+                "completed": runs.iter().map(|r| r.completed).sum::<u64>(),
+                "runs_rate": runs.iter().map(|r| r.rate).collect::<Vec<_>>(),
+                "runs_p99_us": runs.iter().map(|r| r.p99_us).collect::<Vec<_>>(),
+            })
+        };
+        let mut closed_json = serde_json::Map::new();
+        let mut open_json = serde_json::Map::new();
+        for (name, _) in &targets {
+            closed_json.insert((*name).to_owned(), summary(&closed[name]));
+            open_json.insert((*name).to_owned(), summary(&open[name]));
+        }
+        Ok::<Value, String>(json!({
+            "reps": args.reps,
+            "connections": args.connections,
+            "open_connections": args.open_connections,
+            "client_threads": args.client_threads,
+            "warmup_s": args.warmup.as_secs_f64(),
+            "closed_s": args.closed.as_secs_f64(),
+            "open_s": args.open.as_secs_f64(),
+            "open_rate": rate,
+            "bodies": bodies.iter().map(|b| json!({"name": b.name, "bytes": b.json.len()})).collect::<Vec<_>>(),
+            "responses": sanity,
+            "closed": closed_json,
+            "open": open_json,
+        }))
+    });
+    drop(webhook);
+    drop(echo);
+    write_json(&args.out, &result?)
+}
+
+/// Each endpoint answers each body as it should before anything is timed.
+async fn sanity_check(
+    targets: &[(&str, Target)],
+    bodies: &[review::Body],
+) -> Result<Value, String> {
+    let mut seen = serde_json::Map::new();
+    for (name, t) in targets {
+        let mut sender = loadgen::connect(t).await?;
+        for body in bodies {
+            let bytes = Bytes::from(body.json.clone());
+            let answer = loadgen::post(&mut sender, &t.path, &bytes).await?;
+            let v: Value = serde_json::from_slice(&answer).map_err(|e| format!("{name}: {e}"))?;
+            let sent: Value = serde_json::from_slice(&body.json).map_err(|e| e.to_string())?;
+            let response = &v["response"];
+            if response["uid"] != sent["request"]["uid"] {
+                return Err(format!(
+                    "{name} answered {} with the wrong uid: {v}",
+                    body.name
+                ));
+            }
+            let allowed = response["allowed"].as_bool().unwrap_or(false);
+            let patched = response.get("patch").is_some_and(|p| !p.is_null());
+            let expected = match (*name, body.name) {
+                ("validate", "gpu-deployment-with-findings") => !allowed,
+                ("mutate", "gpu-pod-needs-mutation") => allowed && patched,
+                _ => allowed,
+            };
+            if !expected {
+                return Err(format!(
+                    "{name} gave an unexpected answer to {}: {v}",
+                    body.name
+                ));
+            }
+            seen.insert(
+                format!("{name} {}", body.name),
+                json!(if !allowed {
+                    "denied"
+                } else if patched {
+                    "patched"
+                } else {
+                    "allowed"
+                }),
+            );
+        }
+    }
+    Ok(Value::Object(seen))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+struct ReportArgs {
+    results: PathBuf,
+    criterion: PathBuf,
+    markdown: PathBuf,
+    nproc: String,
+    date: String,
+    cpu: String,
+    commit: String,
+    seconds: String,
+    notes: String,
+}
+
+struct Row {
+    figure: String,
+    value: String,
+    baseline: String,
+    ratio: String,
+    target: String,
+    verdict: &'static str,
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "pass" } else { "FAIL" }
+}
+
+fn fmt_ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} s", v / 1e3)
+    } else if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// Criterion's median estimate for a benchmark id, in nanoseconds.
+fn criterion_ns(dir: &Path, id: &str) -> Option<f64> {
+    let v = read_json(&dir.join(id).join("new").join("estimates.json"))?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+fn report(a: &ReportArgs) -> Result<(), String> {
+    let r = |name: &str| read_json(&a.results.join(name));
+    let mut rows: Vec<Row> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+
+    if let Some(lint) = r("lint.json") {
+        let sizes = lint["sizes"].as_array().cloned().unwrap_or_default();
+        for s in &sizes {
+            let files = s["files"].as_u64().unwrap_or(0);
+            let ratio = f(&s["ratio"]);
+            let is_largest = Some(s) == sizes.last();
+            rows.push(Row {
+                figure: format!("lint {files} files (wall)"),
+                value: fmt_ms(f(&s["lint_ms"])),
+                baseline: format!("parse-only {}", fmt_ms(f(&s["parse_only_ms"]))),
+                ratio: format!("{ratio:.2}x"),
+                target: if is_largest {
+                    "≤ 1.5x".into()
+                } else {
+                    "(info)".into()
+                },
+                verdict: if is_largest {
+                    verdict(ratio <= 1.5)
+                } else {
+                    "info"
+                },
+            });
+        }
+        if let (Some(first), Some(last)) = (sizes.first(), sizes.last()) {
+            let per: Vec<String> = sizes
+                .iter()
+                .map(|s| format!("{}: {:.1}", s["files"], f(&s["lint_us_per_file"])))
+                .collect();
+            // The smallest corpus is mostly start-up and noise; flatness is judged from the
+            // middle size up.
+            let reference = sizes.get(sizes.len().saturating_sub(2)).unwrap_or(first);
+            let ratio = f(&last["lint_us_per_file"]) / f(&reference["lint_us_per_file"]);
+            rows.push(Row {
+                figure: "lint µs/file (minus start-up)".into(),
+                value: per.join(", "),
+                baseline: format!("{} files", reference["files"]),
+                ratio: format!("{ratio:.2}x"),
+                target: format!("{} vs {} files ≤ 1.25x", last["files"], reference["files"]),
+                verdict: verdict(ratio <= 1.25),
+            });
+            let rss = |s: &Value, k: &str| s[k].as_f64().unwrap_or(0.0) / 1024.0;
+            let growth_kib = (f(&last["lint_max_rss_kib"]) - f(&first["lint_max_rss_kib"]))
+                / (f(&last["files"]) - f(&first["files"])).max(1.0);
+            rows.push(Row {
+                figure: format!("lint max RSS, {} files", last["files"]),
+                value: format!("{:.1} MiB", rss(last, "lint_max_rss_kib")),
+                baseline: format!("parse-only {:.1} MiB", rss(last, "parse_only_max_rss_kib")),
+                ratio: format!(
+                    "{:.2}x",
+                    f(&last["lint_max_rss_kib"]) / f(&last["parse_only_max_rss_kib"])
+                ),
+                target: "(report)".into(),
+                verdict: "info",
+            });
+            notes.push(format!(
+                "Max RSS of the full lint: {} at {} files, {:.1} MiB at {} files, i.e. {growth_kib:.1} KiB per extra file; parse-only: {:.1} MiB at {} files.",
+                sizes
+                    .iter()
+                    .map(|s| format!("{:.1} MiB", rss(s, "lint_max_rss_kib")))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                sizes
+                    .iter()
+                    .map(|s| s["files"].to_string())
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                rss(last, "lint_max_rss_kib"),
+                last["files"],
+                rss(last, "parse_only_max_rss_kib"),
+                last["files"],
+            ));
+        }
+        let s = &lint["small"];
+        let ratio = f(&s["ratio"]);
+        rows.push(Row {
+            figure: format!("single file ({} B), whole process", s["bytes"]),
+            value: fmt_ms(f(&s["lint_ms"])),
+            baseline: format!("--version {}", fmt_ms(f(&s["version_ms"]))),
+            ratio: format!("{ratio:.2}x"),
+            target: "< 2x".into(),
+            verdict: verdict(ratio < 2.0),
+        });
+    }
+
+    let lint_sizes = r("lint.json")
+        .and_then(|l| l["sizes"].as_array().cloned())
+        .unwrap_or_default();
+    for n in [1000u64, 2000] {
+        let Some(ck) = r(&format!("checkov-{n}.json")) else {
+            continue;
+        };
+        let ours = r(&format!("probelint-{n}.json"))
+            .map(|p| f(&p["median_s"]) * 1e3)
+            .or_else(|| {
+                lint_sizes
+                    .iter()
+                    .find(|s| s["files"].as_u64() == Some(n))
+                    .map(|s| f(&s["lint_ms"]))
+            });
+        let Some(ours) = ours else { continue };
+        let theirs = f(&ck["median_s"]) * 1e3;
+        let ratio = theirs / ours;
+        let runs = ck["runs_s"].as_array().map_or(0, Vec::len);
+        rows.push(Row {
+            figure: format!(
+                "Checkov {n} files (CKV_K8S_8,9; {runs} run{})",
+                if runs == 1 { "" } else { "s" }
+            ),
+            value: format!("probelint {}", fmt_ms(ours)),
+            baseline: format!("Checkov {}", fmt_ms(theirs)),
+            ratio: format!("{ratio:.0}x faster"),
+            target: "≥ 200x".into(),
+            verdict: verdict(ratio >= 200.0),
+        });
+    }
+    if let Some(fd) = r("findings.json") {
+        let files = fd["files"].as_u64().unwrap_or(0);
+        let flagged = fd["probelint_readiness_port_open_files"]
+            .as_u64()
+            .unwrap_or(0);
+        let ck_failed = fd.get("checkov_failed").and_then(Value::as_u64);
+        let ck_passed = fd.get("checkov_passed").and_then(Value::as_u64);
+        rows.push(Row {
+            figure: format!("findings on the {files} tcpSocket-readiness files"),
+            value: format!(
+                "probelint {} ({flagged} files readiness-port-open)",
+                fd["probelint_findings"]
+            ),
+            baseline: match (ck_failed, ck_passed) {
+                (Some(failed), Some(passed)) => format!("Checkov {failed} failed, {passed} passed"),
+                _ => "Checkov not run".into(),
+            },
+            ratio: "".into(),
+            target: "probelint flags all, Checkov passes".into(),
+            verdict: verdict(flagged == files && files > 0 && ck_failed.is_none_or(|c| c == 0)),
+        });
+    }
+
+    if let Some(wh) = r("webhook.json") {
+        let echo_c = &wh["closed"]["echo"];
+        let echo_o = &wh["open"]["echo"];
+        for ep in ["validate", "mutate"] {
+            let c = &wh["closed"][ep];
+            let ratio = f(&c["rate"]) / f(&echo_c["rate"]);
+            rows.push(Row {
+                figure: format!("webhook /{ep} max throughput ({} conns)", wh["connections"]),
+                value: format!("{:.0} req/s", f(&c["rate"])),
+                baseline: format!("echo {:.0} req/s", f(&echo_c["rate"])),
+                ratio: format!("{ratio:.2}x"),
+                target: "≥ 0.8x".into(),
+                verdict: verdict(ratio >= 0.8),
+            });
+        }
+        for ep in ["validate", "mutate"] {
+            let o = &wh["open"][ep];
+            let ratio = f(&o["p99_us"]) / f(&echo_o["p99_us"]);
+            let errors = o["errors"].as_u64().unwrap_or(u64::MAX);
+            rows.push(Row {
+                figure: format!("webhook /{ep} p99 at {:.0} req/s", f(&wh["open_rate"])),
+                value: format!(
+                    "{:.0} µs (p50 {:.0}), {errors} errors",
+                    f(&o["p99_us"]),
+                    f(&o["p50_us"])
+                ),
+                baseline: format!(
+                    "echo {:.0} µs (p50 {:.0}), {} errors",
+                    f(&echo_o["p99_us"]),
+                    f(&echo_o["p50_us"]),
+                    echo_o["errors"]
+                ),
+                ratio: format!("{ratio:.2}x"),
+                target: "≤ 1.5x, 0 errors".into(),
+                verdict: verdict(ratio <= 1.5 && errors == 0),
+            });
+        }
+    }
+
+    let eval = criterion_ns(&a.criterion, "engine/evaluate_gpu_deployment");
+    let parse = criterion_ns(&a.criterion, "engine/parse_gpu_deployment_json");
+    let mutate = criterion_ns(&a.criterion, "engine/mutate_gpu_pod");
+    let parse_pod = criterion_ns(&a.criterion, "engine/parse_gpu_pod_json");
+    if let (Some(e), Some(p)) = (eval, parse) {
+        rows.push(Row {
+            figure: "engine: evaluate one GPU Deployment".into(),
+            value: format!("{e:.0} ns/object"),
+            baseline: format!("serde_json parse {p:.0} ns"),
+            ratio: format!("{:.2}x", e / p),
+            target: "(report)".into(),
+            verdict: "info",
+        });
+    }
+    if let (Some(m), Some(p)) = (mutate, parse_pod) {
+        rows.push(Row {
+            figure: "engine: mutate one GPU Pod".into(),
+            value: format!("{m:.0} ns/object"),
+            baseline: format!("serde_json parse {p:.0} ns"),
+            ratio: format!("{:.2}x", m / p),
+            target: "(report)".into(),
+            verdict: "info",
+        });
+    }
+
+    // Plain text for the terminal.
+    let headers = [
+        "figure", "measured", "baseline", "ratio", "target", "result",
+    ];
+    let cells: Vec<[String; 6]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.figure.clone(),
+                r.value.clone(),
+                r.baseline.clone(),
+                r.ratio.clone(),
+                r.target.clone(),
+                r.verdict.to_owned(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..6)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([headers[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |c: &[String]| {
+        c.iter()
+            .zip(&widths)
+            .map(|(s, w)| format!("{s}{}", " ".repeat(w - s.chars().count())))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    println!(
+        "probelint benchmarks: {} cores (nproc), {}{}",
+        a.nproc,
+        a.date,
+        if a.cpu.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", a.cpu)
+        }
+    );
+    println!("{}", line(&headers.map(String::from)));
+    for c in &cells {
+        println!("{}", line(c));
+    }
+    for n in &notes {
+        println!("{n}");
+    }
+
+    // Markdown for docs/benchmarks.md.
+    let mut md = String::new();
+    let _ = writeln!(md, "# Benchmarks\n");
+    let _ = writeln!(
+        md,
+        "<!-- Generated by bench/run.sh; do not edit by hand. Rerun `bench/run.sh` to refresh. -->\n"
+    );
+    let _ = writeln!(
+        md,
+        "Measured on **{} cores** (`nproc`){}, {}{}{}. Every figure is a ratio of two things \
+         measured side by side in the same run, each the median of several runs.\n",
+        a.nproc,
+        if a.cpu.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", a.cpu)
+        },
+        a.date,
+        if a.commit.is_empty() {
+            String::new()
+        } else {
+            format!(", commit `{}`", a.commit)
+        },
+        if a.seconds.is_empty() {
+            String::new()
+        } else {
+            format!("; the whole run took {} s", a.seconds)
+        },
+    );
+    let _ = writeln!(md, "| {} |", headers.join(" | "));
+    let _ = writeln!(md, "|{}", "---|".repeat(6));
+    for c in &cells {
+        let escaped: Vec<String> = c.iter().map(|s| s.replace('|', "\\|")).collect();
+        let _ = writeln!(md, "| {} |", escaped.join(" | "));
+    }
+    let _ = writeln!(md);
+    for n in &notes {
+        let _ = writeln!(md, "{n}\n");
+    }
+    if !a.notes.is_empty()
+        && let Ok(extra) = std::fs::read_to_string(&a.notes)
+    {
+        md.push_str(&extra);
+        if !extra.ends_with('\n') {
+            md.push('\n');
+        }
+    }
+    if let Some(parent) = a.markdown.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(&a.markdown, md).map_err(|e| format!("{}: {e}", a.markdown.display()))?;
+    let failed = rows.iter().filter(|r| r.verdict == "FAIL").count();
+    println!(
+        "{} of {} targets met; written to {}",
+        rows.iter().filter(|r| r.verdict == "pass").count(),
+        rows.iter().filter(|r| r.verdict != "info").count(),
+        a.markdown.display()
+    );
+    if failed > 0 {
+        eprintln!("bench-run: {failed} target(s) missed");
+    }
+    Ok(())
+}

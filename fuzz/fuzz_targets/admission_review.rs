@@ -1,0 +1,51 @@
+//! The webhook's AdmissionReview handler (`webhook/src/review.rs`, compiled here as a module:
+//! the webhook crate has no library target) on arbitrary bodies, in all three modes: it never
+//! panics; an answer is valid JSON that echoes the request's uid; a mutation's base64 patch
+//! decodes and applies to the request's object.
+#![no_main]
+#![allow(dead_code)]
+
+#[path = "../../webhook/src/review.rs"]
+mod review;
+
+use base64::Engine as _;
+use libfuzzer_sys::fuzz_target;
+use probelint_policies::Policy;
+use review::{Mode, admit};
+use serde_json::Value;
+use std::sync::LazyLock;
+
+static POLICY: LazyLock<Policy> = LazyLock::new(|| Policy::builtin().expect("built-in policy"));
+
+fuzz_target!(|data: &[u8]| {
+    for mode in [Mode::Validate, Mode::Warn, Mode::Mutate] {
+        let outcome = match admit(data, mode, &POLICY) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                assert!(!error.to_string().is_empty());
+                return;
+            }
+        };
+        let answer: Value =
+            serde_json::from_slice(&outcome.review.to_json()).expect("the answer is JSON");
+        assert_eq!(answer["apiVersion"], review::API_VERSION);
+        let request: Value = serde_json::from_slice(data).expect("admitted bodies are JSON");
+        assert_eq!(answer["response"]["uid"], request["request"]["uid"]);
+        if mode != Mode::Mutate {
+            assert!(answer["response"].get("patch").is_none());
+            continue;
+        }
+        let Some(patch) = answer["response"]["patch"].as_str() else {
+            continue;
+        };
+        assert_eq!(answer["response"]["patchType"], "JSONPatch");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .expect("the patch is base64");
+        let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("a JSON Patch");
+        let mut object = request["request"]["object"].clone();
+        if let Err(e) = json_patch::patch(&mut object, &patch.0) {
+            panic!("the webhook's patch does not apply to the request's object: {e}\n{patch:#?}");
+        }
+    }
+});

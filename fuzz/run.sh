@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target (or those named) for a fixed time each.
+#
+#   fuzz/run.sh                      # 300 s per target
+#   fuzz/run.sh 60 yaml_parse        # one target, 60 s
+#   SANITIZER=address fuzz/run.sh    # with ASan (slower; the code is safe Rust, so `none` is
+#                                    # the default: panics, overflows, hangs and OOM are caught
+#                                    # either way)
+#
+# Needs `cargo install cargo-fuzz`. On a stable toolchain RUSTC_BOOTSTRAP=1 lets it pass the
+# nightly-only flags it needs. Corpora grow in fuzz/corpus/<target> (not committed), seeded from
+# fuzz/seeds/<target> and, for the YAML targets, the real corpus in ../shared/corpus/real.
+# Crashes land in fuzz/artifacts/<target>/; turn each into a regression file (see
+# docs/reliability.md) before fixing it. Exits non-zero if any target found a crash.
+set -uo pipefail
+cd "$(dirname "$0")"
+
+seconds=${1:-300}
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(yaml_parse engine_json admission_review textfix_engine textfix_ops)
+fi
+sanitizer=${SANITIZER:-none}
+jobs=${FUZZ_JOBS:-1}
+real=../../shared/corpus/real
+export RUSTC_BOOTSTRAP=1
+
+for target in "${targets[@]}"; do
+    cargo fuzz build --sanitizer "$sanitizer" "$target" || exit 2
+done
+
+failed=()
+for target in "${targets[@]}"; do
+    corpus=corpus/$target
+    mkdir -p "$corpus" "artifacts/$target"
+    extra=(seeds/"$target")
+    case $target in
+        yaml_parse | textfix_engine) [ -d "$real" ] && extra+=("$real") ;;
+    esac
+    echo "== $target: ${seconds}s (sanitizer $sanitizer)"
+    start=$(date +%s)
+    cargo fuzz run --sanitizer "$sanitizer" "$target" "$corpus" "${extra[@]}" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -jobs="$jobs" -workers="$jobs" -print_final_stats=1 \
+        -artifact_prefix="artifacts/$target/" 2>&1 | tee "artifacts/$target.log" |
+        grep -E '^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+== ERROR|thread .* panicked|SUMMARY|Done)' || true
+    status=${PIPESTATUS[0]}
+    echo "== $target: exit $status after $(( $(date +%s) - start ))s, corpus $(ls "$corpus" | wc -l) inputs"
+    [ "$status" -eq 0 ] || failed+=("$target")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "crashes in: ${failed[*]} (see fuzz/artifacts/)"
+    exit 1
+fi

@@ -1,0 +1,263 @@
+//! The Helm chart of the admission webhook (`charts/probelint`), checked by real Helm and by
+//! probelint itself.
+//!
+//! Real Helm is the Helm v4 library that the PyPI package `helm-sdkpy` bundles (a shared object
+//! behind a C ABI, driven from Python). `charts/probelint/tests/check_chart.py` runs its Lint
+//! action over the chart for every values variant, and its Install and Upgrade actions against
+//! an in-process fake Kubernetes API server to render the chart exactly as `helm install` does
+//! (`lookup` included), then checks what was rendered; see the script's docstring for the list.
+//! Each `#[test]` here runs one of its checks.
+//!
+//! Needs Python 3 (with `venv`) and PyPI: `helm-sdkpy`, `PyYAML` and `cel-expr-python`, pinned
+//! below, are installed once into a virtualenv kept under the cargo target directory and reused
+//! while it has those versions. `helm-sdkpy` declares Python >= 3.12 but runs on 3.11, so it is
+//! installed with `--ignore-requires-python`. When Python or PyPI is missing the tests fail,
+//! unless `PROBELINT_SKIP_NETWORK_TESTS=1`, which skips them with a message. `PYTHON` names
+//! another interpreter than `python3`.
+//!
+//! `UPDATE_DOCS=1` (as for `docs/`) regenerates the policy schema inside `values.schema.json` and
+//! the Deployment fixture instead of failing when they are stale.
+//!
+//! `rendered_deployment_fixture_lints_clean` needs none of that: it lints the chart's Deployment
+//! as kept in `charts/probelint/tests/rendered-deployment.yaml` (which `check_chart.py --only
+//! render` compares with Helm's render) with the probelint binary of this build.
+
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The packages the checks import; bump them deliberately.
+const HELM_SDKPY: &str = "helm-sdkpy==0.1.32";
+const PYYAML: &str = "PyYAML==6.0.3";
+const CEL: &str = "cel-expr-python==0.1.3";
+
+const SKIP_VAR: &str = "PROBELINT_SKIP_NETWORK_TESTS";
+
+fn skipped(test: &str) -> bool {
+    let skip = std::env::var(SKIP_VAR).is_ok_and(|v| v == "1");
+    if skip {
+        eprintln!("skipping {test}: {SKIP_VAR}=1 (it needs PyPI to install helm-sdkpy)");
+    }
+    skip
+}
+
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("lint/ has a parent")
+}
+
+fn chart_dir() -> PathBuf {
+    workspace_root().join("charts").join("probelint")
+}
+
+fn output(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The virtualenv's python with the pinned packages; created once per target directory.
+fn helm_python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let packages = [HELM_SDKPY, PYYAML, CEL];
+        let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("helm-chart")
+            .join(format!("venv-{}", packages.join("-").replace("==", "-")));
+        let python = venv.join("bin").join("python");
+        let wanted = packages.join(" ").to_lowercase();
+        let probe = "import importlib.metadata as m, helm_sdkpy, yaml, cel_expr_python; \
+                     print(' '.join(f'{p}=={m.version(p)}'.lower() \
+                     for p in ('helm-sdkpy', 'PyYAML', 'cel-expr-python')))";
+        let installed = |python: &Path| {
+            python.exists()
+                && String::from_utf8_lossy(&output(Command::new(python).args(["-c", probe])).stdout)
+                    .trim()
+                    == wanted
+        };
+        if installed(&python) {
+            return python;
+        }
+        let started = Instant::now();
+        let _ = std::fs::remove_dir_all(&venv);
+        let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        let made = output(Command::new(&base).arg("-m").arg("venv").arg(&venv));
+        assert!(
+            made.status.success(),
+            "`{base} -m venv` failed (the Helm chart tests need Python 3 with venv; set \
+             {SKIP_VAR}=1 to skip them):\n{}",
+            text(&made)
+        );
+        let pip = output(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                ])
+                // helm-sdkpy says Python >= 3.12; its bundled library and cffi code run on 3.11.
+                .arg("--ignore-requires-python")
+                .args(packages),
+        );
+        assert!(
+            pip.status.success(),
+            "pip could not install {} ({}); is PyPI reachable? Set {SKIP_VAR}=1 to skip the \
+             tests that need it.\n{}",
+            packages.join(" "),
+            pip.status,
+            text(&pip)
+        );
+        assert!(
+            installed(&python),
+            "{wanted} not importable from {}",
+            venv.display()
+        );
+        eprintln!(
+            "installed {wanted} into {} in {:.1?}",
+            venv.display(),
+            started.elapsed()
+        );
+        python
+    })
+}
+
+/// Runs `check_chart.py --only CHECK` and fails with its report when the check fails.
+fn run_check(check: &str) {
+    if skipped(&format!("the Helm chart check `{check}`")) {
+        return;
+    }
+    let python = helm_python();
+    let started = Instant::now();
+    // As for docs/: `UPDATE_DOCS=1` rewrites what the chart copies from the engine and the
+    // Deployment fixture, instead of failing on them.
+    let update: &[&str] = match (std::env::var("UPDATE_DOCS").as_deref(), check) {
+        (Ok("1"), "sync") => &["--sync-policy-schema"],
+        (Ok("1"), "render") => &["--update-fixture"],
+        _ => &[],
+    };
+    let out = output(
+        Command::new(python)
+            .arg(chart_dir().join("tests").join("check_chart.py"))
+            .args([
+                "--probelint",
+                env!("CARGO_BIN_EXE_probelint"),
+                "--only",
+                check,
+            ])
+            .args(update)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let report = text(&out);
+    assert!(
+        out.status.success(),
+        "chart check `{check}` failed ({}):\n{report}",
+        out.status
+    );
+    eprintln!(
+        "{report}chart check `{check}` took {:.1?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn chart_matches_the_engine() {
+    run_check("sync");
+}
+
+#[test]
+fn helm_lints_the_chart_in_every_mode() {
+    run_check("lint");
+}
+
+#[test]
+fn helm_renders_the_chart_as_specified_and_probelint_finds_nothing() {
+    run_check("render");
+}
+
+#[test]
+fn values_schema_refuses_wrong_values_by_name() {
+    run_check("schema");
+}
+
+#[test]
+fn generated_certificate_survives_upgrades_and_renews() {
+    run_check("upgrade");
+}
+
+#[test]
+fn accelerator_match_condition_agrees_with_the_engine() {
+    run_check("cel");
+}
+
+/// No Helm needed: the chart's Deployment, as kept in the fixture, has no finding at any
+/// severity, survives a slow start, and its probes are the ones the chart promises.
+#[test]
+fn rendered_deployment_fixture_lints_clean() {
+    let fixture = chart_dir().join("tests").join("rendered-deployment.yaml");
+    let scratch = tempfile::tempdir().unwrap();
+    // Outside the repository, so that no .probelint.yaml applies: the built-in policy.
+    let out = output(
+        Command::new(env!("CARGO_BIN_EXE_probelint"))
+            .args(["--fail-on", "info", "--format", "json"])
+            .arg(&fixture)
+            .current_dir(scratch.path()),
+    );
+    let report = text(&out);
+    assert!(
+        out.status.success(),
+        "probelint finds problems in {}:\n{report}",
+        fixture.display()
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(json["findings"], serde_json::json!([]), "{report}");
+    assert_eq!(json["summary"]["objects"], 1, "{report}");
+
+    // A webhook that takes 30 s to start (slow node, cold image) is never restarted by its own
+    // liveness probe, and takes no traffic before it answers.
+    let out = output(
+        Command::new(env!("CARGO_BIN_EXE_probelint"))
+            .args(["simulate", "--container", "webhook", "--load-seconds", "30"])
+            .args(["--duration", "300", "--format", "json"])
+            .arg(&fixture)
+            .current_dir(scratch.path()),
+    );
+    assert!(out.status.success(), "probelint simulate:\n{}", text(&out));
+    let simulated: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let webhook = &simulated["containers"][0];
+    assert_eq!(webhook["restarts"], 0, "{webhook:#}");
+    assert_eq!(webhook["ready_while_loading_seconds"], 0.0, "{webhook:#}");
+    let first_ready = webhook["first_ready_seconds"]
+        .as_f64()
+        .expect("first_ready_seconds");
+    assert!(first_ready <= 35.0, "{webhook:#}");
+
+    let manifest = std::fs::read_to_string(&fixture).unwrap();
+    for expected in [
+        "kind: Deployment",
+        "startupProbe:",
+        "path: /readyz",
+        "path: /livez",
+        "scheme: HTTPS",
+        "automountServiceAccountToken: false",
+        "readOnlyRootFilesystem: true",
+    ] {
+        assert!(
+            manifest.contains(expected),
+            "{expected:?} missing from the fixture"
+        );
+    }
+}

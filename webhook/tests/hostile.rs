@@ -1,0 +1,1168 @@
+//! Hostile AdmissionReviews and hostile clients against the real `probelint-webhook` binary,
+//! and the soak: continuous HTTPS load while certificates rotate and the policy is rewritten,
+//! then SIGTERM.
+//!
+//! `webhook.rs` already covers a truncated body, a review without `request`, a body over the
+//! limit (with Content-Length), wrong Content-Type, plaintext and TLS 1.1, client certificates,
+//! rotation under load and SIGTERM with a review in flight. This file adds what those leave out;
+//! after every hostile request the server must still answer a good one.
+//!
+//! The soak runs here in two sizes: `soak_30_seconds` in CI, and `soak` (ignored; 10 minutes by
+//! default, configured by `SOAK_*` variables) from `tests/soak/soak.sh` on a release build.
+
+mod support;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The server's own bound on a review ([`REQUEST_TIMEOUT`] in `server.rs`), plus slack for a
+/// debug build on shared CI cores.
+const ANSWER_BOUND: Duration = Duration::from_secs(6);
+
+// ---------------------------------------------------------------------------------------------
+// A keep-alive HTTPS client: many requests on one connection, as the apiserver sends them.
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+struct Conn {
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    sender: Option<Sender>,
+    /// The certificate the server presented on the current connection.
+    peer: Option<Vec<u8>>,
+    /// Connections opened so far.
+    opened: u64,
+}
+
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Conn {
+    fn new(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> Conn {
+        Conn {
+            addr,
+            config,
+            sender: None,
+            peer: None,
+            opened: 0,
+        }
+    }
+
+    async fn connect(&mut self) -> Result<(), Error> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        tcp.set_nodelay(true)?;
+        let tls = tokio_rustls::TlsConnector::from(self.config.clone())
+            .connect(rustls::pki_types::ServerName::try_from("localhost")?, tcp)
+            .await?;
+        self.peer = tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(|c| c.as_ref().to_vec());
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+        tokio::spawn(connection);
+        self.sender = Some(sender);
+        self.opened += 1;
+        Ok(())
+    }
+
+    /// POSTs JSON. Opens a connection when there is none (or the last one was closed).
+    async fn post(&mut self, path: &str, body: Bytes) -> Result<Answer, Error> {
+        if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
+            self.connect().await?;
+        }
+        let sender = self.sender.as_mut().expect("connected");
+        let result = async {
+            sender.ready().await?;
+            let request = hyper::Request::builder()
+                .method("POST")
+                .uri(path)
+                .header("host", "localhost")
+                .header("content-type", "application/json")
+                .body(Full::new(body))?;
+            let response = sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes().to_vec();
+            Ok::<_, Error>(Answer { status, body })
+        }
+        .await;
+        if result.is_err() {
+            self.sender = None;
+        }
+        result
+    }
+
+    fn close(&mut self) {
+        self.sender = None;
+    }
+}
+
+fn good_review() -> Value {
+    fixture_json("deny-gpu-deployment-without-probes")
+}
+
+/// A hostile body must get a well-formed answer: a 4xx with a message, or a 200 with an
+/// AdmissionReview for the request's uid. Never a 5xx, never a dropped connection, always in
+/// time. Then a good review on the same connection must still be answered.
+async fn assert_answered(conn: &mut Conn, what: &str, body: Vec<u8>) -> Answer {
+    let start = Instant::now();
+    let answer = conn
+        .post("/validate", Bytes::from(body))
+        .await
+        .unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
+    let elapsed = start.elapsed();
+    assert!(elapsed < ANSWER_BOUND, "{what}: answered in {elapsed:?}");
+    match answer.status {
+        200 => {
+            let review: Value = serde_json::from_slice(&answer.body)
+                .unwrap_or_else(|e| panic!("{what}: 200 but not JSON ({e}): {}", answer.text()));
+            assert_eq!(review["apiVersion"], "admission.k8s.io/v1", "{what}");
+            assert!(
+                review["response"]["allowed"].is_boolean(),
+                "{what}: {review}"
+            );
+            assert!(review["response"]["uid"].is_string(), "{what}: {review}");
+        }
+        400..=499 => assert!(
+            answer.text().trim().len() > 10,
+            "{what}: HTTP {} without a message",
+            answer.status
+        ),
+        other => panic!("{what}: HTTP {other}: {}", answer.text()),
+    }
+    let next = conn
+        .post("/validate", Bytes::from(fixture("allow-clean-gpu-pod")))
+        .await
+        .unwrap_or_else(|e| panic!("after {what}: the next review failed: {e}"));
+    assert_eq!(next.status, 200, "after {what}: {}", next.text());
+    answer
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile bodies
+
+#[tokio::test]
+async fn truncated_reviews_at_every_point_get_400() {
+    let webhook = Webhook::start().await;
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let body = fixture("deny-gpu-deployment-without-probes");
+    let cuts: Vec<usize> = (1..body.len()).step_by(97).collect();
+    for &cut in &cuts {
+        let answer =
+            assert_answered(&mut conn, &format!("cut at {cut}"), body[..cut].to_vec()).await;
+        assert_eq!(answer.status, 400, "cut at {cut}: {}", answer.text());
+        assert!(answer.text().contains("not a valid"), "{}", answer.text());
+    }
+    assert_eq!(
+        conn.opened, 1,
+        "a 400 must not cost the client its connection"
+    );
+}
+
+/// Every node of a real review, in turn, replaced by each JSON type it is not.
+#[tokio::test]
+async fn wrong_types_in_every_field_get_a_clear_answer() {
+    let webhook = Webhook::start().await;
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let review = good_review();
+    let mut pointers = Vec::new();
+    let mut stack = vec![(String::new(), &review)];
+    while let Some((pointer, node)) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    stack.push((
+                        format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        v,
+                    ));
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    stack.push((format!("{pointer}/{i}"), v));
+                }
+            }
+            _ => {}
+        }
+        if !pointer.is_empty() {
+            pointers.push(pointer);
+        }
+    }
+    let replacements = [
+        json!(null),
+        json!(7),
+        json!(-1.5e300),
+        json!("x"),
+        json!(true),
+        json!([]),
+        json!({}),
+        json!([{"a": null}]),
+    ];
+    let (mut refused, mut answered) = (0, 0);
+    let start = Instant::now();
+    for pointer in &pointers {
+        let original = review.pointer(pointer).expect("pointer");
+        for replacement in &replacements {
+            if std::mem::discriminant(original) == std::mem::discriminant(replacement) {
+                continue;
+            }
+            let mut hostile = review.clone();
+            *hostile.pointer_mut(pointer).expect("pointer") = replacement.clone();
+            let what = format!("{pointer} = {replacement}");
+            let answer = assert_answered(
+                &mut conn,
+                &what,
+                serde_json::to_vec(&hostile).expect("json"),
+            )
+            .await;
+            if answer.status == 200 {
+                answered += 1;
+            } else {
+                refused += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{} wrong-typed reviews ({} fields): {refused} refused with 4xx, {answered} answered, in {:?}",
+        refused + answered,
+        pointers.len(),
+        start.elapsed()
+    );
+    assert!(refused > 50 && answered > 50, "{refused} {answered}");
+}
+
+#[tokio::test]
+async fn odd_but_valid_json_and_other_review_versions_get_400_with_the_reason() {
+    let webhook = Webhook::start().await;
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let mut v1beta1 = good_review();
+    v1beta1["apiVersion"] = json!("admission.k8s.io/v1beta1");
+    let mut v2 = good_review();
+    v2["apiVersion"] = json!("admission.k8s.io/v2");
+    let mut other_kind = good_review();
+    other_kind["kind"] = json!("TokenReview");
+    let mut no_api_version = good_review();
+    no_api_version
+        .as_object_mut()
+        .expect("object")
+        .remove("apiVersion");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "v1beta1",
+            serde_json::to_vec(&v1beta1).expect("json"),
+            "unsupported review type",
+        ),
+        (
+            "v2",
+            serde_json::to_vec(&v2).expect("json"),
+            "unsupported review type",
+        ),
+        (
+            "TokenReview",
+            serde_json::to_vec(&other_kind).expect("json"),
+            "unsupported review type",
+        ),
+        (
+            "no apiVersion",
+            serde_json::to_vec(&no_api_version).expect("json"),
+            "apiVersion",
+        ),
+        ("empty body", Vec::new(), "not a valid"),
+        ("null", b"null".to_vec(), "not a valid"),
+        ("array", b"[1, 2]".to_vec(), "not a valid"),
+        ("number", b"1e999999".to_vec(), "not a valid"),
+        ("string", b"\"AdmissionReview\"".to_vec(), "not a valid"),
+        ("whitespace", b" \n\t ".to_vec(), "not a valid"),
+        (
+            "trailing garbage",
+            [fixture("allow-clean-gpu-pod"), b"}{".to_vec()].concat(),
+            "not a valid",
+        ),
+        (
+            "two reviews",
+            [
+                fixture("allow-clean-gpu-pod"),
+                fixture("allow-clean-gpu-pod"),
+            ]
+            .concat(),
+            "not a valid",
+        ),
+    ];
+    for (what, body, expect) in cases {
+        let answer = assert_answered(&mut conn, what, body).await;
+        assert_eq!(answer.status, 400, "{what}: {}", answer.text());
+        assert!(answer.text().contains(expect), "{what}: {}", answer.text());
+    }
+}
+
+#[tokio::test]
+async fn non_utf8_bodies_and_lone_surrogates_get_400() {
+    let webhook = Webhook::start().await;
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let good = fixture("deny-gpu-deployment-without-probes");
+    let name = b"llama-3-70b";
+    let at = good
+        .windows(name.len())
+        .position(|w| w == name)
+        .expect("name in fixture");
+    let mut latin1 = good.clone();
+    latin1[at] = 0xe9; // a Latin-1 'é' inside a JSON string
+    let mut nul = good.clone();
+    nul[at] = 0; // a raw NUL inside a string: a control character, not allowed by JSON
+    let utf16: Vec<u8> = String::from_utf8(good.clone())
+        .expect("utf8")
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let mut surrogate = good_review();
+    surrogate["request"]["object"]["metadata"]["name"] = json!("PLACEHOLDER");
+    let surrogate = serde_json::to_string(&surrogate)
+        .expect("json")
+        .replace("PLACEHOLDER", "\\ud800")
+        .into_bytes();
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend_from_slice(&good);
+    for (what, body) in [
+        ("Latin-1 byte", latin1),
+        ("NUL byte", nul),
+        ("UTF-16", utf16),
+        ("lone surrogate", surrogate),
+        ("BOM", bom),
+        (
+            "random bytes",
+            (0..4096u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+                .collect(),
+        ),
+    ] {
+        let answer = assert_answered(&mut conn, what, body).await;
+        assert_eq!(answer.status, 400, "{what}: {}", answer.text());
+    }
+}
+
+/// serde_json stops at 128 levels: deeper nesting is a clean 400, never a stack overflow. Just
+/// under the limit, the object is evaluated (and walked by the engine) like any other.
+#[tokio::test]
+async fn deeply_nested_json_is_refused_and_just_under_the_limit_is_evaluated() {
+    let webhook = Webhook::start().await;
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let good = serde_json::to_string(&good_review()).expect("json");
+    let nest = |depth: usize, open: &str, close: &str| -> Vec<u8> {
+        let deep = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+        good.replacen(
+            "\"replicas\":1",
+            &format!("\"replicas\":1,\"deep\":{deep}"),
+            1,
+        )
+        .into_bytes()
+    };
+    for (what, body) in [
+        ("100,000 arrays", nest(100_000, "[", "]")),
+        ("100,000 objects", nest(100_000, "{\"a\":", "}")),
+        ("1,000 arrays", nest(1_000, "[", "]")),
+        ("129 arrays", nest(129, "[", "]")),
+    ] {
+        let answer = assert_answered(&mut conn, what, body).await;
+        assert_eq!(answer.status, 400, "{what}: {}", answer.text());
+        assert!(
+            answer.text().contains("recursion limit"),
+            "{what}: {}",
+            answer.text()
+        );
+    }
+    // The review itself is 5 levels deep at `spec`: 120 more stays under 128.
+    let answer = assert_answered(&mut conn, "120 arrays", nest(120, "[", "]")).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    // And nesting inside the pod spec, where the rules look.
+    let mut review = good_review();
+    let mut deep = json!("x");
+    for _ in 0..115 {
+        deep = json!({"nested": deep});
+    }
+    review["request"]["object"]["spec"]["template"]["spec"]["containers"][0]["env"] = json!([deep]);
+    for path in ["/validate", "/mutate", "/validate/warn"] {
+        let answer = conn
+            .post(
+                path,
+                Bytes::from(serde_json::to_vec(&review).expect("json")),
+            )
+            .await
+            .expect("answer");
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text());
+    }
+}
+
+/// A Deployment with 10,000 GPU containers and no probes (about 2 MB): 30,000 findings. Every
+/// endpoint answers within the server's timeout and the server keeps serving.
+#[tokio::test]
+async fn ten_thousand_containers_are_answered_within_the_timeout() {
+    let webhook = Webhook::start().await;
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let mut review = good_review();
+    let template = review["request"]["object"]["spec"]["template"]["spec"]["containers"][0].clone();
+    let containers: Vec<Value> = (0..10_000)
+        .map(|i| {
+            let mut c = template.clone();
+            c["name"] = json!(format!("c{i}"));
+            c
+        })
+        .collect();
+    review["request"]["object"]["spec"]["template"]["spec"]["containers"] = json!(containers);
+    let body = serde_json::to_vec(&review).expect("json");
+    for path in ["/validate", "/validate/warn", "/mutate"] {
+        let start = Instant::now();
+        let answer = conn
+            .post(path, Bytes::from(body.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let elapsed = start.elapsed();
+        eprintln!(
+            "{path}: 10,000 containers ({} KB) answered HTTP {} ({} KB) in {elapsed:?}",
+            body.len() / 1024,
+            answer.status,
+            answer.body.len() / 1024
+        );
+        assert!(elapsed < ANSWER_BOUND, "{path}: {elapsed:?}");
+        // 200 with the review, or the server's own 503 when the build is too slow to finish
+        // in 5 s: either way a well-formed answer in time, never a hang or a dropped connection.
+        match answer.status {
+            200 => {
+                let review: Value = serde_json::from_slice(&answer.body).expect("JSON");
+                let response = &review["response"];
+                match path {
+                    "/validate" => assert_eq!(response["allowed"], false),
+                    "/mutate" => assert!(response["patch"].is_string()),
+                    _ => assert_eq!(response["allowed"], true),
+                }
+            }
+            503 => assert!(
+                answer.text().contains("did not complete"),
+                "{}",
+                answer.text()
+            ),
+            other => panic!("{path}: HTTP {other}: {}", answer.text()),
+        }
+    }
+    let next = conn
+        .post("/validate", Bytes::from(fixture("allow-clean-gpu-pod")))
+        .await
+        .expect("next review");
+    assert_eq!(next.status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile clients
+
+/// Opens TLS to the webhook and returns the raw stream.
+async fn raw_tls(webhook: &Webhook) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let tcp = TcpStream::connect(webhook.addr).await.expect("connect");
+    tokio_rustls::TlsConnector::from(webhook.client())
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").expect("name"),
+            tcp,
+        )
+        .await
+        .expect("handshake")
+}
+
+async fn read_head(stream: &mut (impl AsyncReadExt + Unpin), within: Duration) -> String {
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(within, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+            if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The body limit holds without a Content-Length too (chunked upload): the server stops reading
+/// at 7 MiB and answers 413.
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_gets_413() {
+    let webhook = Webhook::start().await;
+    let mut tls = raw_tls(&webhook).await;
+    tls.write_all(
+        b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )
+    .await
+    .expect("head");
+    let chunk = vec![b' '; 1024 * 1024];
+    let mut sent = 0;
+    for _ in 0..16 {
+        let head = format!("{:x}\r\n", chunk.len());
+        let ok = tls.write_all(head.as_bytes()).await.is_ok()
+            && tls.write_all(&chunk).await.is_ok()
+            && tls.write_all(b"\r\n").await.is_ok();
+        if !ok {
+            break;
+        }
+        sent += 1;
+    }
+    let _ = tls.write_all(b"0\r\n\r\n").await;
+    let head = read_head(&mut tls, Duration::from_secs(5)).await;
+    assert!(
+        head.starts_with("HTTP/1.1 413"),
+        "after {sent} MiB: {head:?}"
+    );
+    let reply = webhook.review("/validate", "allow-clean-gpu-pod").await;
+    assert_eq!(reply["response"]["allowed"], true);
+}
+
+/// A client that sends its headers and then trickles the body is cut off by the review timeout
+/// (503), and is no obstacle to anyone else meanwhile. A client that claims a body it never
+/// sends is treated the same.
+#[tokio::test]
+async fn slow_and_lying_clients_time_out_without_blocking_others() {
+    let webhook = Webhook::start().await;
+    let body = fixture("allow-clean-gpu-pod");
+    let mut slow = raw_tls(&webhook).await;
+    slow.write_all(
+        format!(
+            "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .expect("head");
+    let mut liar = raw_tls(&webhook).await;
+    liar.write_all(
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{",
+    )
+    .await
+    .expect("head");
+    let start = Instant::now();
+    let trickle = tokio::spawn(async move {
+        for byte in body.iter().take(60) {
+            if slow.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            let _ = slow.flush().await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        read_head(&mut slow, Duration::from_secs(10)).await
+    });
+    // Meanwhile others are served promptly.
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    for _ in 0..10 {
+        let t = Instant::now();
+        let answer = conn
+            .post("/validate", Bytes::from(fixture("allow-clean-gpu-pod")))
+            .await
+            .expect("served while a slow client is connected");
+        assert_eq!(answer.status, 200);
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+    let head = trickle.await.expect("trickle");
+    assert!(head.starts_with("HTTP/1.1 503"), "{head:?}");
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(4) && elapsed < Duration::from_secs(9),
+        "the slow client was cut after {elapsed:?}"
+    );
+    let head = read_head(&mut liar, Duration::from_secs(5)).await;
+    assert!(head.starts_with("HTTP/1.1 503"), "{head:?}");
+}
+
+/// Garbage instead of a TLS handshake, a handshake abandoned halfway, and a hundred idle
+/// connections: the server stays up and serves the next client.
+#[tokio::test]
+async fn garbage_and_idle_connections_do_not_take_the_server_down() {
+    let webhook = Webhook::start().await;
+    for garbage in [
+        vec![0u8; 64 * 1024],
+        (0..64 * 1024u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect(),
+        b"\x16\x03\x01\xff\xff".to_vec(), // a TLS record header promising 64 KB, then nothing
+        b"GET / HTTP/1.0\r\n\r\n".to_vec(),
+    ] {
+        let mut tcp = TcpStream::connect(webhook.addr).await.expect("connect");
+        let _ = tcp.write_all(&garbage).await;
+        let mut sink = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(2), tcp.read_to_end(&mut sink)).await;
+    }
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(TcpStream::connect(webhook.addr).await.expect("connect"));
+    }
+    let start = Instant::now();
+    let review = webhook.review("/validate", "allow-clean-gpu-pod").await;
+    assert_eq!(review["response"]["allowed"], true);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(idle);
+    let ready = webhook.metrics_get("/readyz").await.expect("readyz");
+    assert_eq!(ready.status, 200);
+}
+
+/// The plain-HTTP metrics port serves metrics and probes only: no admission endpoint there,
+/// so nothing reaches the engine without TLS.
+#[tokio::test]
+async fn the_metrics_port_serves_no_admission_endpoint() {
+    let webhook = Webhook::start().await;
+    for path in ["/validate", "/validate/warn", "/mutate"] {
+        let mut tcp = TcpStream::connect(webhook.metrics_addr)
+            .await
+            .expect("connect");
+        let body = fixture("deny-gpu-deployment-without-probes");
+        tcp.write_all(
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("head");
+        tcp.write_all(&body).await.expect("body");
+        let head = read_head(&mut tcp, Duration::from_secs(5)).await;
+        assert!(
+            head.starts_with("HTTP/1.1 404") || head.starts_with("HTTP/1.1 405"),
+            "{path} on the metrics port: {head:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Soak
+
+/// How a soak runs. `ci()` for the 30-second version; `from_env()` for `tests/soak/soak.sh`.
+#[derive(Debug, Clone)]
+struct SoakConfig {
+    duration: Duration,
+    rotate_every: Duration,
+    policy_every: Duration,
+    /// RSS is compared between the end of this warm-up and the end of the load.
+    warmup: Duration,
+    /// Width of a latency bucket in the report.
+    bucket: Duration,
+    /// Clients reusing one connection (as the apiserver does) ...
+    keepalive_clients: usize,
+    /// ... and clients opening a new connection (a new TLS handshake) for every review.
+    fresh_clients: usize,
+    report: Option<std::path::PathBuf>,
+}
+
+impl SoakConfig {
+    fn ci() -> SoakConfig {
+        SoakConfig {
+            duration: Duration::from_secs(30),
+            rotate_every: Duration::from_secs(3),
+            policy_every: Duration::from_millis(4500),
+            warmup: Duration::from_secs(8),
+            bucket: Duration::from_secs(10),
+            keepalive_clients: 2,
+            fresh_clients: 2,
+            report: None,
+        }
+    }
+
+    fn from_env() -> SoakConfig {
+        let secs = |name: &str, default: f64| {
+            Duration::from_secs_f64(
+                std::env::var(name)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(default),
+            )
+        };
+        let count = |name: &str, default: usize| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        let duration = secs("SOAK_SECONDS", 600.0);
+        SoakConfig {
+            duration,
+            rotate_every: secs("SOAK_ROTATE_SECONDS", 30.0),
+            policy_every: secs("SOAK_POLICY_SECONDS", 45.0),
+            warmup: secs(
+                "SOAK_WARMUP_SECONDS",
+                (duration.as_secs_f64() / 10.0).min(60.0),
+            ),
+            bucket: secs("SOAK_BUCKET_SECONDS", 60.0),
+            keepalive_clients: count("SOAK_KEEPALIVE_CLIENTS", 4),
+            fresh_clients: count("SOAK_FRESH_CLIENTS", 4),
+            report: std::env::var_os("SOAK_REPORT").map(Into::into),
+        }
+    }
+}
+
+/// One request of the soak.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    /// Seconds since the load started.
+    start: f64,
+    end: f64,
+    latency_ms: f64,
+    ok: bool,
+}
+
+const VALID_POLICY_A: &str = "# soak: valid A\nrules:\n  gpu-startup-probe-missing: warning\n";
+const VALID_POLICY_B: &str = "# soak: valid B\nrules:\n  readiness-port-open: info\n";
+const INVALID_POLICY: &str = "# soak: invalid\nrules:\n  no-such-rule: error\n";
+
+fn proc_status(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+fn open_fds(pid: u32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// What a soak measured.
+#[derive(Debug)]
+struct SoakReport {
+    sent: usize,
+    ok: usize,
+    failed_before_sigterm: usize,
+    failed_after_sigterm: usize,
+    rss_first_kb: u64,
+    rss_warm_kb: u64,
+    rss_end_kb: u64,
+    rss_max_kb: u64,
+    fds_warm: u64,
+    fds_end: u64,
+    rotations: u64,
+    cert_reloads_ok: u64,
+    cert_reloads_failed: u64,
+    certs_served: usize,
+    policy_valid_writes: u64,
+    policy_invalid_writes: u64,
+    policy_reloads_ok: u64,
+    policy_reloads_failed: u64,
+    exit_code: Option<i32>,
+    exit_after_sigterm: Duration,
+    table: String,
+}
+
+async fn run_soak(config: SoakConfig) -> SoakReport {
+    let mut webhook = Webhook::start_with(Options {
+        policy: Some(VALID_POLICY_A.to_owned()),
+        ..Options::default()
+    })
+    .await;
+    let pid = webhook.pid();
+    let rss_first_kb = proc_status(pid, "VmRSS:").unwrap_or(0);
+    let bodies: Arc<Vec<(&'static str, Bytes)>> = Arc::new(vec![
+        (
+            "/validate",
+            Bytes::from(fixture("deny-gpu-deployment-without-probes")),
+        ),
+        ("/validate", Bytes::from(fixture("allow-clean-gpu-pod"))),
+        (
+            "/mutate",
+            Bytes::from(fixture("deny-gpu-deployment-without-probes")),
+        ),
+        (
+            "/validate/warn",
+            Bytes::from(fixture("warn-gpu-deployment-exec-probe")),
+        ),
+        ("/validate", Bytes::from(fixture("deny-update-new-image"))),
+    ]);
+    let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
+    let certs_seen: Arc<Mutex<std::collections::HashSet<Vec<u8>>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let counter = Arc::new(AtomicU64::new(0));
+    let t0 = Instant::now();
+
+    let mut clients = Vec::new();
+    for i in 0..config.keepalive_clients + config.fresh_clients {
+        let fresh = i >= config.keepalive_clients;
+        let mut conn = Conn::new(webhook.addr, webhook.client());
+        let (bodies, samples, certs_seen, stop, counter) = (
+            bodies.clone(),
+            samples.clone(),
+            certs_seen.clone(),
+            stop.clone(),
+            counter.clone(),
+        );
+        clients.push(tokio::spawn(async move {
+            let mut local = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let n = counter.fetch_add(1, Ordering::Relaxed) as usize;
+                let (path, body) = &bodies[n % bodies.len()];
+                let start = t0.elapsed();
+                let result = conn.post(path, body.clone()).await;
+                let end = t0.elapsed();
+                let ok = match &result {
+                    Ok(answer) if answer.status == 200 => {
+                        serde_json::from_slice::<Value>(&answer.body)
+                            .is_ok_and(|r| r["response"]["uid"].is_string())
+                    }
+                    Ok(answer) => {
+                        eprintln!(
+                            "soak: {path}: HTTP {} at {:.1}s: {}",
+                            answer.status,
+                            end.as_secs_f64(),
+                            answer.text()
+                        );
+                        false
+                    }
+                    Err(e) => {
+                        if !stop.load(Ordering::Relaxed) {
+                            eprintln!("soak: {path}: {e} at {:.1}s", end.as_secs_f64());
+                        }
+                        false
+                    }
+                };
+                if fresh {
+                    if let Some(peer) = conn.peer.take() {
+                        certs_seen.lock().expect("certs").insert(peer);
+                    }
+                    conn.close();
+                }
+                local.push(Sample {
+                    start: start.as_secs_f64(),
+                    end: end.as_secs_f64(),
+                    latency_ms: (end - start).as_secs_f64() * 1000.0,
+                    ok,
+                });
+                if !ok {
+                    // Do not spin on a closed listener after SIGTERM.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                if local.len() >= 1024 {
+                    samples.lock().expect("samples").append(&mut local);
+                }
+            }
+            samples.lock().expect("samples").append(&mut local);
+        }));
+    }
+
+    // RSS and file descriptors, once a second.
+    let rss_samples: Arc<Mutex<Vec<(f64, u64, u64)>>> = Arc::default();
+    let sampler = {
+        let (rss_samples, stop) = (rss_samples.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                if let (Some(rss), Some(fds)) = (proc_status(pid, "VmRSS:"), open_fds(pid)) {
+                    rss_samples
+                        .lock()
+                        .expect("rss")
+                        .push((t0.elapsed().as_secs_f64(), rss, fds));
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    };
+
+    // Faults: certificate rotation (the kubelet's `..data` swap) and policy rewrites.
+    let (mut rotations, mut valid_writes, mut invalid_writes) = (0u64, 0u64, 0u64);
+    let mut next_rotation = config.rotate_every;
+    let mut next_policy = config.policy_every;
+    let mut rss_warm = None;
+    loop {
+        let now = t0.elapsed();
+        if now >= config.duration {
+            break;
+        }
+        if rss_warm.is_none() && now >= config.warmup {
+            rss_warm = Some((
+                proc_status(pid, "VmRSS:").unwrap_or(0),
+                open_fds(pid).unwrap_or(0),
+            ));
+        }
+        if now >= next_rotation {
+            rotations += 1;
+            let leaf = webhook
+                .ca
+                .server(&format!("probelint-webhook soak {rotations}"));
+            let ca = webhook.ca.pem.clone();
+            webhook.certs.rotate(&[
+                ("tls.crt", &leaf.cert_pem),
+                ("tls.key", &leaf.key_pem),
+                ("ca.crt", &ca),
+            ]);
+            next_rotation += config.rotate_every;
+        }
+        if now >= next_policy {
+            let k = valid_writes + invalid_writes;
+            let text = if k % 2 == 0 {
+                invalid_writes += 1;
+                INVALID_POLICY
+            } else {
+                valid_writes += 1;
+                if (k / 2) % 2 == 0 {
+                    VALID_POLICY_B
+                } else {
+                    VALID_POLICY_A
+                }
+            };
+            write_atomically(&webhook.policy_path, text);
+            next_policy += config.policy_every;
+        }
+        let wake = next_rotation
+            .min(next_policy)
+            .min(config.duration)
+            .min(config.warmup.max(now));
+        tokio::time::sleep(
+            wake.saturating_sub(t0.elapsed())
+                .max(Duration::from_millis(10)),
+        )
+        .await;
+    }
+    let (rss_warm_kb, fds_warm) = rss_warm.unwrap_or((rss_first_kb, 0));
+    // Let the last reload settle, then read the counters while the load still runs.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let rss_end_kb = proc_status(pid, "VmRSS:").unwrap_or(0);
+    let fds_end = open_fds(pid).unwrap_or(0);
+    let metrics = webhook
+        .metrics_get("/metrics")
+        .await
+        .expect("metrics")
+        .text();
+
+    // SIGTERM with the load still running.
+    let sigterm_at = t0.elapsed().as_secs_f64();
+    webhook.terminate();
+    let term_start = Instant::now();
+    let status = tokio::task::spawn_blocking(move || {
+        let status = webhook.wait_exit(Duration::from_secs(20));
+        (status, webhook)
+    })
+    .await
+    .expect("wait");
+    let exit_after_sigterm = term_start.elapsed();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::SeqCst);
+    for client in clients {
+        client.await.expect("client");
+    }
+    sampler.await.expect("sampler");
+    let (status, _webhook) = status;
+
+    let samples = std::mem::take(&mut *samples.lock().expect("samples"));
+    let rss_max_kb = rss_samples
+        .lock()
+        .expect("rss")
+        .iter()
+        .map(|s| s.1)
+        .max()
+        .unwrap_or(0);
+    let failed_before_sigterm = samples
+        .iter()
+        .filter(|s| !s.ok && s.end < sigterm_at)
+        .count();
+    let failed_after_sigterm = samples
+        .iter()
+        .filter(|s| !s.ok && s.end >= sigterm_at)
+        .count();
+
+    // Per-bucket table.
+    let mut buckets: BTreeMap<u64, Vec<&Sample>> = BTreeMap::new();
+    let width = config.bucket.as_secs_f64();
+    for s in &samples {
+        buckets.entry((s.start / width) as u64).or_default().push(s);
+    }
+    let unit = if width >= 60.0 { "min" } else { "s" };
+    let mut table = String::from(
+        "| window | requests | failed | req/s | p50 ms | p99 ms | max ms | RSS MiB (end of window) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let rss = rss_samples.lock().expect("rss").clone();
+    for (bucket, list) in &buckets {
+        let from = *bucket as f64 * width;
+        let to = from + width;
+        let mut latencies: Vec<f64> = list.iter().filter(|s| s.ok).map(|s| s.latency_ms).collect();
+        latencies.sort_by(f64::total_cmp);
+        let failed = list.iter().filter(|s| !s.ok).count();
+        let rss_at = rss
+            .iter()
+            .filter(|s| s.0 <= to)
+            .next_back()
+            .map_or(0.0, |s| s.1 as f64 / 1024.0);
+        let label = if unit == "min" {
+            format!("{}-{} min", from / 60.0, to / 60.0)
+        } else {
+            format!("{from:.0}-{to:.0} s")
+        };
+        let span = (to.min(sigterm_at) - from).max(1e-3);
+        table.push_str(&format!(
+            "| {label}{} | {} | {failed} | {:.0} | {:.1} | {:.1} | {:.1} | {rss_at:.1} |\n",
+            if to > sigterm_at { " (SIGTERM)" } else { "" },
+            list.len(),
+            list.len() as f64 / span,
+            percentile(&latencies, 50.0),
+            percentile(&latencies, 99.0),
+            latencies.last().copied().unwrap_or(f64::NAN),
+        ));
+    }
+
+    let report = SoakReport {
+        sent: samples.len(),
+        ok: samples.iter().filter(|s| s.ok).count(),
+        failed_before_sigterm,
+        failed_after_sigterm,
+        rss_first_kb,
+        rss_warm_kb,
+        rss_end_kb,
+        rss_max_kb,
+        fds_warm,
+        fds_end,
+        rotations,
+        cert_reloads_ok: metric(
+            &metrics,
+            "probelint_webhook_certificate_reloads_total{result=\"success\"}",
+        ),
+        cert_reloads_failed: metric(
+            &metrics,
+            "probelint_webhook_certificate_reloads_total{result=\"failure\"}",
+        ),
+        certs_served: certs_seen.lock().expect("certs").len(),
+        policy_valid_writes: valid_writes,
+        policy_invalid_writes: invalid_writes,
+        policy_reloads_ok: metric(
+            &metrics,
+            "probelint_webhook_policy_reloads_total{result=\"success\"}",
+        ),
+        policy_reloads_failed: metric(
+            &metrics,
+            "probelint_webhook_policy_reloads_total{result=\"failure\"}",
+        ),
+        exit_code: status.code(),
+        exit_after_sigterm,
+        table,
+    };
+    let summary = format!(
+        "soak: {:?} of load, {} + {} clients (keep-alive + new connection per review)\n\n{}\n\
+         | total | value |\n|---|---:|\n\
+         | requests sent | {} |\n| failed before SIGTERM | {} |\n| failed after SIGTERM (listener closed) | {} |\n\
+         | RSS at start / after warm-up ({:?}) / end / max, MiB | {:.1} / {:.1} / {:.1} / {:.1} |\n\
+         | RSS growth after warm-up | {:+.1} % |\n| open fds after warm-up / end | {} / {} |\n\
+         | certificate rotations / reloads ok / failed / distinct certificates served | {} / {} / {} / {} |\n\
+         | policy writes valid / invalid; reloads ok / failed | {} / {}; {} / {} |\n\
+         | exit code after SIGTERM / time to exit | {:?} / {:.2} s |\n",
+        config.duration,
+        config.keepalive_clients,
+        config.fresh_clients,
+        report.table,
+        report.sent,
+        report.failed_before_sigterm,
+        report.failed_after_sigterm,
+        config.warmup,
+        report.rss_first_kb as f64 / 1024.0,
+        report.rss_warm_kb as f64 / 1024.0,
+        report.rss_end_kb as f64 / 1024.0,
+        report.rss_max_kb as f64 / 1024.0,
+        (report.rss_end_kb as f64 / report.rss_warm_kb.max(1) as f64 - 1.0) * 100.0,
+        report.fds_warm,
+        report.fds_end,
+        report.rotations,
+        report.cert_reloads_ok,
+        report.cert_reloads_failed,
+        report.certs_served,
+        report.policy_valid_writes,
+        report.policy_invalid_writes,
+        report.policy_reloads_ok,
+        report.policy_reloads_failed,
+        report.exit_code,
+        report.exit_after_sigterm.as_secs_f64(),
+    );
+    println!("{summary}");
+    if let Some(path) = &config.report {
+        std::fs::write(path, &summary).expect("write the soak report");
+    }
+    report
+}
+
+fn check_soak(report: &SoakReport) {
+    assert!(report.sent >= 100, "only {} requests", report.sent);
+    assert_eq!(
+        report.failed_before_sigterm, 0,
+        "requests failed under load"
+    );
+    assert!(report.ok + report.failed_after_sigterm == report.sent);
+    assert!(
+        report.rss_end_kb as f64 <= report.rss_warm_kb as f64 * 1.10,
+        "RSS grew from {} KiB to {} KiB",
+        report.rss_warm_kb,
+        report.rss_end_kb
+    );
+    assert!(
+        report.fds_end <= report.fds_warm + 16,
+        "fds {} -> {}",
+        report.fds_warm,
+        report.fds_end
+    );
+    assert!(report.rotations >= 2);
+    assert_eq!(
+        report.cert_reloads_ok, report.rotations,
+        "one reload per rotation"
+    );
+    assert_eq!(report.cert_reloads_failed, 0);
+    assert!(
+        report.certs_served as u64 >= report.rotations,
+        "rotated certificates were not served"
+    );
+    assert_eq!(report.policy_reloads_ok, report.policy_valid_writes);
+    assert_eq!(report.policy_reloads_failed, report.policy_invalid_writes);
+    assert_eq!(report.exit_code, Some(0), "exit after SIGTERM");
+    assert!(report.exit_after_sigterm < Duration::from_secs(12));
+}
+
+/// The CI soak: 30 s of load from 4 clients while the certificate rotates every 3 s and the
+/// policy is rewritten every 4.5 s (valid and invalid in turn), then SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_30_seconds() {
+    let report = run_soak(SoakConfig::ci()).await;
+    check_soak(&report);
+}
+
+/// The full soak (`tests/soak/soak.sh`): 10 minutes by default; `SOAK_*` variables configure it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "minutes long: run through tests/soak/soak.sh"]
+async fn soak() {
+    let report = run_soak(SoakConfig::from_env()).await;
+    check_soak(&report);
+}
