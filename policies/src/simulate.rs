@@ -93,6 +93,32 @@ fn next_run(start: f64, timing: &ProbeTiming, t: f64) -> f64 {
     start + k * timing.period
 }
 
+/// CrashLoopBackOff: the wait before each restart doubles up to the cap, and resets once a
+/// container has run long enough.
+struct CrashLoop {
+    delay: f64,
+}
+
+impl CrashLoop {
+    /// Records that the container started at `started` was killed at `t`; returns when it
+    /// restarts.
+    fn restart(&mut self, out: &mut Outcome, started: f64, t: f64) -> f64 {
+        if t - started >= BACKOFF_RESET_SECONDS {
+            self.delay = BACKOFF_INITIAL_SECONDS;
+        }
+        out.restarts += 1;
+        out.transitions.push(Transition {
+            t,
+            probe: "container".to_owned(),
+            result: "-".to_owned(),
+            event: format!("CrashLoopBackOff: waiting {} s", self.delay as i64),
+        });
+        let next = t + self.delay;
+        self.delay = (self.delay * 2.0).min(BACKOFF_MAX_SECONDS);
+        next
+    }
+}
+
 /// Ends a Ready interval at `end`, counting the part of it before the model was loaded.
 fn close_ready(out: &mut Outcome, since: &mut Option<f64>, end: f64, loaded_at: f64) {
     if let Some(from) = since.take() {
@@ -117,7 +143,9 @@ pub fn simulate(s: &Scenario) -> Outcome {
         });
     };
     let mut start = 0.0_f64;
-    let mut backoff = BACKOFF_INITIAL_SECONDS;
+    let mut crash_loop = CrashLoop {
+        delay: BACKOFF_INITIAL_SECONDS,
+    };
     // Guards against pathological inputs: a run cannot produce more than this many events.
     let mut budget = 100_000u32;
     'container: while start < s.duration && budget > 0 {
@@ -168,20 +196,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                         "failure",
                         format!("killed: startup probe failed {failures} times"),
                     );
-                    let ran = t - start;
-                    if ran >= BACKOFF_RESET_SECONDS {
-                        backoff = BACKOFF_INITIAL_SECONDS;
-                    }
-                    out.restarts += 1;
-                    start = t + backoff;
-                    push(
-                        &mut out,
-                        t,
-                        "container",
-                        "-",
-                        format!("CrashLoopBackOff: waiting {} s", backoff as i64),
-                    );
-                    backoff = (backoff * 2.0).min(BACKOFF_MAX_SECONDS);
+                    start = crash_loop.restart(&mut out, start, t);
                     continue 'container;
                 }
                 t += timing.period;
@@ -302,19 +317,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                             "NotReady: container killed".into(),
                         );
                     }
-                    if t - start >= BACKOFF_RESET_SECONDS {
-                        backoff = BACKOFF_INITIAL_SECONDS;
-                    }
-                    out.restarts += 1;
-                    start = t + backoff;
-                    push(
-                        &mut out,
-                        t,
-                        "container",
-                        "-",
-                        format!("CrashLoopBackOff: waiting {} s", backoff as i64),
-                    );
-                    backoff = (backoff * 2.0).min(BACKOFF_MAX_SECONDS);
+                    start = crash_loop.restart(&mut out, start, t);
                     continue 'container;
                 }
                 next_live = Some(t + timing.period);

@@ -696,7 +696,13 @@ impl<'s, 'a> Builder<'s, 'a> {
         // A block collection's end event sits at the next token; a flow one covers `]`/`}`.
         let end = if frame.flow {
             self.prev_end = span.end.index();
-            self.source.byte_at(span.end.index())
+            // The parser's end mark can run past the bracket over trailing blanks and a
+            // comment; the collection ends just after its `]` or `}`.
+            let bracket = self.source.byte_at(span.start.index());
+            match self.source.text.as_bytes().get(bracket) {
+                Some(b']' | b'}') => bracket + 1,
+                _ => self.source.byte_at(span.end.index()),
+            }
         } else {
             self.prev_end = span.start.index();
             frame.end

@@ -126,7 +126,7 @@ fn is_continuation(b: u8) -> bool {
 
 /// Positions in one source text, built in a single pass over its bytes.
 pub(super) struct SourceMap<'a> {
-    text: &'a str,
+    pub(super) text: &'a str,
     /// For each line: (byte offset, char index) of its first character. Line 1 starts after a
     /// byte order mark, so that columns on the first line are what an editor shows.
     lines: Vec<(usize, usize)>,

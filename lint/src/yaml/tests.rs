@@ -851,3 +851,16 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn flow_collection_span_ends_at_its_closing_bracket() {
+    for (src, pointer, want) in [
+        ("p: {a: 1}  # c\n", "/p", "{a: 1}"),
+        ("p: [1, 2]   \nq: 1\n", "/p", "[1, 2]"),
+        ("p: {a: [x, y] }  # c\n", "/p/a", "[x, y]"),
+    ] {
+        let doc = one(src);
+        let span = doc.locations.get(pointer).expect("node").value;
+        assert_eq!(&src[span.start..span.end], want, "{src:?}");
+    }
+}
