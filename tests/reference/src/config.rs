@@ -346,8 +346,10 @@ impl ServeConfig {
                 .map(|m| non_negative("--memory-limit-mb", m).map(|m| (m * MIB) as u64))
                 .transpose()?,
         };
-        if args.queue_capacity == 0 {
-            return Err(ConfigError("--queue-capacity must be at least 1".into()));
+        if args.queue_capacity == 0 || args.queue_ready_limit == 0 {
+            return Err(ConfigError(
+                "--queue-capacity and --queue-ready-limit must be at least 1".into(),
+            ));
         }
         if !(args.latency_factor.is_finite() && args.latency_factor >= 1.0) {
             return Err(ConfigError("--latency-factor must be >= 1".into()));

@@ -14,6 +14,11 @@ fn main() -> ExitCode {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: container logs are read as plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // By default a failed log write is reported with eprintln!, which panics when stderr is
+        // closed (a harness that stopped reading): the logging thread would die with it.
+        .log_internal_errors(false)
         .with_env_filter(filter)
         .init();
     match cli.command {
@@ -69,7 +74,6 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(error = %e, "exiting");
-                    eprintln!("error: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -479,6 +479,18 @@ pub fn make_model(
     }
     let info = HashMap::from([(METADATA_KEY.to_owned(), metadata_json)]);
     safetensors::serialize_to_file(tensors, Some(info), out)?;
+    // The writer goes through a 0600 temporary file; a model is meant to be read by the
+    // server, which may run as another user (an init container writes it, say).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(out, std::fs::Permissions::from_mode(0o644)).map_err(
+            |source| ModelError::Io {
+                path: out.to_owned(),
+                source,
+            },
+        )?;
+    }
 
     let input = fixed_input(seed, arch.input_dim());
     let output = reference_forward(seed, &arch, &input);

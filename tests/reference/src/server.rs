@@ -302,10 +302,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
         tokio::spawn(async move {
             let mut phase = shared.subscribe_phase();
             tokio::select! {
-                _ = shutdown_signal() => info!("shutdown signal"),
+                _ = shutdown_signal() => {}
                 _ = wait_phase(&mut phase, |p| p == Phase::Failed), if exit_on_failure => {}
             }
             stop_tx.send_replace(true);
+            info!("stopping");
         });
     }
 
@@ -329,9 +330,12 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Io(e.to_string()))?;
-    // On stdout, one line, so that a harness that asked for port 0 can find the port.
-    println!("listening on {addr}");
-    let _ = std::io::stdout().flush();
+    // On stdout, one line, so that a harness that asked for port 0 can find the port. Write
+    // errors are ignored (println! would panic if the harness closed the pipe).
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {addr}").and_then(|()| out.flush());
+    }
     info!(%addr, phase = shared.phase().as_str(), "listening");
 
     let app = router(AppState {

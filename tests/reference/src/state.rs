@@ -78,8 +78,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Most latency samples kept, whatever the window.
 const MAX_SAMPLES: usize = 10_000;
-/// Below this many samples in the window the latency check passes (not enough to judge).
-pub const MIN_LATENCY_SAMPLES: usize = 3;
 const NEVER: u64 = u64::MAX;
 
 /// State shared by the model thread, the refresher and the inference handler.
@@ -95,6 +93,8 @@ pub struct Shared {
     pub input_dim: AtomicUsize,
     pub model_bytes: AtomicU64,
     heartbeat_us: AtomicU64,
+    /// Start of the forward pass now running (`NEVER` between passes).
+    pass_started_us: AtomicU64,
     serving_since_us: AtomicU64,
     pub hung: AtomicBool,
     pub slow: AtomicBool,
@@ -130,6 +130,7 @@ impl Shared {
             input_dim: AtomicUsize::new(0),
             model_bytes: AtomicU64::new(0),
             heartbeat_us: AtomicU64::new(0),
+            pass_started_us: AtomicU64::new(NEVER),
             serving_since_us: AtomicU64::new(NEVER),
             hung: AtomicBool::new(false),
             slow: AtomicBool::new(false),
@@ -222,6 +223,16 @@ impl Shared {
         lock(&self.smoke).clone()
     }
 
+    /// A forward pass starts (`true`) or ends (`false`).
+    pub fn set_pass_running(&self, running: bool) {
+        let v = if running {
+            self.uptime().as_micros() as u64
+        } else {
+            NEVER
+        };
+        self.pass_started_us.store(v, Ordering::Release);
+    }
+
     /// Adds a forward-pass latency (smoke or request) to the p99 window.
     pub fn record_latency(&self, latency: Duration, window: Duration) {
         let now = self.uptime();
@@ -244,7 +255,9 @@ impl Shared {
         *lock(&self.baseline)
     }
 
-    /// p99 of the latencies of the last `window`, with the sample count.
+    /// p99 of the latencies of the last `window`, with the sample count. A pass still running
+    /// counts with its time so far: passes slower than the window would otherwise leave it
+    /// empty, and a server too slow to finish one would look healthy.
     pub fn recent_p99(&self, window: Duration) -> (Option<f64>, usize) {
         let now = self.uptime();
         let mut recent: Vec<f64> = lock(&self.latencies)
@@ -252,6 +265,13 @@ impl Shared {
             .filter(|(at, _)| now.saturating_sub(*at) <= window)
             .map(|&(_, s)| s)
             .collect();
+        match self.pass_started_us.load(Ordering::Acquire) {
+            NEVER => {}
+            started => recent.push(
+                now.saturating_sub(Duration::from_micros(started))
+                    .as_secs_f64(),
+            ),
+        }
         if recent.is_empty() {
             return (None, 0);
         }
@@ -431,12 +451,13 @@ pub fn evaluate(shared: &Shared, cfg: &ServeConfig) -> Snapshot {
     let floor = cfg.latency_floor.as_secs_f64();
     let effective = baseline.map(|b| b.max(floor));
     let threshold = effective.map(|b| b * cfg.latency_factor);
-    // Not ready before the warm-up has measured the baseline (real servers warm up too); then
-    // judged once the window holds enough samples to mean something.
+    // Not ready before the warm-up has measured the baseline (real servers warm up too). The
+    // p99 of a small window is its maximum: one slow pass fails readiness until it ages out of
+    // the window, and the floor under the baseline keeps scheduler noise from doing so.
     let latency_ok = match (p99, threshold) {
         (_, None) => false,
-        (Some(p), Some(t)) if samples >= MIN_LATENCY_SAMPLES => p <= t,
-        _ => true,
+        (Some(p), Some(t)) => p <= t,
+        (None, Some(_)) => true,
     };
 
     let memory = shared.memory();
@@ -472,7 +493,7 @@ pub fn evaluate(shared: &Shared, cfg: &ServeConfig) -> Snapshot {
                 json!({
                     "detail": match (threshold, latency_ok) {
                         (None, _) => "warming up: measuring the baseline",
-                        (Some(_), true) if samples < MIN_LATENCY_SAMPLES => "too few recent samples to judge",
+                        (Some(_), true) if samples == 0 => "no recent forward pass",
                         (Some(_), true) => "recent p99 within factor x baseline",
                         (Some(_), false) => "recent p99 above factor x baseline: degraded",
                     },

@@ -190,11 +190,13 @@ impl<K: Kernel> Worker<'_, K> {
     /// One forward pass, slowed by the slow fault when it is in effect.
     fn timed_forward(&mut self, input: &[f32]) -> (Result<Vec<f32>, String>, Duration) {
         let started = Instant::now();
+        self.shared.set_pass_running(true);
         let result = self
             .mlp
             .forward(&mut self.kernel, input)
             .map_err(|e| e.to_string());
         self.slow_fault(started);
+        self.shared.set_pass_running(false);
         (result, started.elapsed())
     }
 

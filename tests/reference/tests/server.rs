@@ -154,7 +154,7 @@ fn corrupted_weights_fail_readiness() {
     });
     let (status, body) = s.get("/readyz");
     assert_eq!(status, 503);
-    assert_eq!(failing(&body), vec!["smoke"], "{body}");
+    assert!(failing(&body).contains(&"smoke".to_string()), "{body}");
     assert!(
         body["checks"]["smoke"]["detail"]
             .as_str()
@@ -174,8 +174,8 @@ fn corrupted_weights_fail_readiness() {
 
 #[test]
 fn hang_fault_fails_liveness_while_process_stays_up() {
-    // Hangs 20 s (1 s) after serving starts.
-    let mut s = spawn(&["--hang-after", "20"]);
+    // Hangs 60 s (3 s) after serving starts: time enough to see it ready first.
+    let mut s = spawn(&["--hang-after", "60"]);
     s.wait_status("/readyz", 200, LONG);
     assert_eq!(s.status("/livez"), 200);
     let mut ready_dropped = None;
@@ -212,8 +212,8 @@ fn hang_fault_fails_liveness_while_process_stays_up() {
 
 #[test]
 fn slow_fault_drops_readiness_but_not_liveness() {
-    // Slows down 20 s (1 s) after serving: each pass takes 10 × max(baseline, 10 ms).
-    let mut s = spawn(&["--slow-after", "20", "--slow-factor", "10"]);
+    // Slows down 60 s (3 s) after serving: each pass takes 10 × max(baseline, 10 ms).
+    let mut s = spawn(&["--slow-after", "60", "--slow-factor", "10"]);
     s.wait_status("/readyz", 200, LONG);
     let mut live_failures = 0;
     s.wait_for("readiness to drop on latency", LONG, |s| {
@@ -263,9 +263,14 @@ fn leak_fault_drops_readiness_on_memory() {
     for _ in 0..3 {
         assert_eq!(s.post("/v1/infer", "{}").0, 200);
     }
-    s.wait_status("/readyz", 503, LONG);
+    // Wait for the memory check itself (on a loaded machine a latency spike may fail
+    // readiness too, for a moment).
+    s.wait_for("readiness to fail on memory", LONG, |s| {
+        let (status, body) = s.get("/readyz");
+        status == 503 && failing(&body).contains(&"memory".to_string())
+    });
     let (_, body) = s.get("/readyz");
-    assert_eq!(failing(&body), vec!["memory"], "{body}");
+    assert_eq!(body["checks"]["memory"]["ok"], false, "{body}");
     let used = body["checks"]["memory"]["used_bytes"].as_u64().unwrap_or(0);
     assert!(used > 12 * 1024 * 1024, "{body}");
     assert_eq!(s.status("/livez"), 200);
