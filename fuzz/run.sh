@@ -40,12 +40,14 @@ for target in "${targets[@]}"; do
     esac
     echo "== $target: ${seconds}s (sanitizer $sanitizer)"
     start=$(date +%s)
+    parallel=()
+    [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
     cargo fuzz run --sanitizer "$sanitizer" "$target" "$corpus" "${extra[@]}" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -jobs="$jobs" -workers="$jobs" -print_final_stats=1 \
-        -artifact_prefix="artifacts/$target/" 2>&1 | tee "artifacts/$target.log" |
-        grep -E '^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+== ERROR|thread .* panicked|SUMMARY|Done)' || true
-    status=${PIPESTATUS[0]}
+        -print_final_stats=1 "${parallel[@]}" >"artifacts/$target.log" 2>&1
+    status=$?
+    grep -E '^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+== ERROR|thread .* panicked|SUMMARY)' \
+        "artifacts/$target.log" || true
     echo "== $target: exit $status after $(( $(date +%s) - start ))s, corpus $(ls "$corpus" | wc -l) inputs"
     [ "$status" -eq 0 ] || failed+=("$target")
 done

@@ -29,7 +29,11 @@ fuzz_target!(|data: &[u8]| {
         let answer: Value =
             serde_json::from_slice(&outcome.review.to_json()).expect("the answer is JSON");
         assert_eq!(answer["apiVersion"], review::API_VERSION);
-        let request: Value = serde_json::from_slice(data).expect("admitted bodies are JSON");
+        // kube-core skips unknown fields without validating them (an invalid `\u` escape in
+        // one is accepted), where `Value` refuses the whole body: nothing more to compare then.
+        let Ok(request) = serde_json::from_slice::<Value>(data) else {
+            return;
+        };
         assert_eq!(answer["response"]["uid"], request["request"]["uid"]);
         if mode != Mode::Mutate {
             assert!(answer["response"].get("patch").is_none());
@@ -44,6 +48,12 @@ fuzz_target!(|data: &[u8]| {
             .expect("the patch is base64");
         let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("a JSON Patch");
         let mut object = request["request"]["object"].clone();
+        // kube-core reads `metadata` as a typed ObjectMeta, so an object without one is
+        // evaluated as if it had `metadata: {}`, and the annotation operation is written for
+        // that. The apiserver never sends an object without metadata; skip those.
+        if !object["metadata"].is_object() {
+            continue;
+        }
         if let Err(e) = json_patch::patch(&mut object, &patch.0) {
             panic!("the webhook's patch does not apply to the request's object: {e}\n{patch:#?}");
         }

@@ -20,7 +20,8 @@ pub fn write_with(
     let target = resolve(path);
     let existing = std::fs::metadata(&target).ok();
     if existing.as_ref().is_some_and(|m| !m.is_file()) {
-        let mut out = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(&target)?);
+        let mut out =
+            std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(&target)?);
         fill(&mut out)?;
         return out.flush();
     }
@@ -86,12 +87,21 @@ mod tests {
         std::fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
         write(&link, b"new").unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "link kept");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "link kept"
+        );
         assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
 
         write(Path::new("/dev/null"), b"discarded").unwrap();
         let meta = std::fs::metadata("/dev/null").unwrap();
         use std::os::unix::fs::FileTypeExt;
-        assert!(meta.file_type().is_char_device(), "/dev/null is still a device");
+        assert!(
+            meta.file_type().is_char_device(),
+            "/dev/null is still a device"
+        );
     }
 }

@@ -478,7 +478,11 @@ fn lints_the_whole_real_corpus_without_crashing() {
 #[test]
 fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "app/kustomization.yaml", "resources: [deploy.yaml]\n");
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        "resources: [deploy.yaml]\n",
+    );
     write(dir.path(), "app/deploy.yaml", BAD_GPU);
     let empty_path = dir.path().join("bin");
     fs::create_dir_all(&empty_path).unwrap();
@@ -489,14 +493,22 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("kubectl") && err.contains("kustomize"), "{err}");
+    let err =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kubectl") && err.contains("kustomize"),
+        "{err}"
+    );
     // A stand-in `kustomize` that prints the resources, as `kustomize build` would.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let fake = empty_path.join("kustomize");
-        fs::write(&fake, "#!/bin/sh\n[ \"$1\" = build ] && cat \"$2/deploy.yaml\"\n").unwrap();
+        fs::write(
+            &fake,
+            "#!/bin/sh\n[ \"$1\" = build ] && cat \"$2/deploy.yaml\"\n",
+        )
+        .unwrap();
         fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
         let path = format!("{}:/usr/bin:/bin", empty_path.display());
         let out = probelint()
@@ -505,18 +517,37 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
             .args(["--kustomize", "--format", "json", "app"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(json["findings"].as_array().unwrap().iter().all(|f| f["file"] == "app (kustomize)"), "{json:#}");
+        assert!(
+            json["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["file"] == "app (kustomize)"),
+            "{json:#}"
+        );
     }
 }
 
 #[test]
 fn junit_has_a_failing_testcase_per_object_with_errors() {
-    let out = probelint().args(["--format", "junit", "-"]).write_stdin(BAD_GPU).output().unwrap();
+    let out = probelint()
+        .args(["--format", "junit", "-"])
+        .write_stdin(BAD_GPU)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let xml = String::from_utf8(out.stdout).unwrap();
     assert!(xml.starts_with("<?xml"), "{xml}");
-    assert!(xml.contains("<testsuite") && xml.contains("<failure"), "{xml}");
+    assert!(
+        xml.contains("<testsuite") && xml.contains("<failure"),
+        "{xml}"
+    );
     assert!(xml.contains("gpu-startup-probe-missing"), "{xml}");
 }

@@ -708,3 +708,45 @@ fn fix_killed_mid_run_never_leaves_a_half_written_file() {
         changed.len()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fuzz regressions
+
+#[path = "../../fuzz/checks.rs"]
+mod fuzz_checks;
+
+/// Replays every saved fuzz crash input (`tests/data/fuzz-regressions/<target>/`) and every fuzz
+/// seed (`fuzz/seeds/<target>/`) through the checks the fuzz targets run.
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    type Check = fn(&[u8]);
+    let targets: [(&str, Check); 4] = [
+        ("yaml_parse", fuzz_checks::yaml_parse),
+        ("engine_json", fuzz_checks::engine_json),
+        ("textfix_engine", fuzz_checks::textfix_engine),
+        ("textfix_ops", fuzz_checks::textfix_ops),
+    ];
+    let mut replayed = 0;
+    let mut failed = Vec::new();
+    for (target, check) in targets {
+        for dir in [
+            manifest.join("tests/data/fuzz-regressions").join(target),
+            manifest.join("../fuzz/seeds").join(target),
+        ] {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries {
+                let path = entry.expect("entry").path();
+                let data = fs::read(&path).expect("read");
+                replayed += 1;
+                if std::panic::catch_unwind(|| check(&data)).is_err() {
+                    failed.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(replayed >= 20, "only {replayed} inputs found");
+    assert!(failed.is_empty(), "invariants broken by {failed:#?}");
+}

@@ -61,6 +61,10 @@ pub fn merge_fixes(
     at_least: Applicability,
 ) -> (json_patch::Patch, Vec<AppliedFix>) {
     let mut ops: Vec<PatchOperation> = Vec::new();
+    // The paths written so far, each with the indices of its operations: the clash test below
+    // is a few lookups instead of a scan of every earlier operation (an object with thousands
+    // of containers has tens of thousands of operations; the scan made `/mutate` quadratic).
+    let mut written: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
     let mut applied = Vec::new();
     for finding in findings {
         let Some(fix) = &finding.fix else { continue };
@@ -70,16 +74,20 @@ pub fn merge_fixes(
         let mut used = false;
         for op in &fix.patch.0 {
             let path = op.path().to_string();
-            let clash = ops.iter().any(|o| {
-                let p = o.path().to_string();
-                p == path
-                    || path.starts_with(&format!("{p}/"))
-                    || p.starts_with(&format!("{path}/"))
-            });
-            if !clash {
+            // Clash: the same path, an earlier path above this one, or one below it.
+            let above = path
+                .match_indices('/')
+                .any(|(i, _)| written.contains_key(&path[..i]));
+            let below = written
+                .range(format!("{path}/")..)
+                .next()
+                .is_some_and(|(p, _)| p.starts_with(&format!("{path}/")));
+            let same = written.get(&path);
+            if same.is_none() && !above && !below {
+                written.entry(path).or_default().push(ops.len());
                 ops.push(op.clone());
                 used = true;
-            } else if ops.contains(op) {
+            } else if same.is_some_and(|indices| indices.iter().any(|&i| ops[i] == *op)) {
                 used = true;
             }
         }
@@ -274,7 +282,12 @@ fn startup_handler(
 pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
     let (mut probe, timeout, source) = startup_handler(cx)?;
     let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin);
-    let threshold = ((needed + STARTUP_PERIOD_SECONDS - 1) / STARTUP_PERIOD_SECONDS).max(1);
+    // Rounded up without an addition that overflows for an absurd load time; failureThreshold
+    // is an int32, so a budget it cannot express gets no fix (the finding stays).
+    let threshold = (needed.max(1) - 1) / STARTUP_PERIOD_SECONDS + 1;
+    if threshold > i64::from(i32::MAX) {
+        return None;
+    }
     probe.insert("periodSeconds".to_owned(), json!(STARTUP_PERIOD_SECONDS));
     probe.insert("failureThreshold".to_owned(), json!(threshold));
     if let Some(timeout) = timeout {
@@ -295,11 +308,19 @@ pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) 
 /// Raises a startupProbe's failureThreshold until its budget covers `needed` seconds.
 pub(crate) fn raise_failure_threshold(probe: &Probe<'_>, needed: i64) -> Option<Fix> {
     let period = probe.period();
-    if period <= 0 || probe.period_seconds == crate::probe::Field::Invalid {
+    // A probe that is not a mapping (`startupProbe: []`) has nowhere to put the field.
+    if period <= 0
+        || probe.period_seconds == crate::probe::Field::Invalid
+        || !probe.value.is_object()
+    {
         return None;
     }
     let remaining = (needed - probe.initial_delay().max(0)).max(period);
-    let threshold = (remaining + period - 1) / period;
+    // Rounded up (`remaining` ≥ `period` > 0) without an addition that could overflow.
+    let threshold = (remaining - 1) / period + 1;
+    if threshold > i64::from(i32::MAX) {
+        return None;
+    }
     let path = pointer::join(&probe.pointer, "failureThreshold");
     let op = if probe.value.get("failureThreshold").is_some() {
         replace(&path, json!(threshold))
@@ -317,7 +338,13 @@ pub(crate) fn readiness_to_server_endpoint(
     cx: &ContainerContext<'_, '_>,
     probe: &Probe<'_>,
 ) -> Option<Fix> {
-    let server = cx.container.server?;
+    let server = cx
+        .container
+        .server
+        .filter(|s| s.is_served_by(cx.container.value))?;
+    if !probe.value.is_object() {
+        return None;
+    }
     let mut ops = Vec::new();
     match &probe.handler {
         Handler::TcpSocket { port } => {
@@ -332,7 +359,7 @@ pub(crate) fn readiness_to_server_endpoint(
                 json!({"path": server.ready_path, "port": port}),
             ));
         }
-        Handler::HttpGet { .. } => {
+        Handler::HttpGet { .. } if probe.value.get("httpGet").is_some_and(Value::is_object) => {
             let path = pointer::join(&pointer::join(&probe.pointer, "httpGet"), "path");
             let op = if probe.value.pointer("/httpGet/path").is_some() {
                 replace(&path, json!(server.ready_path))

@@ -202,7 +202,12 @@ impl<'a> Probe<'a> {
     /// How long the kubelet lets this probe fail from container start before acting:
     /// `initialDelaySeconds + failureThreshold × periodSeconds`.
     pub fn budget_seconds(&self) -> i64 {
-        self.initial_delay().max(0) + self.failure_threshold().max(0) * self.period().max(0)
+        // Saturating: the fields are int32 in Kubernetes, but a manifest can hold any integer.
+        let per_failures = self
+            .failure_threshold()
+            .max(0)
+            .saturating_mul(self.period().max(0));
+        self.initial_delay().max(0).saturating_add(per_failures)
     }
 
     /// `60 s (initialDelay 0 + 6 × 10 s)` — the arithmetic shown in messages.

@@ -177,6 +177,19 @@ impl Reloader {
     /// Starts watching the directories of every file and reloading on change.
     pub fn spawn(self) -> Result<(), String> {
         let (tx, rx) = mpsc::unbounded_channel();
+        // SIGHUP re-reads the files at once, as daemons do (its default action would kill the
+        // process outright, without draining the reviews in flight).
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
+        let on_hangup = tx.clone();
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                tracing::info!("SIGHUP: re-reading the certificate and the policy");
+                if on_hangup.send(()).is_err() {
+                    return;
+                }
+            }
+        });
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 // Our own reads open the files: those events must not trigger another read.

@@ -352,12 +352,14 @@ pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOpera
                 .collect()
         })
         .unwrap_or_default();
+    // A set beside the list: an object with thousands of containers has thousands of entries.
+    let mut seen: std::collections::HashSet<String> = entries.iter().cloned().collect();
     for fix in applied {
         let entry = match &fix.container {
             Some(container) => format!("{}:{container}", fix.rule),
             None => fix.rule.clone(),
         };
-        if !entries.contains(&entry) {
+        if seen.insert(entry.clone()) {
             entries.push(entry);
         }
     }
@@ -487,14 +489,16 @@ fn finding_warning(f: &Finding) -> String {
 /// (one operation often fixes several rules).
 fn fix_warnings(applied: &[AppliedFix]) -> Vec<String> {
     let mut groups: Vec<(Option<&str>, &str, Vec<&str>)> = Vec::new();
+    // Index of each (container, description) in `groups`, which keeps the first-seen order.
+    let mut index: std::collections::HashMap<(Option<&str>, &str), usize> = Default::default();
     for fix in applied {
         let (container, description) = (fix.container.as_deref(), fix.description.as_str());
-        match groups
-            .iter_mut()
-            .find(|(c, d, _)| *c == container && *d == description)
-        {
-            Some((_, _, rules)) => rules.push(&fix.rule),
-            None => groups.push((container, description, vec![&fix.rule])),
+        match index.get(&(container, description)) {
+            Some(&i) => groups[i].2.push(&fix.rule),
+            None => {
+                index.insert((container, description), groups.len());
+                groups.push((container, description, vec![&fix.rule]));
+            }
         }
     }
     groups

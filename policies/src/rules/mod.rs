@@ -160,8 +160,12 @@ pub(crate) fn secs(value: f64) -> String {
 }
 
 /// The startup budget a container needs: load × (1 + margin), rounded up to whole seconds.
+///
+/// Capped at 2^53 s: an absurd `probelint.io/model-load-seconds` ("1e300") must not overflow
+/// the arithmetic that rules and fixes do with the result.
 pub fn required_startup_seconds(load_seconds: f64, margin: f64) -> i64 {
-    (load_seconds * (1.0 + margin)).ceil() as i64
+    const CAP: i64 = 1 << 53;
+    ((load_seconds * (1.0 + margin)).ceil() as i64).clamp(-CAP, CAP)
 }
 
 /// `150 s (load 120 s + 25 %)`: how the required budget is explained.

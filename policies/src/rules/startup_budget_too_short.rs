@@ -97,7 +97,8 @@ impl Rule for StartupBudgetTooShort {
                 continue;
             }
             let remaining = needed - probe.initial_delay().max(0);
-            let threshold = (remaining + probe.period() - 1) / probe.period();
+            // Rounded up without `remaining + period - 1`, which overflows for huge periods.
+            let threshold = (remaining - 1) / probe.period() + 1;
             let fix = crate::fix::raise_failure_threshold(&probe, needed);
             report
                 .container(
