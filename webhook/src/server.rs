@@ -310,7 +310,8 @@ async fn answer(
         (status, message)
     })?;
     let policy = state.policy();
-    match guarded(move || review::admit(&body, mode, &policy)).await {
+    let inline = body.len() <= INLINE_BODY_LIMIT;
+    match guarded(inline, move || review::admit(&body, mode, &policy)).await {
         Ok(Ok(outcome)) => Ok(outcome),
         Ok(Err(error)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
         Err(panic) => Err((
@@ -338,13 +339,24 @@ fn check_json(headers: &HeaderMap) -> Result<(), String> {
     }
 }
 
-/// Runs CPU-bound work off the async threads and turns a panic into an error, so that no input
-/// can take the server down (a panic would otherwise only kill one connection's task, silently).
-pub async fn guarded<T, F>(work: F) -> Result<T, String>
+/// Reviews up to this size are evaluated on the async thread that received them: they take tens
+/// of microseconds, less than the hand-off to the blocking pool, which cost a quarter of the
+/// CPU under load (bench/profile-notes.md). Bigger ones go to the blocking pool, so that one
+/// huge object cannot stall the other connections of its thread.
+pub const INLINE_BODY_LIMIT: usize = 256 * 1024;
+
+/// Runs the evaluation and turns a panic into an error, so that no input can take the server
+/// down (a panic would otherwise only kill one connection's task, silently). `inline` work runs
+/// here; the rest off the async threads.
+pub async fn guarded<T, F>(inline: bool, work: F) -> Result<T, String>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    if inline {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .map_err(|payload| format!("panic: {}", panic_text(payload.as_ref())));
+    }
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| match error.try_into_panic() {
@@ -493,15 +505,20 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_becomes_an_error_and_the_next_call_still_works() {
-        let err = guarded(|| -> u32 { panic!("rule exploded") })
+        // Both paths: inline (small reviews) and on the blocking pool (big ones).
+        for inline in [true, false] {
+            let err = guarded(inline, || -> u32 { panic!("rule exploded") })
+                .await
+                .expect_err("the panic is caught");
+            assert_eq!(err, "panic: rule exploded");
+            let err = guarded(inline, || -> u32 {
+                panic!("{}", String::from("formatted"))
+            })
             .await
             .expect_err("the panic is caught");
-        assert_eq!(err, "panic: rule exploded");
-        let err = guarded(|| -> u32 { panic!("{}", String::from("formatted")) })
-            .await
-            .expect_err("the panic is caught");
-        assert_eq!(err, "panic: formatted");
-        assert_eq!(guarded(|| 7).await, Ok(7));
+            assert_eq!(err, "panic: formatted");
+            assert_eq!(guarded(inline, || 7).await, Ok(7));
+        }
     }
 
     #[test]
