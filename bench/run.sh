@@ -10,7 +10,7 @@
 # (cached in target/bench-venv), which is skipped, and reported as such, if it fails.
 #
 # Settings (environment): BENCH_SEED (1), BENCH_RUNS (5 runs per corpus size),
-# BENCH_SMALL_RUNS (40 single-file runs), BENCH_WEBHOOK_REPS (3), BENCH_CHECKOV_RUNS (3),
+# BENCH_SMALL_RUNS (100 single-file runs), BENCH_WEBHOOK_REPS (3), BENCH_CHECKOV_RUNS (3),
 # BENCH_CHECKOV_2000 (auto: also 2,000 files when the measurements so far leave room within
 # BENCH_BUDGET_S, 600 s, not counting the build),
 # BENCH_SKIP_CHECKOV (0), CHECKOV_VERSION (3.3.30), BENCH_VENV, BENCH_MARKDOWN
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SEED=${BENCH_SEED:-1}
 RUNS=${BENCH_RUNS:-5}
-SMALL_RUNS=${BENCH_SMALL_RUNS:-40}
+SMALL_RUNS=${BENCH_SMALL_RUNS:-100}
 WEBHOOK_REPS=${BENCH_WEBHOOK_REPS:-3}
 CHECKOV_RUNS=${BENCH_CHECKOV_RUNS:-3}
 CHECKOV_2000=${BENCH_CHECKOV_2000:-auto}

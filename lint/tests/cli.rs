@@ -502,14 +502,25 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
     // A stand-in `kustomize` that prints the resources, as `kustomize build` would.
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
+        // Installed by a child process, not written by this one: another test thread forking
+        // while this process held the file open for writing would make running it fail with
+        // ETXTBSY ("Text file busy").
         let fake = empty_path.join("kustomize");
+        let src = dir.path().join("kustomize.src");
         fs::write(
-            &fake,
+            &src,
             "#!/bin/sh\n[ \"$1\" = build ] && cat \"$2/deploy.yaml\"\n",
         )
         .unwrap();
-        fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+        let installed = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("cp \"$0\" \"$1\" && chmod 755 \"$1\"")
+            .arg(&src)
+            .arg(&fake)
+            .status()
+            .unwrap()
+            .success();
+        assert!(installed);
         let path = format!("{}:/usr/bin:/bin", empty_path.display());
         let out = probelint()
             .current_dir(dir.path())

@@ -211,7 +211,10 @@ impl Runner {
                 if self.cache_hit {
                     let bin = Path::new(&path).join("bin");
                     std::fs::create_dir_all(&bin).unwrap();
-                    std::fs::copy(env!("CARGO_BIN_EXE_probelint"), bin.join("probelint")).unwrap();
+                    copy_executable(
+                        Path::new(env!("CARGO_BIN_EXE_probelint")),
+                        &bin.join("probelint"),
+                    );
                 }
                 outputs.insert("cache-hit".to_owned(), self.cache_hit.to_string());
                 run.steps.insert(id, outputs);
@@ -302,10 +305,29 @@ fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     .unwrap();
     std::fs::write(workspace.join("values.yaml"), "replicas: 2\n").unwrap();
     let cargo = scratch.join("fake-bin/cargo");
-    std::fs::write(&cargo, FAKE_CARGO).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tmp_script = scratch.join("fake-cargo.src");
+    std::fs::write(&tmp_script, FAKE_CARGO).unwrap();
+    copy_executable(&tmp_script, &cargo);
     (tmp, workspace, scratch)
+}
+
+/// Copies an executable in a child process. Writing it from this process would race the other
+/// tests' threads: a thread that forks while the file is open for writing hands the write handle
+/// to its child until that child execs, and executing the file meanwhile fails with ETXTBSY
+/// ("Text file busy").
+fn copy_executable(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+    let status = std::process::Command::new("chmod")
+        .arg("755")
+        .arg(to)
+        .status()
+        .expect("chmod runs");
+    assert!(status.success());
 }
 
 #[test]
