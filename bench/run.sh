@@ -111,13 +111,14 @@ else
             else
                 runs=$CHECKOV_RUNS
             fi
-            # --skip-download: no calls to Bridgecrew/Prisma; the two probe checks only.
+            # --skip-download: no calls to Bridgecrew/Prisma; the two probe checks only. After
+            # each Checkov run, probelint on the same files $RUNS times (side by side).
             timeout 900 "$BIN/bench-run" time --name "checkov-$n" --runs "$runs" --ok 0,1 \
                 --budget-s 240 --stdout "$WORK/checkov-$n.json" --out "$RESULTS/checkov-$n.json" \
+                --paired-program "$BIN/probelint" --paired-arg "$CORPUS/n$n" \
+                --paired-runs "$RUNS" --paired-ok 0,1 \
                 -- "$VENV/bin/checkov" -d "$CORPUS/n$n" --framework kubernetes \
                 --check CKV_K8S_8,CKV_K8S_9 --compact --skip-download --output json
-            timeout 300 "$BIN/bench-run" time --name "probelint-$n" --runs "$RUNS" --warmup 1 \
-                --ok 0,1 --out "$RESULTS/probelint-$n.json" -- "$BIN/probelint" "$CORPUS/n$n"
         done
         CHECKOV_JSON=(--checkov-json "$WORK/checkov-1000.json")
     fi
@@ -157,7 +158,8 @@ NOTES=$WORK/notes.md
   \`probelint --version\`, $SMALL_RUNS interleaved runs each, medians.
 - **Checkov** $CHECKOV_VERSION in a venv: \`checkov -d DIR --framework kubernetes --check
   CKV_K8S_8,CKV_K8S_9 --compact --skip-download --output json\`, $CHECKOV_RUNS runs at 1,000
-  files (one at 2,000 when time allows), against \`probelint DIR\` timed right after it.
+  files (one at 2,000 when time allows), each followed by $RUNS runs of \`probelint DIR\`
+  on the same files; medians.
   Findings are counted on the corpus's \`*-tcp-readiness.yaml\` files, whose readiness probe
   only opens a port (with a startup and a liveness probe present).
 - **Webhook**: the release \`probelint-webhook\` (built-in policy, default log level, logs to
@@ -168,7 +170,8 @@ NOTES=$WORK/notes.md
   sends three real AdmissionReviews in turn: a GPU Deployment with findings, a clean one and a
   GPU Pod that \`/mutate\` patches. Max throughput: 16 connections in a closed loop, 4 s after
   1 s of warm-up. Latency: a fixed rate of half the echo server's max, 64 pooled connections,
-  6 s after 1 s of warm-up, latency from when the request was issued (queueing included).
+  6 s after 1 s of warm-up, latency from when the request was issued (queueing included);
+  then, for context, the same at half the slowest server's max.
   $WEBHOOK_REPS repetitions, the three servers interleaved, medians.
 - **Engine**: criterion (\`bench/benches/engine.rs\`), \`evaluate_one\` on a GPU Deployment
   and \`fix::mutate\` on a GPU Pod, each beside serde_json parsing the same object.

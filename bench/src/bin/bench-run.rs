@@ -61,6 +61,18 @@ enum Cmd {
         /// Give up on further runs once this many seconds have been spent (at least one run).
         #[arg(long, default_value_t = 600.0)]
         budget_s: f64,
+        /// A baseline to time side by side: run after each run of the command...
+        #[arg(long)]
+        paired_program: Option<String>,
+        /// ...with these arguments (repeat the option for each)...
+        #[arg(long, allow_hyphen_values = true)]
+        paired_arg: Vec<String>,
+        /// ...this many times.
+        #[arg(long, default_value_t = 3)]
+        paired_runs: usize,
+        /// Exit codes of the paired command that count as success.
+        #[arg(long, value_delimiter = ',', default_value = "0")]
+        paired_ok: Vec<i32>,
         #[arg(long)]
         out: PathBuf,
         #[arg(last = true, required = true)]
@@ -156,18 +168,23 @@ fn main() -> ExitCode {
             ok,
             stdout,
             budget_s,
+            paired_program,
+            paired_arg,
+            paired_runs,
+            paired_ok,
             out,
             command,
-        } => time(
-            &name,
+        } => time(&TimeArgs {
+            name,
             runs,
             warmup,
-            &ok,
-            stdout.as_deref(),
+            ok,
+            stdout,
             budget_s,
-            &out,
-            &command,
-        ),
+            paired: paired_program.map(|p| (p, paired_arg, paired_runs, paired_ok)),
+            out,
+            command,
+        }),
         Cmd::Findings {
             probelint_json,
             checkov_json,
@@ -375,53 +392,83 @@ fn lint(
     )
 }
 
-#[allow(clippy::too_many_arguments)]
-fn time(
-    name: &str,
+struct TimeArgs {
+    name: String,
     runs: usize,
     warmup: usize,
-    ok: &[i32],
-    stdout: Option<&Path>,
+    ok: Vec<i32>,
+    stdout: Option<PathBuf>,
     budget_s: f64,
-    out: &Path,
-    command: &[String],
-) -> Result<(), String> {
-    let program = &command[0];
-    let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
-    for _ in 0..warmup {
-        process::run_checked(program, &args, ok)?;
+    /// Program, arguments, runs after each main run, accepted exit codes.
+    paired: Option<(String, Vec<String>, usize, Vec<i32>)>,
+    out: PathBuf,
+    command: Vec<String>,
+}
+
+fn time(a: &TimeArgs) -> Result<(), String> {
+    let name = &a.name;
+    let program = &a.command[0];
+    let args: Vec<&str> = a.command[1..].iter().map(String::as_str).collect();
+    let paired_args: Vec<&str> = a
+        .paired
+        .as_ref()
+        .map(|(_, args, _, _)| args.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    for _ in 0..a.warmup {
+        process::run_checked(program, &args, &a.ok)?;
+    }
+    if let Some((p, _, _, ok)) = &a.paired {
+        process::run_checked(p, &paired_args, ok)?;
     }
     let started = Instant::now();
     let mut walls = Vec::new();
     let mut rss = Vec::new();
-    for i in 0..runs.max(1) {
-        if i > 0 && started.elapsed().as_secs_f64() > budget_s {
+    let mut paired_walls = Vec::new();
+    let runs = a.runs.max(1);
+    let stdout = a.stdout.as_deref();
+    for i in 0..runs {
+        if i > 0 && started.elapsed().as_secs_f64() > a.budget_s {
             eprintln!("  {name}: time budget spent after {i} runs");
             break;
         }
-        let last = i + 1 == runs.max(1);
-        let r = match (last, stdout) {
-            (true, Some(path)) => run_to_file(program, &args, path, ok)?,
-            _ => process::run_checked(program, &args, ok)?,
+        let r = match (i + 1 == runs, stdout) {
+            (true, Some(path)) => run_to_file(program, &args, path, &a.ok)?,
+            _ => process::run_checked(program, &args, &a.ok)?,
         };
-        eprintln!("  {name}: run {} {:.3} s", i + 1, r.wall.as_secs_f64());
         walls.push(r.wall.as_secs_f64());
         rss.push(r.max_rss_kib as f64);
+        let mut line = format!("  {name}: run {} {:.3} s", i + 1, r.wall.as_secs_f64());
+        if let Some((p, _, n, ok)) = &a.paired {
+            let mut these = Vec::new();
+            for _ in 0..*n {
+                these.push(
+                    process::run_checked(p, &paired_args, ok)?
+                        .wall
+                        .as_secs_f64(),
+                );
+            }
+            let _ = write!(line, "; paired {:.3} s (median of {n})", median(&these));
+            paired_walls.extend(these);
+        }
+        eprintln!("{line}");
     }
     if let (Some(path), false) = (stdout, path_exists(stdout)) {
         // The budget stopped the loop before the last run: keep one output anyway.
-        run_to_file(program, &args, path, ok)?;
+        run_to_file(program, &args, path, &a.ok)?;
     }
-    write_json(
-        out,
-        &json!({
-            "name": name,
-            "command": command,
-            "runs_s": walls,
-            "median_s": median(&walls),
-            "max_rss_kib": median(&rss),
-        }),
-    )
+    let mut result = json!({
+        "name": name,
+        "command": a.command,
+        "runs_s": walls,
+        "median_s": median(&walls),
+        "max_rss_kib": median(&rss),
+    });
+    if let Some((p, args, _, _)) = &a.paired {
+        result["paired_command"] = json!([p].into_iter().chain(args).collect::<Vec<_>>());
+        result["paired_runs_s"] = json!(paired_walls);
+        result["paired_median_s"] = json!(median(&paired_walls));
+    }
+    write_json(&a.out, &result)
 }
 
 fn path_exists(p: Option<&Path>) -> bool {
@@ -1023,8 +1070,11 @@ fn report(a: &ReportArgs) -> Result<(), String> {
         let Some(ck) = r(&format!("checkov-{n}.json")) else {
             continue;
         };
-        let ours = r(&format!("probelint-{n}.json"))
-            .map(|p| f(&p["median_s"]) * 1e3)
+        let ours = ck
+            .get("paired_median_s")
+            .and_then(Value::as_f64)
+            .map(|s| s * 1e3)
+            .or_else(|| r(&format!("probelint-{n}.json")).map(|p| f(&p["median_s"]) * 1e3))
             .or_else(|| {
                 lint_sizes
                     .iter()

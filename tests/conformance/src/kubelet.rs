@@ -242,7 +242,7 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
     let (endpoint_tx, endpoint_rx) = watch::channel::<Option<u16>>(None);
     let sent = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
-    let traffic = config.traffic_interval.map(|interval| {
+    let mut traffic = config.traffic_interval.map(|interval| {
         let (sent, failed, mut rx) = (sent.clone(), failed.clone(), endpoint_rx.clone());
         let period = clock.real(interval);
         tokio::spawn(async move {
@@ -317,6 +317,14 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
         )
         .await;
         let _ = endpoint_tx.send(None);
+        if matches!(stop, Stop::TimeUp)
+            && let Some(task) = traffic.take()
+        {
+            // The run is over, not the container: a request still in flight now is not a
+            // failure, so stop the traffic before killing the server.
+            task.abort();
+            let _ = task.await;
+        }
         let _ = child.kill().await;
         let now = clock.now();
         match stop {
