@@ -35,7 +35,8 @@ BIN=$TARGET_DIR/release
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/probelint-bench.XXXXXX")
 cleanup() {
-    # Servers are children of bench-run, which kills them; this only removes files.
+    # The servers are children of bench-run, which kills them when it ends and which they do
+    # not outlive (PR_SET_PDEATHSIG); this only removes files.
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -113,21 +114,27 @@ else
             fi
             # --skip-download: no calls to Bridgecrew/Prisma; the two probe checks only. After
             # each Checkov run, probelint on the same files $RUNS times (side by side).
-            timeout 900 "$BIN/bench-run" time --name "checkov-$n" --runs "$runs" --ok 0,1 \
+            if ! timeout 900 "$BIN/bench-run" time --name "checkov-$n" --runs "$runs" --ok 0,1 \
                 --budget-s 240 --stdout "$WORK/checkov-$n.json" --out "$RESULTS/checkov-$n.json" \
                 --paired-program "$BIN/probelint" --paired-arg "$CORPUS/n$n" \
                 --paired-runs "$RUNS" --paired-ok 0,1 \
                 -- "$VENV/bin/checkov" -d "$CORPUS/n$n" --framework kubernetes \
-                --check CKV_K8S_8,CKV_K8S_9 --compact --skip-download --output json
+                --check CKV_K8S_8,CKV_K8S_9 --compact --skip-download --output json; then
+                echo "Checkov at $n files failed; its row is left out" >&2
+                rm -f "$RESULTS/checkov-$n.json" "$WORK/checkov-$n.json"
+            fi
         done
-        CHECKOV_JSON=(--checkov-json "$WORK/checkov-1000.json")
+        if [ -s "$WORK/checkov-1000.json" ]; then
+            CHECKOV_JSON=(--checkov-json "$WORK/checkov-1000.json")
+        fi
     fi
 fi
 "$BIN/bench-run" findings --probelint-json "$WORK/probelint-1000.json" "${CHECKOV_JSON[@]}" \
     --corpus "$CORPUS/n1000" --matching tcp-readiness --out "$RESULTS/findings.json"
 
 step "webhook: /validate and /mutate against the echo server (HTTPS, loopback)"
-timeout 600 "$BIN/bench-run" webhook \
+# TMPDIR: the run's certificate goes under $WORK, removed whatever happens.
+TMPDIR=$WORK timeout 600 "$BIN/bench-run" webhook \
     --webhook "$BIN/probelint-webhook" --echo "$BIN/echo-server" \
     --reps "$WEBHOOK_REPS" --warmup-s 1 --closed-s 4 --open-s 6 \
     --connections 16 --open-connections 64 --client-threads 1 \

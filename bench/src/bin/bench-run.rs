@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -653,11 +654,24 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
     let spawn = |program: &str, args: &[&str], name: &'static str| -> Result<Server, String> {
         // Logs go nowhere: they are formatted (the webhook logs one line per review at the
         // default level) but not stored.
-        let child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. If
+        // bench-run dies (a timeout, Ctrl-C), the kernel kills the server too: no server is
+        // ever left listening on loopback.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command
             .spawn()
             .map_err(|e| format!("cannot start {program}: {e}"))?;
         Ok(Server { child, name })
