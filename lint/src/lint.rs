@@ -1,10 +1,11 @@
-//! From files to a [`Report`]: read and parse in parallel, evaluate every object together (so
-//! that an HPA in one file sees the Deployment in another), then place each finding in its file.
+//! From files to a [`Report`]: each file is read, parsed, evaluated object by object and its
+//! findings placed in it, in parallel; the few facts the cross-object rules need (so that an HPA
+//! in one file sees the Deployment in another) are kept and judged once every file is done.
 
 use crate::inputs::{Input, describe_io, is_helm_template};
 use crate::report::{InputError, LocatedFinding, Report, Skipped};
 use crate::yaml::{self, Limits, Locations};
-use probelint_policies::{Applicability, Policy, evaluate};
+use probelint_policies::{Applicability, ObjectFacts, Policy, evaluate_cross, evaluate_object};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::io::Read;
@@ -87,6 +88,34 @@ fn file_kind(kind: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Something to lint: a source already in memory, or an input still to be read (read by the
+/// worker that parses it, so reading is as parallel as parsing).
+pub enum Pending {
+    Source(Source),
+    Input(Input),
+}
+
+impl From<Source> for Pending {
+    fn from(source: Source) -> Self {
+        Pending::Source(source)
+    }
+}
+
+impl From<Input> for Pending {
+    fn from(input: Input) -> Self {
+        Pending::Input(input)
+    }
+}
+
+impl Pending {
+    fn read(self, limits: &Limits) -> Source {
+        match self {
+            Pending::Source(source) => source,
+            Pending::Input(input) => read_input(&input, limits),
+        }
+    }
+}
+
 /// One Kubernetes object found in a file.
 struct FoundObject {
     value: Value,
@@ -163,129 +192,259 @@ fn parse_source(source: Source, limits: &Limits) -> ParsedFile {
     for (index, document) in stream.documents.into_iter().enumerate() {
         let line = document.line;
         file.locations.push(document.locations);
-        collect_objects(document.value, index, String::new(), line, &mut file);
+        collect_objects(document.value, index, line, &mut file);
     }
     file
 }
 
 /// Adds a document's Kubernetes objects: the document itself, or the items of a `List`.
-fn collect_objects(
-    value: Value,
-    document: usize,
-    prefix: String,
-    line: usize,
-    file: &mut ParsedFile,
-) {
-    let is_object = value.get("apiVersion").is_some_and(Value::is_string)
-        && value.get("kind").is_some_and(Value::is_string);
-    if !is_object {
-        file.skipped.push(Skipped {
-            file: file.name.clone(),
-            reason: format!(
-                "document at line {line} is not a Kubernetes object (no apiVersion/kind)"
-            ),
-        });
-        return;
-    }
-    let is_list = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_some_and(|k| k == "List" || k.ends_with("List"))
-        && value.get("items").is_some_and(Value::is_array);
-    if !is_list {
-        file.objects.push(FoundObject {
-            value,
-            document,
-            prefix,
-        });
-        return;
-    }
-    let Value::Object(mut map) = value else {
-        return;
-    };
-    if let Some(Value::Array(items)) = map.remove("items") {
-        for (i, item) in items.into_iter().enumerate() {
-            collect_objects(item, document, format!("{prefix}/items/{i}"), line, file);
+fn collect_objects(value: Value, document: usize, line: usize, file: &mut ParsedFile) {
+    for (prefix, object) in objects_in(value) {
+        match object {
+            Some(value) => file.objects.push(FoundObject {
+                value,
+                document,
+                prefix,
+            }),
+            None => file.skipped.push(Skipped {
+                file: file.name.clone(),
+                reason: format!(
+                    "document at line {line} is not a Kubernetes object (no apiVersion/kind)"
+                ),
+            }),
         }
     }
 }
 
-/// Everything read and evaluated in one run, before it is turned into a [`Report`].
-struct Evaluated {
-    files: Vec<ParsedFile>,
-    /// For each evaluated object (by `Finding::object_index`): its file and index in that file.
-    origin: Vec<(usize, usize)>,
-    findings: Vec<probelint_policies::Finding>,
-    objects: usize,
-}
-
-fn evaluate_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> Evaluated {
-    let mut files: Vec<ParsedFile> = sources
-        .into_par_iter()
-        .map(|s| parse_source(s, limits))
-        .collect();
-    let mut objects = Vec::new();
-    let mut origin = Vec::new();
-    for (file_index, file) in files.iter_mut().enumerate() {
-        for (object_index, object) in file.objects.iter_mut().enumerate() {
-            // Moved out for evaluation and put back after, so fixes can see the originals.
-            objects.push(std::mem::take(&mut object.value));
-            origin.push((file_index, object_index));
-        }
-    }
-    let findings = evaluate(&objects, policy);
-    for (value, &(file_index, object_index)) in objects.into_iter().zip(&origin) {
-        files[file_index].objects[object_index].value = value;
-    }
-    Evaluated {
-        objects: origin.len(),
-        files,
-        origin,
-        findings,
-    }
-}
-
-fn into_report(evaluated: Evaluated) -> Report {
-    let Evaluated {
-        files,
-        origin,
-        findings,
-        objects,
-    } = evaluated;
-    let mut report = Report {
-        files: files.len(),
-        objects,
-        ..Report::default()
-    };
-    for finding in findings {
-        let Some(&(file_index, object_index)) = origin.get(finding.object_index) else {
+/// The Kubernetes objects of a parsed document, in order: the document itself, or the items of
+/// a `List` (nested lists too), each with its pointer prefix in the document (`/items/3`).
+/// `None` stands for a document or item that is not an object (no string apiVersion and kind).
+pub fn objects_in(document: Value) -> Vec<(String, Option<Value>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), document)];
+    while let Some((prefix, value)) = stack.pop() {
+        let kind = value.get("kind").and_then(Value::as_str);
+        if !(value.get("apiVersion").is_some_and(Value::is_string) && kind.is_some()) {
+            out.push((prefix, None));
             continue;
-        };
-        let file = &files[file_index];
-        let object = &file.objects[object_index];
-        let span = file.locations[object.document]
-            .locate(&format!("{}{}", object.prefix, finding.pointer));
-        report.findings.push(LocatedFinding {
+        }
+        let is_list = kind.is_some_and(|k| k.ends_with("List"))
+            && value.get("items").is_some_and(Value::is_array);
+        match (is_list, value) {
+            (true, Value::Object(mut map)) => {
+                if let Some(Value::Array(items)) = map.remove("items") {
+                    let at = stack.len();
+                    stack.extend(
+                        items
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, item)| (format!("{prefix}/items/{i}"), item)),
+                    );
+                    // Popped from the end: reverse so items come out in file order.
+                    stack[at..].reverse();
+                }
+            }
+            (_, value) => out.push((prefix, Some(value))),
+        }
+    }
+    out
+}
+
+/// What the cross-object rules need of one object, with the place in its file where a finding
+/// about it would point (located while the file's locations were at hand).
+struct CrossEntry {
+    facts: ObjectFacts,
+    line: usize,
+    column: usize,
+}
+
+/// One file, evaluated: everything the report needs of it, and nothing more. The objects and
+/// their locations are dropped by the worker that parsed them, so memory follows the findings,
+/// not the input.
+struct FileResult {
+    name: String,
+    /// Kept when a finding (or a later cross-object finding, or `--fix`) may quote it.
+    text: Option<Arc<str>>,
+    /// Findings of the rules that judge each object by itself; `object_index` counts the
+    /// objects of this file until [`finish`] makes it global.
+    findings: Vec<LocatedFinding>,
+    cross: Vec<CrossEntry>,
+    objects: usize,
+    errors: Vec<InputError>,
+    skipped: Vec<Skipped>,
+    fix: Option<FileFix>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Lint,
+    /// Also plan `--fix`'s text edits (and keep every text: the fixed files are re-linted
+    /// together with the others).
+    Fix,
+}
+
+fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode) -> FileResult {
+    let locate = |object: &FoundObject, pointer: &str| {
+        file.locations[object.document].locate(&format!("{}{pointer}", object.prefix))
+    };
+    let place = |object: &FoundObject, finding: probelint_policies::Finding| {
+        let span = locate(object, &finding.pointer);
+        LocatedFinding {
             file: file.name.clone(),
             line: span.line,
             column: span.column,
             finding,
-        });
-    }
-    for file in files {
-        report.errors.extend(file.errors);
-        report.skipped.extend(file.skipped);
-        if let Some(text) = file.text {
-            report.sources.insert(file.name, text);
         }
+    };
+    let mut findings = Vec::new();
+    let mut cross = Vec::new();
+    let mut patches = Vec::new();
+    let mut fixed_findings = Vec::new();
+    for (index, object) in file.objects.iter().enumerate() {
+        let evaluation = evaluate_object(&object.value, index, policy);
+        if let Some(facts) = evaluation.facts {
+            let span = facts.reportable_pointer().map_or_else(
+                || file.locations[object.document].document_start(),
+                |p| locate(object, p),
+            );
+            cross.push(CrossEntry {
+                facts,
+                line: span.line,
+                column: span.column,
+            });
+        }
+        if mode == Mode::Fix && file.text.is_some() {
+            let (patch, applied) =
+                probelint_policies::fix::merge_fixes(&evaluation.findings, Applicability::Safe);
+            if !patch.0.is_empty() {
+                fixed_findings.extend(
+                    evaluation
+                        .findings
+                        .iter()
+                        .filter(|f| {
+                            applied
+                                .iter()
+                                .any(|a| a.rule == f.rule && a.container == f.container)
+                        })
+                        .map(|f| place(object, f.clone())),
+                );
+                patches.push((object.document, object.prefix.clone(), patch.0));
+            }
+        }
+        findings.extend(evaluation.findings.into_iter().map(|f| place(object, f)));
     }
-    report.sort();
-    report
+    let fix = match (&file.text, patches.is_empty()) {
+        (Some(text), false) => {
+            let object_patches: Vec<crate::textfix::ObjectPatch<'_>> = patches
+                .iter()
+                .map(|(document, prefix, ops)| crate::textfix::ObjectPatch {
+                    document: *document,
+                    prefix: prefix.clone(),
+                    ops,
+                })
+                .collect();
+            Some(FileFix {
+                name: file.name.clone(),
+                path: match &file.input {
+                    Input::File(path) => Some(path.clone()),
+                    Input::Stdin => None,
+                },
+                original: text.clone(),
+                fixed: crate::textfix::apply(text, &object_patches, limits)
+                    .map_err(|e| e.to_string()),
+                fixed_findings,
+            })
+        }
+        _ => None,
+    };
+    let quoted = mode == Mode::Fix
+        || !findings.is_empty()
+        || cross.iter().any(|c| c.facts.reportable_pointer().is_some());
+    FileResult {
+        text: if quoted { file.text } else { None },
+        objects: file.objects.len(),
+        name: file.name,
+        findings,
+        cross,
+        errors: file.errors,
+        skipped: file.skipped,
+        fix,
+    }
 }
 
-/// Lints sources with a policy. Parsing runs in parallel; output order is deterministic.
-pub fn lint_sources(sources: Vec<Source>, policy: &Policy, limits: &Limits) -> Report {
-    into_report(evaluate_sources(sources, policy, limits))
+/// Reads, parses and evaluates every file in parallel, then judges the relations between
+/// objects (an HPA in one file scaling the Deployment in another) and builds the report.
+fn run<S: Into<Pending> + Send>(
+    sources: Vec<S>,
+    policy: &Policy,
+    limits: &Limits,
+    mode: Mode,
+) -> (Report, Vec<FileFix>) {
+    let files: Vec<FileResult> = sources
+        .into_par_iter()
+        .map(|s| {
+            let parsed = parse_source(s.into().read(limits), limits);
+            evaluate_file(parsed, policy, limits, mode)
+        })
+        .collect();
+    finish(files, policy)
+}
+
+fn finish(files: Vec<FileResult>, policy: &Policy) -> (Report, Vec<FileFix>) {
+    let mut report = Report {
+        files: files.len(),
+        ..Report::default()
+    };
+    // Object indices become positions in the whole input, as `evaluate` numbers them.
+    let mut facts = Vec::new();
+    let mut places = Vec::new();
+    let mut fixes = Vec::new();
+    let mut names = Vec::new();
+    for (file_index, mut file) in files.into_iter().enumerate() {
+        let offset = report.objects;
+        report.objects += file.objects;
+        for mut located in file.findings {
+            located.finding.object_index += offset;
+            report.findings.push(located);
+        }
+        for mut entry in file.cross.drain(..) {
+            entry.facts.index += offset;
+            places.push((file_index, entry.line, entry.column));
+            facts.push(entry.facts);
+        }
+        report.errors.extend(file.errors);
+        report.skipped.extend(file.skipped);
+        fixes.extend(file.fix);
+        if let Some(text) = file.text {
+            report.sources.insert(file.name.clone(), text);
+        }
+        names.push(file.name);
+    }
+    for finding in evaluate_cross(&facts, policy) {
+        // Indices grow with the files, so `facts` is sorted by them.
+        let Ok(at) = facts.binary_search_by_key(&finding.object_index, |f| f.index) else {
+            continue;
+        };
+        let (file_index, line, column) = places[at];
+        report.findings.push(LocatedFinding {
+            file: names[file_index].clone(),
+            line,
+            column,
+            finding,
+        });
+    }
+    report.sort();
+    (report, fixes)
+}
+
+/// Lints sources with a policy. Reading, parsing and evaluation run in parallel; output order is
+/// deterministic.
+pub fn lint_sources<S: Into<Pending> + Send>(
+    sources: Vec<S>,
+    policy: &Policy,
+    limits: &Limits,
+) -> Report {
+    run(sources, policy, limits, Mode::Lint).0
 }
 
 /// What `--fix` did to one file.
@@ -302,70 +461,10 @@ pub struct FileFix {
 
 /// Computes the safe fixes of every file as text edits that keep everything else byte-for-byte.
 /// Returns the report of the original files and one [`FileFix`] per file that has fixes.
-pub fn plan_fixes(
-    sources: Vec<Source>,
+pub fn plan_fixes<S: Into<Pending> + Send>(
+    sources: Vec<S>,
     policy: &Policy,
     limits: &Limits,
 ) -> (Report, Vec<FileFix>) {
-    let evaluated = evaluate_sources(sources, policy, limits);
-    let mut plans = Vec::new();
-    for (file_index, file) in evaluated.files.iter().enumerate() {
-        let Some(text) = &file.text else { continue };
-        let path = match &file.input {
-            Input::File(path) => Some(path.clone()),
-            Input::Stdin => None,
-        };
-        let mut patches = Vec::new();
-        let mut fixed_findings = Vec::new();
-        for (object_index, object) in file.objects.iter().enumerate() {
-            let findings: Vec<_> = evaluated
-                .findings
-                .iter()
-                .filter(|f| {
-                    evaluated.origin.get(f.object_index) == Some(&(file_index, object_index))
-                })
-                .cloned()
-                .collect();
-            let (patch, applied) =
-                probelint_policies::fix::merge_fixes(&findings, Applicability::Safe);
-            if patch.0.is_empty() {
-                continue;
-            }
-            for f in findings.iter().filter(|f| {
-                applied
-                    .iter()
-                    .any(|a| a.rule == f.rule && a.container == f.container)
-            }) {
-                let span = file.locations[object.document]
-                    .locate(&format!("{}{}", object.prefix, f.pointer));
-                fixed_findings.push(LocatedFinding {
-                    file: file.name.clone(),
-                    line: span.line,
-                    column: span.column,
-                    finding: f.clone(),
-                });
-            }
-            patches.push((object.document, object.prefix.clone(), patch.0));
-        }
-        if patches.is_empty() {
-            continue;
-        }
-        let object_patches: Vec<crate::textfix::ObjectPatch<'_>> = patches
-            .iter()
-            .map(|(document, prefix, ops)| crate::textfix::ObjectPatch {
-                document: *document,
-                prefix: prefix.clone(),
-                ops,
-            })
-            .collect();
-        let fixed = crate::textfix::apply(text, &object_patches, limits).map_err(|e| e.to_string());
-        plans.push(FileFix {
-            name: file.name.clone(),
-            path,
-            original: text.clone(),
-            fixed,
-            fixed_findings,
-        });
-    }
-    (into_report(evaluated), plans)
+    run(sources, policy, limits, Mode::Fix)
 }

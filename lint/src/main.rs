@@ -2,7 +2,7 @@
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use probelint::inputs::{self, Input};
-use probelint::lint::{self, Source};
+use probelint::lint::{self, Pending, Source};
 use probelint::output::{self, Format};
 use probelint::yaml::Limits;
 use probelint_policies::{DEFAULT_POLICY_YAML, Policy, Severity};
@@ -307,24 +307,22 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
     let excludes = inputs::exclude_set(&args.exclude)?;
     let limits = Limits::default();
 
-    let mut sources = Vec::new();
+    let mut sources: Vec<Pending> = Vec::new();
     let mut paths = args.paths.clone();
     if args.kustomize {
         let (rendered, rest) = probelint::kustomize::render_all(&paths)?;
-        sources.extend(rendered);
+        sources.extend(rendered.into_iter().map(Pending::from));
         paths = rest;
     }
     let discovery = inputs::discover(&paths, &excludes);
-    sources.extend(
-        discovery
-            .inputs
-            .iter()
-            .map(|i| lint::read_input(i, &limits)),
-    );
-    sources.extend(discovery.errors.into_iter().map(|(name, why)| Source {
-        input: Input::File(PathBuf::from(&name)),
-        name,
-        bytes: Err(why),
+    // Read by the workers that parse them.
+    sources.extend(discovery.inputs.into_iter().map(Pending::from));
+    sources.extend(discovery.errors.into_iter().map(|(name, why)| {
+        Pending::from(Source {
+            input: Input::File(PathBuf::from(&name)),
+            name,
+            bytes: Err(why),
+        })
     }));
 
     let report = if args.fix {

@@ -1,7 +1,7 @@
 //! `probelint mutate FILE|-`: what the mutating webhook would do to each object, for review.
 
 use crate::inputs::Input;
-use crate::lint::read_input;
+use crate::lint::{objects_in, read_input};
 use crate::yaml::{self, Limits};
 use probelint_policies::ObjectRef;
 use probelint_policies::fix::{annotation_ops, mutate};
@@ -11,29 +11,11 @@ use std::path::{Path, PathBuf};
 
 /// Kubernetes objects in a parsed file, with `List`s expanded (the webhook sees items one by one).
 fn objects(documents: Vec<yaml::Document>) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut stack: Vec<Value> = documents.into_iter().map(|d| d.value).rev().collect();
-    while let Some(value) = stack.pop() {
-        let is_object = value.get("apiVersion").is_some_and(Value::is_string)
-            && value.get("kind").is_some_and(Value::is_string);
-        if !is_object {
-            continue;
-        }
-        let is_list = value
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k.ends_with("List"))
-            && value.get("items").is_some_and(Value::is_array);
-        match (is_list, value) {
-            (true, Value::Object(mut map)) => {
-                if let Some(Value::Array(items)) = map.remove("items") {
-                    stack.extend(items.into_iter().rev());
-                }
-            }
-            (_, value) => out.push(value),
-        }
-    }
-    out
+    documents
+        .into_iter()
+        .flat_map(|d| objects_in(d.value))
+        .filter_map(|(_, object)| object)
+        .collect()
 }
 
 /// Runs the subcommand. Exit code 0 on success, whether or not anything changed.

@@ -562,3 +562,67 @@ fn junit_has_a_failing_testcase_per_object_with_errors() {
     );
     assert!(xml.contains("gpu-startup-probe-missing"), "{xml}");
 }
+
+/// Each file is evaluated on its own worker and its objects dropped; the relations between
+/// files (a PDB or an HPA beside the Deployment it is about) must still be judged, and their
+/// findings placed and quoted in the right file.
+#[test]
+fn objects_in_different_files_are_judged_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let replicated = GOOD_GPU.replace(
+        "spec:\n  template:\n    spec:",
+        "spec:\n  replicas: 3\n  template:\n    metadata:\n      labels: {app: llm}\n    spec:",
+    );
+    write(dir.path(), "deploy/llm.yaml", &replicated);
+    write(
+        dir.path(),
+        "scaling/hpa.yaml",
+        "# scale on CPU\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: llm}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}\n  maxReplicas: 4\n  metrics:\n    - type: Resource\n      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}\n",
+    );
+    let (_, json) = json_run(dir.path(), &["."]);
+    let placed: Vec<(&str, &str, u64)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap(),
+                f["file"].as_str().unwrap(),
+                f["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("gpu-serving-without-pdb", "deploy/llm.yaml", 8),
+            ("hpa-cpu-metric-on-gpu-workload", "scaling/hpa.yaml", 8),
+        ],
+        "{json:#}"
+    );
+
+    // The human output quotes the lines, although neither file has a finding of its own.
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--color", "never", "."])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("replicas: 3"), "{text}");
+    assert!(text.contains("metrics:"), "{text}");
+
+    // A PDB in a third file covers the Deployment; an unrelated one in another namespace does not.
+    write(
+        dir.path(),
+        "policy/pdb.yaml",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: other, namespace: elsewhere}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n",
+    );
+    let (_, json) = json_run(dir.path(), &["."]);
+    let rules: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["hpa-cpu-metric-on-gpu-workload"], "{json:#}");
+}

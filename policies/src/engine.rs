@@ -1,6 +1,7 @@
 //! Evaluation: analyse the objects once, run every rule, then apply the policy's severities
 //! and the exemptions (annotation and policy) so that nothing is silently dropped.
 
+use crate::cross::ObjectFacts;
 use crate::custom::CustomTarget;
 use crate::finding::{Finding, ObjectRef, Suppression, SuppressionSource};
 use crate::policy::Policy;
@@ -41,6 +42,14 @@ impl<'a> Analysis<'a> {
         }
     }
 
+    /// One object at position `index` of a larger input.
+    pub fn single(object: &'a Value, index: usize, policy: &'a Policy) -> Self {
+        Analysis {
+            policy,
+            workloads: vec![Workload::analyse(index, object, policy)],
+        }
+    }
+
     /// Every container (regular and native sidecar) of every pod spec of every object.
     pub fn containers(&self) -> impl Iterator<Item = ContainerContext<'_, 'a>> {
         self.workloads.iter().flat_map(|workload| {
@@ -65,20 +74,75 @@ impl<'a> Analysis<'a> {
 /// Evaluates every built-in and custom rule over a set of objects (so that cross-object rules
 /// see a Deployment beside its HPA). Findings are ordered by object, then pointer, then rule.
 pub fn evaluate(objects: &[Value], policy: &Policy) -> Vec<Finding> {
-    run(objects, policy, true)
+    let mut findings = Vec::new();
+    let mut facts = Vec::new();
+    for (index, object) in objects.iter().enumerate() {
+        let evaluation = evaluate_object(object, index, policy);
+        findings.extend(evaluation.findings);
+        facts.extend(evaluation.facts);
+    }
+    findings.extend(evaluate_cross(&facts, policy));
+    sort(&mut findings);
+    findings
 }
 
 /// Evaluates one object on its own, as the admission webhook sees it: rules that need the other
 /// objects of a manifest set (HPA and PDB checks) are skipped.
 pub fn evaluate_one(object: &Value, policy: &Policy) -> Vec<Finding> {
-    run(std::slice::from_ref(object), policy, false)
+    run_object(object, 0, policy, false).findings
 }
 
-fn run(objects: &[Value], policy: &Policy, whole_input: bool) -> Vec<Finding> {
-    let analysis = Analysis::new(objects, policy);
+/// What [`evaluate_object`] found in one object of a larger input.
+#[derive(Debug)]
+pub struct ObjectEvaluation {
+    /// Findings of every rule that judges the object by itself, ordered by pointer then rule.
+    pub findings: Vec<Finding>,
+    /// What the cross-object rules need of this object, when they need anything: keep it for
+    /// [`evaluate_cross`] and drop the object.
+    pub facts: Option<ObjectFacts>,
+}
+
+/// Evaluates the object at position `index` of an input with every rule that judges an object
+/// by itself. Together with [`evaluate_cross`] over the facts of the whole input this finds
+/// exactly what [`evaluate`] does, without holding every object at once.
+pub fn evaluate_object(object: &Value, index: usize, policy: &Policy) -> ObjectEvaluation {
+    run_object(object, index, policy, true)
+}
+
+/// Evaluates the rules that judge objects by what else is in the input (an HPA scaling a GPU
+/// Deployment, a PDB selecting it) over the facts of every object of that input.
+pub fn evaluate_cross(facts: &[ObjectFacts], policy: &Policy) -> Vec<Finding> {
+    let by_index: std::collections::HashMap<usize, &ObjectFacts> =
+        facts.iter().map(|f| (f.index, f)).collect();
+    let mut findings = Vec::new();
+    for rule in rules::registry().iter().filter(|r| r.needs_other_objects()) {
+        let meta = rule.meta();
+        let Some(severity) = policy.severity_for(meta.id, meta.severity) else {
+            continue;
+        };
+        let start = findings.len();
+        rule.check_cross(facts, &mut Report::new(meta, &mut findings));
+        for finding in &mut findings[start..] {
+            finding.severity = severity;
+            let exemptions = by_index.get(&finding.object_index).map(|f| &f.exemptions);
+            finding.suppressed = suppression(policy, finding, [exemptions, None]);
+        }
+    }
+    sort(&mut findings);
+    findings
+}
+
+fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        (a.object_index, &a.pointer, &a.rule).cmp(&(b.object_index, &b.pointer, &b.rule))
+    });
+}
+
+fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -> ObjectEvaluation {
+    let analysis = Analysis::single(object, index, policy);
     let mut findings = Vec::new();
     for rule in rules::registry() {
-        if rule.needs_other_objects() && !whole_input {
+        if rule.needs_other_objects() {
             continue;
         }
         let meta = rule.meta();
@@ -94,13 +158,19 @@ fn run(objects: &[Value], policy: &Policy, whole_input: bool) -> Vec<Finding> {
         }
     }
     run_custom_rules(&analysis, &mut findings);
+    let workload = &analysis.workloads[0];
     for finding in &mut findings {
-        finding.suppressed = suppression(&analysis, finding);
+        finding.suppressed = suppression(policy, finding, annotation_sets(workload, finding));
     }
-    findings.sort_by(|a, b| {
-        (a.object_index, &a.pointer, &a.rule).cmp(&(b.object_index, &b.pointer, &b.rule))
-    });
-    findings
+    sort(&mut findings);
+    ObjectEvaluation {
+        facts: if want_facts {
+            ObjectFacts::of(workload)
+        } else {
+            None
+        },
+        findings,
+    }
 }
 
 fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
@@ -169,10 +239,28 @@ fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
     }
 }
 
+/// The annotations that may exempt a finding: the pod template's (closest to the container),
+/// then the object's.
+fn annotation_sets<'a>(
+    workload: &Workload<'a>,
+    finding: &Finding,
+) -> [Option<&'a serde_json::Map<String, Value>>; 2] {
+    let template = workload
+        .pod_specs
+        .iter()
+        .filter(|p| finding.pointer.starts_with(&p.pointer))
+        .max_by_key(|p| p.pointer.len())
+        .and_then(|p| p.template_annotations);
+    [template, workload.annotations]
+}
+
 /// Whether a finding is exempted, and by what. Policy exemptions are checked first: they hold
 /// even in strict mode.
-fn suppression(analysis: &Analysis<'_>, finding: &Finding) -> Option<Suppression> {
-    let policy = analysis.policy;
+fn suppression(
+    policy: &Policy,
+    finding: &Finding,
+    annotation_sets: [Option<&serde_json::Map<String, Value>>; 2],
+) -> Option<Suppression> {
     if let Some(exemption) = policy.exemptions.iter().find(|e| {
         e.covers_rule(&finding.rule) && e.matches(&finding.object, finding.container.as_deref())
     }) {
@@ -184,29 +272,24 @@ fn suppression(analysis: &Analysis<'_>, finding: &Finding) -> Option<Suppression
     if !policy.allow_annotation_exemptions {
         return None;
     }
-    let workload = analysis.workloads.get(finding.object_index)?;
-    // The pod template's annotations first (closest to the container), then the object's.
-    let template = workload
-        .pod_specs
-        .iter()
-        .filter(|p| finding.pointer.starts_with(&p.pointer))
-        .max_by_key(|p| p.pointer.len())
-        .and_then(|p| p.template_annotations);
-    for annotations in [template, workload.annotations].into_iter().flatten() {
-        let mut keys = vec![IGNORE_ANNOTATION.to_owned()];
-        if let Some(container) = &finding.container {
-            keys.push(format!("{IGNORE_CONTAINER_PREFIX}{container}"));
-        }
-        let listed = keys.iter().any(|key| {
-            annotations
-                .get(key)
-                .and_then(Value::as_str)
-                .is_some_and(|list| {
-                    list.split(',')
-                        .map(str::trim)
-                        .any(|r| r == "all" || r == finding.rule)
-                })
-        });
+    for annotations in annotation_sets.into_iter().flatten() {
+        let container_key = finding
+            .container
+            .as_ref()
+            .map(|c| format!("{IGNORE_CONTAINER_PREFIX}{c}"));
+        let listed = [Some(IGNORE_ANNOTATION), container_key.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|key| {
+                annotations
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .is_some_and(|list| {
+                        list.split(',')
+                            .map(str::trim)
+                            .any(|r| r == "all" || r == finding.rule)
+                    })
+            });
         if listed {
             let reason = annotations
                 .get(IGNORE_REASON_ANNOTATION)

@@ -4,6 +4,7 @@
 //! linted) and a [`Policy`], and returns [`Finding`]s. It knows nothing of files, HTTP or
 //! terminals: the CLI adds files and spans, the webhook adds AdmissionReview and TLS.
 
+pub mod cross;
 pub mod custom;
 pub mod engine;
 pub mod finding;
@@ -17,7 +18,10 @@ pub mod servers;
 pub mod simulate;
 pub mod workload;
 
-pub use engine::{Analysis, evaluate, evaluate_one};
+pub use cross::ObjectFacts;
+pub use engine::{
+    Analysis, ObjectEvaluation, evaluate, evaluate_cross, evaluate_object, evaluate_one,
+};
 pub use finding::{
     Applicability, Finding, Fix, ObjectRef, Severity, Suppression, SuppressionSource,
 };

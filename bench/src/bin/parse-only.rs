@@ -22,16 +22,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // As in lint/src/main.rs: discover, read each input, then parse in parallel.
+    // As in lint/src/main.rs and lint/src/lint.rs: discover, then read and parse each input on
+    // the rayon workers.
     let discovery = inputs::discover(&paths, &excludes);
-    let sources: Vec<_> = discovery
+    let (documents, errors) = discovery
         .inputs
-        .iter()
-        .map(|i| read_input(i, &limits))
-        .collect();
-    let (documents, errors) = sources
-        .into_par_iter()
-        .map(|source| match source.bytes {
+        .par_iter()
+        .map(|input| match read_input(input, &limits).bytes {
             Ok(bytes) => {
                 let stream = yaml::parse_stream_partial(&bytes, &limits);
                 (stream.documents.len(), usize::from(stream.error.is_some()))

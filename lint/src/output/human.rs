@@ -12,6 +12,7 @@ use annotate_snippets::renderer::Style;
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 use anstyle::{AnsiColor, Effects};
 use probelint_policies::{Applicability, Finding, Severity};
+use rayon::prelude::*;
 
 use super::{Options, display_path, plural, sanitize, suppression_parts, unreadable_files};
 use crate::report::{LocatedFinding, Report};
@@ -27,16 +28,22 @@ pub(super) fn render(report: &Report, options: &Options, out: &mut dyn Write) ->
     } else {
         Renderer::plain()
     };
-    for located in report
+    // Rendering a snippet costs far more than writing it: render in parallel, write in order.
+    let active: Vec<&LocatedFinding> = report
         .findings
         .iter()
         .filter(|f| !f.finding.is_suppressed())
-    {
-        writeln!(
-            out,
-            "{}\n",
-            renderer.render(&[finding_group(report, located)])
-        )?;
+        .collect();
+    // Chunks bound the memory held by rendered text that is not yet written.
+    for chunk in active.chunks(2048) {
+        let rendered: Vec<String> = chunk
+            .par_iter()
+            .with_min_len(64)
+            .map(|located| renderer.render(&[finding_group(report, located)]))
+            .collect();
+        for text in rendered {
+            writeln!(out, "{text}\n")?;
+        }
     }
     // Suppressed findings are context, not problems: rendered plain, then dimmed whole (the
     // renderer's own styles cannot dim everything: it treats its "none" style as unstyled).

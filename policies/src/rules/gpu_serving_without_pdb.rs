@@ -1,9 +1,8 @@
 //! `gpu-serving-without-pdb`: replicated GPU serving with no PodDisruptionBudget.
 
 use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
+use crate::cross::{ObjectFacts, Role};
 use crate::finding::Severity;
-use crate::workload::Workload;
 use serde_json::Value;
 
 pub struct GpuServingWithoutPdb;
@@ -128,27 +127,6 @@ fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
     })
 }
 
-/// Pod template labels of a replicated workload, and its replica count (default 1).
-fn replicated<'a>(w: &'a Workload<'_>) -> Option<(i64, &'a serde_json::Map<String, Value>)> {
-    let template = match w.object_ref.kind.as_str() {
-        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" | "Rollout" => {
-            "/spec/template"
-        }
-        "LeaderWorkerSet" => "/spec/leaderWorkerTemplate/leaderTemplate",
-        _ => return None,
-    };
-    let replicas = w
-        .object
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    let labels = w
-        .object
-        .pointer(&format!("{template}/metadata/labels"))?
-        .as_object()?;
-    Some((replicas, labels))
-}
-
 impl Rule for GpuServingWithoutPdb {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -158,41 +136,42 @@ impl Rule for GpuServingWithoutPdb {
         true
     }
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        let pdbs: Vec<&Workload<'_>> = analysis
-            .workloads
+    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        let selectors: Vec<(&ObjectFacts, &Value)> = objects
             .iter()
-            .filter(|w| w.object_ref.kind == "PodDisruptionBudget")
+            .filter_map(|o| match &o.role {
+                Role::DisruptionBudget {
+                    selector: Some(selector),
+                } => Some((o, selector)),
+                _ => None,
+            })
             .collect();
-        for w in &analysis.workloads {
-            if !w.pod_specs.iter().any(|p| p.serving && p.has_accelerator()) {
-                continue;
-            }
-            let Some((replicas, labels)) = replicated(w) else {
+        for object in objects {
+            let Role::GpuServing {
+                replicated: Some(replicated),
+            } = &object.role
+            else {
                 continue;
             };
-            if replicas <= 1 {
+            if replicated.replicas <= 1 {
                 continue;
             }
-            let covered = pdbs.iter().any(|pdb| {
-                pdb.object_ref.namespace == w.object_ref.namespace
-                    && pdb
-                        .object
-                        .pointer("/spec/selector")
-                        .is_some_and(|s| selects(s, labels))
+            let covered = selectors.iter().any(|(pdb, selector)| {
+                pdb.same_namespace(object) && selects(selector, &replicated.labels)
             });
             if covered {
                 continue;
             }
-            report.object(
-                w,
-                if w.object.pointer("/spec/replicas").is_some() { "/spec/replicas" } else { "/spec" }.to_owned(),
+            report.cross(
+                object,
+                replicated.pointer,
                 format!(
-                    "{} runs {replicas} GPU serving replicas and no PodDisruptionBudget selects them: a \
+                    "{} runs {} GPU serving replicas and no PodDisruptionBudget selects them: a \
                      node drain can take them all down for a full model load",
-                    w.object_ref
+                    object.object_ref, replicated.replicas
                 ),
-                "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels".to_owned(),
+                "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels"
+                    .to_owned(),
             );
         }
     }

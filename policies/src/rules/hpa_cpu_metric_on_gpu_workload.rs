@@ -1,10 +1,8 @@
 //! `hpa-cpu-metric-on-gpu-workload`: an HPA scales a GPU server on CPU or memory.
 
 use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
+use crate::cross::{ObjectFacts, Role};
 use crate::finding::Severity;
-use crate::workload::Workload;
-use serde_json::Value;
 
 pub struct HpaCpuMetricOnGpuWorkload;
 
@@ -115,31 +113,6 @@ spec:
     fix: None,
 };
 
-/// Whether every metric of the HPA is a cpu/memory resource metric (including the implicit
-/// 80 % CPU of an HPA without metrics, and autoscaling/v1's targetCPUUtilizationPercentage).
-fn only_cpu_or_memory(hpa: &Value) -> bool {
-    let spec = &hpa["spec"];
-    let Some(metrics) = spec.get("metrics").and_then(Value::as_array) else {
-        return true;
-    };
-    if metrics.is_empty() {
-        return true;
-    }
-    metrics.iter().all(|m| {
-        let kind = m.get("type").and_then(Value::as_str).unwrap_or_default();
-        let name = match kind {
-            "Resource" => m.pointer("/resource/name"),
-            "ContainerResource" => m.pointer("/containerResource/name"),
-            _ => return false,
-        };
-        matches!(name.and_then(Value::as_str), Some("cpu" | "memory"))
-    })
-}
-
-fn same_namespace(a: &Workload<'_>, b: &Workload<'_>) -> bool {
-    a.object_ref.namespace == b.object_ref.namespace
-}
-
 impl Rule for HpaCpuMetricOnGpuWorkload {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -149,38 +122,28 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
         true
     }
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for hpa in analysis
-            .workloads
-            .iter()
-            .filter(|w| w.object_ref.kind == "HorizontalPodAutoscaler")
-        {
-            let target = &hpa.object["spec"]["scaleTargetRef"];
-            let (Some(kind), Some(name)) = (
-                target.get("kind").and_then(Value::as_str),
-                target.get("name").and_then(Value::as_str),
-            ) else {
+    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        for hpa in objects {
+            let Role::Autoscaler {
+                target_kind,
+                target_name,
+                cpu_or_memory_only: true,
+                pointer,
+            } = &hpa.role
+            else {
                 continue;
             };
-            let Some(workload) = analysis.workloads.iter().find(|w| {
-                w.object_ref.kind == kind
-                    && w.object_ref.name.as_deref() == Some(name)
-                    && same_namespace(w, hpa)
-                    && w.pod_specs.iter().any(|p| p.serving && p.has_accelerator())
+            let Some(workload) = objects.iter().find(|w| {
+                matches!(w.role, Role::GpuServing { .. })
+                    && w.object_ref.kind == *target_kind
+                    && w.object_ref.name.as_deref() == Some(target_name.as_str())
+                    && w.same_namespace(hpa)
             }) else {
                 continue;
             };
-            if !only_cpu_or_memory(hpa.object) {
-                continue;
-            }
-            let pointer = if hpa.object.pointer("/spec/metrics").is_some() {
-                "/spec/metrics"
-            } else {
-                "/spec"
-            };
-            report.object(
+            report.cross(
                 hpa,
-                pointer.to_owned(),
+                pointer,
                 format!(
                     "{} scales {} (a GPU workload) on cpu/memory only: GPU servers saturate long \
                      before their CPU does",

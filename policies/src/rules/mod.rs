@@ -1,8 +1,9 @@
 //! The rule catalog. One file per rule; [`registry`] lists them all, and `probelint rules`,
 //! `probelint explain` and `docs/rules/` are generated from it.
 
+use crate::cross::ObjectFacts;
 use crate::engine::{Analysis, ContainerContext};
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, ObjectRef, Severity};
 use crate::workload::Workload;
 
 mod exec_probe_heavy;
@@ -45,13 +46,17 @@ pub struct RuleMeta {
 /// A rule: its metadata and its check.
 pub trait Rule: Sync + Send {
     fn meta(&self) -> &'static RuleMeta;
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>);
+    /// Judges one object by itself (every rule but the cross-object ones).
+    fn check(&self, _analysis: &Analysis<'_>, _report: &mut Report<'_>) {}
     /// Whether the rule judges an object by what else is in the input (an HPA beside its
     /// Deployment, a PDB selecting it). Such rules are skipped when one object is evaluated
-    /// alone (the admission webhook), where "not in the input" means nothing.
+    /// alone (the admission webhook), where "not in the input" means nothing; they implement
+    /// [`Rule::check_cross`] instead of [`Rule::check`].
     fn needs_other_objects(&self) -> bool {
         false
     }
+    /// Judges the objects of a whole input by their relations, from their [`ObjectFacts`].
+    fn check_cross(&self, _objects: &[ObjectFacts], _report: &mut Report<'_>) {}
 }
 
 static REGISTRY: &[&dyn Rule] = &[
@@ -121,9 +126,46 @@ impl<'f> Report<'f> {
         self.push(workload, None, pointer, message, help)
     }
 
+    /// A cross-object finding about an object known by its facts.
+    pub fn cross(
+        &mut self,
+        object: &ObjectFacts,
+        pointer: &str,
+        message: String,
+        help: String,
+    ) -> &mut Finding {
+        self.push_ref(
+            &object.object_ref,
+            object.index,
+            None,
+            pointer.to_owned(),
+            message,
+            help,
+        )
+    }
+
     fn push(
         &mut self,
         workload: &Workload<'_>,
+        container: Option<String>,
+        pointer: String,
+        message: String,
+        help: String,
+    ) -> &mut Finding {
+        self.push_ref(
+            &workload.object_ref,
+            workload.index,
+            container,
+            pointer,
+            message,
+            help,
+        )
+    }
+
+    fn push_ref(
+        &mut self,
+        object: &ObjectRef,
+        object_index: usize,
         container: Option<String>,
         pointer: String,
         message: String,
@@ -134,8 +176,8 @@ impl<'f> Report<'f> {
             severity: self.meta.severity,
             message,
             help,
-            object: workload.object_ref.clone(),
-            object_index: workload.index,
+            object: object.clone(),
+            object_index,
             container,
             pointer,
             suppressed: None,
