@@ -115,8 +115,9 @@ impl<'a> View<'a> {
             if opener != Some(want) {
                 return None;
             }
-            let end = scan::flow_end(text, start)?;
-            Some((start, end - 1))
+            // The YAML layer's span of a flow collection ends just past its bracket.
+            let close = loc.value.end.checked_sub(1)?;
+            (text.as_bytes().get(close) == Some(&closing(want))).then_some((start, close))
         };
         match value {
             Value::Object(_) => match flow(b'{') {
@@ -140,8 +141,7 @@ impl<'a> View<'a> {
         }
     }
 
-    /// Byte offset just past a node's own text: flow collections end at their bracket (the
-    /// YAML layer's span may run on over a comment), an empty value at its key's `:`.
+    /// Byte offset just past a node's own text: an empty value's is at its key's `:`.
     fn end_of(&self, node: &Node<'_>) -> usize {
         match node.shape {
             Shape::FlowMap { close, .. } | Shape::FlowSeq { close, .. } => close + 1,
@@ -918,4 +918,9 @@ pub(super) fn apply_edits(text: &str, mut edits: Vec<Edit>) -> Result<String, St
     }
     out.push_str(text.get(pos..).unwrap_or_default());
     Ok(out)
+}
+
+/// The bracket that closes a flow collection opened by `open`.
+fn closing(open: u8) -> u8 {
+    if open == b'{' { b'}' } else { b']' }
 }

@@ -109,83 +109,9 @@ pub(super) fn back_over_blanks(text: &str, pos: usize, floor: usize) -> usize {
     pos
 }
 
-/// The byte offset just past the `}` or `]` that closes the flow collection opening at `open`.
-///
-/// Needed because the YAML layer ends a flow collection's span at the next token, so it can
-/// take in the blanks and a comment after the closing bracket. The scan knows just enough
-/// YAML flow syntax to get the brackets right: quoted scalars (only where a scalar may start,
-/// since `it's` is a plain scalar), comments (`#` after a blank) and nesting.
-pub(super) fn flow_end(text: &str, open: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    if !matches!(bytes.get(open), Some(b'{' | b'[')) {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut pos = open;
-    // The last byte that was not a blank: decides whether a quote starts a quoted scalar.
-    let mut prev = b' ';
-    while let Some(&c) = bytes.get(pos) {
-        match c {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(pos + 1);
-                }
-            }
-            b'"' if matches!(prev, b'{' | b'[' | b',' | b':' | b'?') => {
-                pos += 1;
-                while let Some(&q) = bytes.get(pos) {
-                    match q {
-                        b'\\' => pos += 1,
-                        b'"' => break,
-                        _ => {}
-                    }
-                    pos += 1;
-                }
-                bytes.get(pos)?;
-            }
-            b'\'' if matches!(prev, b'{' | b'[' | b',' | b':' | b'?') => {
-                pos += 1;
-                loop {
-                    match bytes.get(pos) {
-                        None => return None,
-                        Some(b'\'') if bytes.get(pos + 1) == Some(&b'\'') => pos += 2,
-                        Some(b'\'') => break,
-                        Some(_) => pos += 1,
-                    }
-                }
-            }
-            b'#' if pos > 0 && matches!(bytes.get(pos - 1), Some(b' ' | b'\t' | b'\n' | b'\r')) => {
-                while bytes.get(pos).is_some_and(|&b| b != b'\n') {
-                    pos += 1;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        if !matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
-            prev = c;
-        }
-        pos += 1;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn flow_end_skips_quotes_comments_and_nesting() {
-        let text = "{a: \"x} # y\", b: [1, {c: 2}], d: it's} # {z}";
-        assert_eq!(flow_end(text, 0), Some(text.find(" # {z}").unwrap_or(0)));
-        let text = "[a, # ]\n b]";
-        assert_eq!(flow_end(text, 0), Some(text.len()));
-        assert_eq!(flow_end("{a: 'it''s}'}", 0), Some(13));
-        assert_eq!(flow_end("{a: 1", 0), None);
-        assert_eq!(flow_end("a", 0), None);
-    }
 
     #[test]
     fn lines_and_indentation() {

@@ -864,3 +864,19 @@ fn flow_collection_span_ends_at_its_closing_bracket() {
         assert_eq!(&src[span.start..span.end], want, "{src:?}");
     }
 }
+
+/// `--fix` edits inside flow collections by their brackets: a flow collection's span must end
+/// just past its closing bracket, never run on over the blanks and comment after it.
+#[test]
+fn flow_collection_span_ends_at_its_bracket() {
+    let src =
+        "a: {b: \"x} # y\", c: [1, {d: 2}], e: it's} # {z}\nf: [g, # ]\n  h]   # tail\nk: 1\n";
+    let doc = one(src);
+    let span = |p: &str| {
+        let v = doc.locations.get(p).expect(p).value;
+        &src[v.start..v.end]
+    };
+    assert_eq!(span("/a"), "{b: \"x} # y\", c: [1, {d: 2}], e: it's}");
+    assert_eq!(span("/a/c"), "[1, {d: 2}]");
+    assert_eq!(span("/f"), "[g, # ]\n  h]");
+}
