@@ -3,7 +3,8 @@
 use super::{Report, Rule, RuleMeta};
 use crate::cross::{ObjectFacts, Role};
 use crate::finding::Severity;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 pub struct GpuServingWithoutPdb;
 
@@ -127,6 +128,68 @@ fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
     })
 }
 
+/// Namespace, label key, label value.
+type LabelKey<'a> = (Option<&'a str>, &'a str, &'a str);
+
+/// The PDBs' selectors, found by namespace and by one label each requires: a workload is
+/// checked against the few that could select it, not against every PDB of a large input.
+struct SelectorIndex<'a> {
+    /// Selectors whose first `matchLabels` entry is this label.
+    by_label: HashMap<LabelKey<'a>, Vec<&'a Value>>,
+    /// Selectors without such an entry (expressions only, or empty), by namespace.
+    other: HashMap<Option<&'a str>, Vec<&'a Value>>,
+}
+
+impl<'a> SelectorIndex<'a> {
+    fn new(objects: &'a [ObjectFacts]) -> Self {
+        let mut index = SelectorIndex {
+            by_label: HashMap::new(),
+            other: HashMap::new(),
+        };
+        for object in objects {
+            let Role::DisruptionBudget {
+                selector: Some(selector),
+            } = &object.role
+            else {
+                continue;
+            };
+            let namespace = object.object_ref.namespace.as_deref();
+            let first = selector
+                .get("matchLabels")
+                .and_then(Value::as_object)
+                .and_then(|m| m.iter().next())
+                .and_then(|(k, v)| Some((k.as_str(), v.as_str()?)));
+            match first {
+                Some((key, value)) => index
+                    .by_label
+                    .entry((namespace, key, value))
+                    .or_default()
+                    .push(selector),
+                None => index.other.entry(namespace).or_default().push(selector),
+            }
+        }
+        index
+    }
+
+    /// Every selector in `namespace` that may select `labels`: all that `selects` would accept,
+    /// and a few more.
+    fn candidates<'s>(
+        &'s self,
+        namespace: Option<&'s str>,
+        labels: &'s Map<String, Value>,
+    ) -> impl Iterator<Item = &'a Value> + 's {
+        let by_label = labels
+            .iter()
+            .filter_map(move |(k, v)| self.by_label.get(&(namespace, k.as_str(), v.as_str()?)));
+        self.other
+            .get(&namespace)
+            .into_iter()
+            .chain(by_label)
+            .flatten()
+            .copied()
+    }
+}
+
 impl Rule for GpuServingWithoutPdb {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -137,15 +200,7 @@ impl Rule for GpuServingWithoutPdb {
     }
 
     fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        let selectors: Vec<(&ObjectFacts, &Value)> = objects
-            .iter()
-            .filter_map(|o| match &o.role {
-                Role::DisruptionBudget {
-                    selector: Some(selector),
-                } => Some((o, selector)),
-                _ => None,
-            })
-            .collect();
+        let selectors = SelectorIndex::new(objects);
         for object in objects {
             let Role::GpuServing {
                 replicated: Some(replicated),
@@ -156,9 +211,9 @@ impl Rule for GpuServingWithoutPdb {
             if replicated.replicas <= 1 {
                 continue;
             }
-            let covered = selectors.iter().any(|(pdb, selector)| {
-                pdb.same_namespace(object) && selects(selector, &replicated.labels)
-            });
+            let covered = selectors
+                .candidates(object.object_ref.namespace.as_deref(), &replicated.labels)
+                .any(|selector| selects(selector, &replicated.labels));
             if covered {
                 continue;
             }

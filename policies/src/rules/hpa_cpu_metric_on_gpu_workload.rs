@@ -3,6 +3,7 @@
 use super::{Report, Rule, RuleMeta};
 use crate::cross::{ObjectFacts, Role};
 use crate::finding::Severity;
+use std::collections::HashMap;
 
 pub struct HpaCpuMetricOnGpuWorkload;
 
@@ -123,6 +124,18 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
     }
 
     fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        // GPU serving workloads by kind, namespace and name (the first, as written, wins).
+        let mut workloads = HashMap::new();
+        for w in objects {
+            if let (Role::GpuServing { .. }, Some(name)) = (&w.role, &w.object_ref.name) {
+                let key = (
+                    w.object_ref.kind.as_str(),
+                    w.object_ref.namespace.as_deref(),
+                    name.as_str(),
+                );
+                workloads.entry(key).or_insert(w);
+            }
+        }
         for hpa in objects {
             let Role::Autoscaler {
                 target_kind,
@@ -133,12 +146,12 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
             else {
                 continue;
             };
-            let Some(workload) = objects.iter().find(|w| {
-                matches!(w.role, Role::GpuServing { .. })
-                    && w.object_ref.kind == *target_kind
-                    && w.object_ref.name.as_deref() == Some(target_name.as_str())
-                    && w.same_namespace(hpa)
-            }) else {
+            let key = (
+                target_kind.as_str(),
+                hpa.object_ref.namespace.as_deref(),
+                target_name.as_str(),
+            );
+            let Some(workload) = workloads.get(&key) else {
                 continue;
             };
             report.cross(
