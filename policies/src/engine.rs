@@ -254,6 +254,14 @@ fn annotation_sets<'a>(
     [template, workload.annotations]
 }
 
+/// Whether `annotations` may hold a `probelint.io/ignore...` key. Most objects have none, and a
+/// scan of their few annotations spares every finding the lookups below (and the container key's
+/// formatting); a large map is not scanned for each finding, just looked up.
+fn may_hold_exemption(annotations: &serde_json::Map<String, Value>) -> bool {
+    annotations.len() > crate::fields::SCAN_LIMIT
+        || annotations.keys().any(|k| k.starts_with(IGNORE_ANNOTATION))
+}
+
 /// Whether a finding is exempted, and by what. Policy exemptions are checked first: they hold
 /// even in strict mode.
 fn suppression(
@@ -272,7 +280,11 @@ fn suppression(
     if !policy.allow_annotation_exemptions {
         return None;
     }
-    for annotations in annotation_sets.into_iter().flatten() {
+    for annotations in annotation_sets
+        .into_iter()
+        .flatten()
+        .filter(|a| may_hold_exemption(a))
+    {
         let container_key = finding
             .container
             .as_ref()

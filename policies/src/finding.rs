@@ -1,5 +1,6 @@
 //! What a rule reports: findings, their severities, and the fixes they may carry.
 
+use crate::fields::pick;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -55,13 +56,16 @@ pub struct ObjectRef {
 impl ObjectRef {
     pub fn from_object(object: &serde_json::Value) -> Self {
         let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_owned);
-        let metadata = object.get("metadata");
+        let [api_version, kind, metadata] = pick(object, ["apiVersion", "kind", "metadata"]);
+        let [namespace, name, generate_name] = match metadata {
+            Some(m) => pick(m, ["namespace", "name", "generateName"]),
+            None => [None; 3],
+        };
         ObjectRef {
-            api_version: text(object.get("apiVersion")).unwrap_or_default(),
-            kind: text(object.get("kind")).unwrap_or_default(),
-            namespace: text(metadata.and_then(|m| m.get("namespace"))),
-            name: text(metadata.and_then(|m| m.get("name")))
-                .or_else(|| text(metadata.and_then(|m| m.get("generateName")))),
+            api_version: text(api_version).unwrap_or_default(),
+            kind: text(kind).unwrap_or_default(),
+            namespace: text(namespace),
+            name: text(name).or_else(|| text(generate_name)),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! fix, and the finding stays with its help text.
 
 use crate::engine::ContainerContext;
+use crate::fields::pick;
 use crate::finding::{Applicability, Finding, Fix};
 use crate::pointer;
 use crate::policy::Policy;
@@ -138,27 +139,28 @@ pub fn annotation_ops(object: &Value, applied: &[AppliedFix]) -> Vec<PatchOperat
     }
 }
 
-fn path(p: &str) -> json_patch::jsonptr::PointerBuf {
+fn path(p: impl Into<String>) -> json_patch::jsonptr::PointerBuf {
     // Pointers here are built by `crate::pointer`, so they always parse; an unparsable one
-    // degrades to the root, which `merge_fixes` treats as clashing with everything.
+    // degrades to the root, which `merge_fixes` treats as clashing with everything. (A `String`
+    // becomes the pointer as it is, without a copy.)
     json_patch::jsonptr::PointerBuf::parse(p).unwrap_or_default()
 }
 
-pub(crate) fn add(p: &str, value: Value) -> PatchOperation {
+pub(crate) fn add(p: impl Into<String>, value: Value) -> PatchOperation {
     PatchOperation::Add(AddOperation {
         path: path(p),
         value,
     })
 }
 
-pub(crate) fn replace(p: &str, value: Value) -> PatchOperation {
+pub(crate) fn replace(p: impl Into<String>, value: Value) -> PatchOperation {
     PatchOperation::Replace(ReplaceOperation {
         path: path(p),
         value,
     })
 }
 
-pub(crate) fn remove(p: &str) -> PatchOperation {
+pub(crate) fn remove(p: impl Into<String>) -> PatchOperation {
     PatchOperation::Remove(RemoveOperation { path: path(p) })
 }
 
@@ -196,7 +198,7 @@ fn server_port(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> Value {
     let tcp: Vec<_> = cx
         .container
         .ports()
-        .into_iter()
+        .iter()
         .filter(|p| p.protocol.eq_ignore_ascii_case("TCP") && p.number.is_some())
         .collect();
     if let Some(p) = tcp
@@ -237,11 +239,13 @@ fn startup_handler(
     };
     let copy = |probe: &Probe<'_>| {
         let field = probe.handler.field()?;
-        let mut handler = Map::new();
-        handler.insert(field.to_owned(), probe.value.get(field)?.clone());
+        let [check, timeout] = pick(probe.value, [field, "timeoutSeconds"]);
+        // Room for the fields `add_startup_probe` adds, so the map is allocated once.
+        let mut handler = Map::with_capacity(4);
+        handler.insert(field.to_owned(), check?.clone());
         Some((
             handler,
-            probe.value.get("timeoutSeconds").cloned(),
+            timeout.cloned(),
             format!(
                 "the {} check ({})",
                 probe.kind.noun(),
@@ -254,19 +258,19 @@ fn startup_handler(
         .probe(ProbeKind::Liveness)
         .filter(|p| usable(p) && !heavy(p))
     {
-        return copy(&live);
+        return copy(live);
     }
     let readiness = cx
         .container
         .probe(ProbeKind::Readiness)
         .filter(|p| usable(p) && !heavy(p));
-    if let Some(ready) = &readiness
+    if let Some(ready) = readiness
         && !(matches!(ready.handler, Handler::TcpSocket { .. }) && server.is_some())
     {
         return copy(ready);
     }
     let server = server?;
-    let mut handler = Map::new();
+    let mut handler = Map::with_capacity(4);
     handler.insert(
         "httpGet".to_owned(),
         json!({"path": server.live_path, "port": server_port(cx, server)}),
@@ -278,8 +282,17 @@ fn startup_handler(
     ))
 }
 
-/// Adds a startupProbe whose budget covers the model load plus margin.
+/// Adds a startupProbe whose budget covers the model load plus margin. Two rules offer this fix
+/// for the same container (gpu-startup-probe-missing, liveness-restart-loop): the first builds
+/// it, the second gets a copy.
 pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
+    cx.container
+        .startup_probe_fix
+        .get_or_init(|| build_startup_probe(cx, policy))
+        .clone()
+}
+
+fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
     let (mut probe, timeout, source) = startup_handler(cx)?;
     let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin);
     // Rounded up without an addition that overflows for an absurd load time; failureThreshold
@@ -299,7 +312,7 @@ pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) 
             threshold * STARTUP_PERIOD_SECONDS
         ),
         vec![add(
-            &pointer::join(&cx.container.pointer, "startupProbe"),
+            pointer::join(&cx.container.pointer, "startupProbe"),
             Value::Object(probe),
         )],
     ))
@@ -323,9 +336,9 @@ pub(crate) fn raise_failure_threshold(probe: &Probe<'_>, needed: i64) -> Option<
     }
     let path = pointer::join(&probe.pointer, "failureThreshold");
     let op = if probe.value.get("failureThreshold").is_some() {
-        replace(&path, json!(threshold))
+        replace(path, json!(threshold))
     } else {
-        add(&path, json!(threshold))
+        add(path, json!(threshold))
     };
     Some(safe(
         format!("raise startupProbe.failureThreshold to {threshold}"),
@@ -353,18 +366,18 @@ pub(crate) fn readiness_to_server_endpoint(
                 PortRef::Name(n) => json!(n),
                 PortRef::Missing => return None,
             };
-            ops.push(remove(&pointer::join(&probe.pointer, "tcpSocket")));
+            ops.push(remove(pointer::join(&probe.pointer, "tcpSocket")));
             ops.push(add(
-                &pointer::join(&probe.pointer, "httpGet"),
+                pointer::join(&probe.pointer, "httpGet"),
                 json!({"path": server.ready_path, "port": port}),
             ));
         }
         Handler::HttpGet { .. } if probe.value.get("httpGet").is_some_and(Value::is_object) => {
             let path = pointer::join(&pointer::join(&probe.pointer, "httpGet"), "path");
             let op = if probe.value.pointer("/httpGet/path").is_some() {
-                replace(&path, json!(server.ready_path))
+                replace(path, json!(server.ready_path))
             } else {
-                add(&path, json!(server.ready_path))
+                add(path, json!(server.ready_path))
             };
             ops.push(op);
         }
@@ -373,9 +386,9 @@ pub(crate) fn readiness_to_server_endpoint(
     if server.ready_runs_generation && probe.timeout() <= 1 {
         let path = pointer::join(&probe.pointer, "timeoutSeconds");
         ops.push(if probe.value.get("timeoutSeconds").is_some() {
-            replace(&path, json!(GENERATION_TIMEOUT_SECONDS))
+            replace(path, json!(GENERATION_TIMEOUT_SECONDS))
         } else {
-            add(&path, json!(GENERATION_TIMEOUT_SECONDS))
+            add(path, json!(GENERATION_TIMEOUT_SECONDS))
         });
     }
     Some(safe(

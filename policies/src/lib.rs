@@ -7,6 +7,7 @@
 pub mod cross;
 pub mod custom;
 pub mod engine;
+mod fields;
 pub mod finding;
 pub mod fix;
 mod glob;

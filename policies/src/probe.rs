@@ -1,5 +1,6 @@
 //! A read-only view of a container probe with Kubernetes' defaults applied.
 
+use crate::fields::pick;
 use serde_json::Value;
 
 /// The three probes a container can have.
@@ -37,24 +38,24 @@ impl ProbeKind {
 
 /// A probe's port: `port: 8080` or `port: http`. YAML `"8080"` is a name, as the apiserver sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortRef {
+pub enum PortRef<'a> {
     Number(i64),
-    Name(String),
+    Name(&'a str),
     /// No port given (or not a number or string).
     Missing,
 }
 
-impl PortRef {
-    fn from_value(value: Option<&Value>) -> Self {
+impl<'a> PortRef<'a> {
+    fn from_value(value: Option<&'a Value>) -> Self {
         match value {
             Some(Value::Number(n)) => n.as_i64().map_or(PortRef::Missing, PortRef::Number),
-            Some(Value::String(s)) => PortRef::Name(s.clone()),
+            Some(Value::String(s)) => PortRef::Name(s),
             _ => PortRef::Missing,
         }
     }
 }
 
-impl std::fmt::Display for PortRef {
+impl std::fmt::Display for PortRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PortRef::Number(n) => write!(f, "{n}"),
@@ -66,18 +67,18 @@ impl std::fmt::Display for PortRef {
 
 /// What a probe does to decide.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Handler {
+pub enum Handler<'a> {
     HttpGet {
-        path: String,
-        port: PortRef,
-        host: Option<String>,
+        path: &'a str,
+        port: PortRef<'a>,
+        host: Option<&'a str>,
     },
     TcpSocket {
-        port: PortRef,
+        port: PortRef<'a>,
     },
     Grpc {
-        port: PortRef,
-        service: Option<String>,
+        port: PortRef<'a>,
+        service: Option<&'a str>,
     },
     Exec {
         command: Vec<String>,
@@ -86,7 +87,7 @@ pub enum Handler {
     Invalid,
 }
 
-impl Handler {
+impl<'a> Handler<'a> {
     pub fn kind(&self) -> &'static str {
         match self {
             Handler::HttpGet { .. } => "httpGet",
@@ -97,7 +98,7 @@ impl Handler {
         }
     }
 
-    pub fn port(&self) -> Option<&PortRef> {
+    pub fn port(&self) -> Option<&PortRef<'a>> {
         match self {
             Handler::HttpGet { port, .. }
             | Handler::TcpSocket { port }
@@ -152,7 +153,7 @@ pub struct Probe<'a> {
     /// Pointer to the probe (`.../containers/0/readinessProbe`).
     pub pointer: String,
     pub value: &'a Value,
-    pub handler: Handler,
+    pub handler: Handler<'a>,
     pub initial_delay_seconds: Field,
     pub period_seconds: Field,
     pub timeout_seconds: Field,
@@ -169,7 +170,31 @@ pub const DEFAULT_FAILURE_THRESHOLD: i64 = 3;
 
 impl<'a> Probe<'a> {
     pub fn from_value(kind: ProbeKind, pointer: String, value: &'a Value) -> Self {
-        let field = |name: &str, default: i64| match value.get(name) {
+        let [
+            initial_delay,
+            period,
+            timeout,
+            success,
+            failure,
+            http_get,
+            tcp_socket,
+            grpc,
+            exec,
+        ] = pick(
+            value,
+            [
+                "initialDelaySeconds",
+                "periodSeconds",
+                "timeoutSeconds",
+                "successThreshold",
+                "failureThreshold",
+                "httpGet",
+                "tcpSocket",
+                "grpc",
+                "exec",
+            ],
+        );
+        let field = |found: Option<&Value>, default: i64| match found {
             None | Some(Value::Null) => Field::Default(default),
             Some(v) => v.as_i64().map_or(Field::Invalid, Field::Set),
         };
@@ -177,12 +202,12 @@ impl<'a> Probe<'a> {
             kind,
             pointer,
             value,
-            handler: handler_of(value),
-            initial_delay_seconds: field("initialDelaySeconds", DEFAULT_INITIAL_DELAY),
-            period_seconds: field("periodSeconds", DEFAULT_PERIOD),
-            timeout_seconds: field("timeoutSeconds", DEFAULT_TIMEOUT),
-            success_threshold: field("successThreshold", DEFAULT_SUCCESS_THRESHOLD),
-            failure_threshold: field("failureThreshold", DEFAULT_FAILURE_THRESHOLD),
+            handler: handler_of([http_get, tcp_socket, grpc, exec]),
+            initial_delay_seconds: field(initial_delay, DEFAULT_INITIAL_DELAY),
+            period_seconds: field(period, DEFAULT_PERIOD),
+            timeout_seconds: field(timeout, DEFAULT_TIMEOUT),
+            success_threshold: field(success, DEFAULT_SUCCESS_THRESHOLD),
+            failure_threshold: field(failure, DEFAULT_FAILURE_THRESHOLD),
         }
     }
 
@@ -232,32 +257,35 @@ impl<'a> Probe<'a> {
     }
 }
 
-fn handler_of(probe: &Value) -> Handler {
-    let present: Vec<&str> = ["httpGet", "tcpSocket", "grpc", "exec"]
+/// The handler of a probe from its `httpGet`, `tcpSocket`, `grpc` and `exec` fields: exactly one
+/// of them must be set (present and not null).
+fn handler_of<'a>(handlers: [Option<&'a Value>; 4]) -> Handler<'a> {
+    let mut set = handlers
         .into_iter()
-        .filter(|k| probe.get(*k).is_some_and(|v| !v.is_null()))
-        .collect();
-    let [only] = present.as_slice() else {
+        .enumerate()
+        .filter_map(|(i, h)| h.filter(|v| !v.is_null()).map(|h| (i, h)));
+    let (Some((which, h)), None) = (set.next(), set.next()) else {
         return Handler::Invalid;
     };
-    let h = &probe[*only];
-    match *only {
-        "httpGet" => Handler::HttpGet {
-            path: h
-                .get("path")
-                .and_then(Value::as_str)
-                .unwrap_or("/")
-                .to_owned(),
-            port: PortRef::from_value(h.get("port")),
-            host: h.get("host").and_then(Value::as_str).map(str::to_owned),
-        },
-        "tcpSocket" => Handler::TcpSocket {
+    match which {
+        0 => {
+            let [path, port, host] = pick(h, ["path", "port", "host"]);
+            Handler::HttpGet {
+                path: path.and_then(Value::as_str).unwrap_or("/"),
+                port: PortRef::from_value(port),
+                host: host.and_then(Value::as_str),
+            }
+        }
+        1 => Handler::TcpSocket {
             port: PortRef::from_value(h.get("port")),
         },
-        "grpc" => Handler::Grpc {
-            port: PortRef::from_value(h.get("port")),
-            service: h.get("service").and_then(Value::as_str).map(str::to_owned),
-        },
+        2 => {
+            let [port, service] = pick(h, ["port", "service"]);
+            Handler::Grpc {
+                port: PortRef::from_value(port),
+                service: service.and_then(Value::as_str),
+            }
+        }
         _ => Handler::Exec {
             command: h
                 .get("command")
@@ -286,7 +314,7 @@ mod tests {
         assert_eq!(
             p.handler,
             Handler::HttpGet {
-                path: "/health".into(),
+                path: "/health",
                 port: PortRef::Number(8000),
                 host: None
             }
@@ -300,7 +328,7 @@ mod tests {
         assert_eq!(
             p.handler,
             Handler::TcpSocket {
-                port: PortRef::Name("8080".into())
+                port: PortRef::Name("8080")
             }
         );
         assert_eq!(p.failure_threshold, Field::Invalid);
@@ -310,7 +338,10 @@ mod tests {
     #[test]
     fn two_handlers_or_none_is_invalid() {
         let v = json!({"tcpSocket": {"port": 1}, "exec": {"command": ["true"]}});
-        assert_eq!(handler_of(&v), Handler::Invalid);
-        assert_eq!(handler_of(&json!({"periodSeconds": 5})), Handler::Invalid);
+        fn handler(v: &Value) -> Handler<'_> {
+            Probe::from_value(ProbeKind::Liveness, "/p".into(), v).handler
+        }
+        assert_eq!(handler(&v), Handler::Invalid);
+        assert_eq!(handler(&json!({"periodSeconds": 5})), Handler::Invalid);
     }
 }

@@ -5,6 +5,9 @@
 //! llama.cpp's `server/README.md`, Ollama's API docs, NVIDIA NIM for LLMs API reference, the
 //! KServe Open Inference Protocol). A fix only ever uses an endpoint listed here.
 
+use crate::fields::pick;
+use std::borrow::Cow;
+
 /// A model server the engine knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownServer {
@@ -172,7 +175,13 @@ pub const GENERIC_READY_PATHS: &[&str] = &["/readyz", "/ready", "/readiness", "/
 impl KnownServer {
     /// Recognises a server from a container image reference.
     pub fn for_image(image: &str) -> Option<&'static KnownServer> {
-        let image = image.trim().to_ascii_lowercase();
+        let image = image.trim();
+        // Lower-cased only when it has to be: image references almost always are already.
+        let image = if image.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(image.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(image)
+        };
         // Drop the digest; keep the tag, since llama.cpp publishes its server as a tag.
         let image = image.split('@').next().unwrap_or_default();
         KNOWN_SERVERS
@@ -184,24 +193,22 @@ impl KnownServer {
     /// declares a TCP port, keeps the image's entrypoint, or its command launches the server.
     pub fn is_served_by(&self, container: &serde_json::Value) -> bool {
         use serde_json::Value;
-        let declares_tcp_port = container
-            .get("ports")
-            .and_then(Value::as_array)
-            .is_some_and(|ports| {
-                ports.iter().any(|p| {
-                    p.get("protocol")
-                        .and_then(Value::as_str)
-                        .is_none_or(|proto| proto.eq_ignore_ascii_case("TCP"))
-                })
-            });
-        let command = container.get("command").and_then(Value::as_array);
+        let [ports, command, args] = pick(container, ["ports", "command", "args"]);
+        let declares_tcp_port = ports.and_then(Value::as_array).is_some_and(|ports| {
+            ports.iter().any(|p| {
+                crate::fields::get(p, "protocol")
+                    .and_then(Value::as_str)
+                    .is_none_or(|proto| proto.eq_ignore_ascii_case("TCP"))
+            })
+        });
+        let command = command.and_then(Value::as_array);
         let Some(command) = command.filter(|c| !c.is_empty()) else {
             return true;
         };
         if declares_tcp_port {
             return true;
         }
-        let args = container.get("args").and_then(Value::as_array);
+        let args = args.and_then(Value::as_array);
         command
             .iter()
             .chain(args.into_iter().flatten())

@@ -333,7 +333,7 @@ pub fn scenario_for(
     load_seconds: f64,
     duration: f64,
 ) -> Scenario {
-    let timing = |k| container.probe(k).map(|p| ProbeTiming::from_probe(&p));
+    let timing = |k| container.probe(k).map(|p| ProbeTiming::from_probe(p));
     Scenario {
         startup: timing(ProbeKind::Startup),
         readiness: timing(ProbeKind::Readiness),

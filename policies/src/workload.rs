@@ -1,12 +1,15 @@
 //! Finding the pod specs and containers inside Kubernetes objects, and what the engine knows
 //! about each: accelerator or not, serving or batch, expected model load time, known server.
 
-use crate::finding::ObjectRef;
+use crate::fields::{self, pick};
+use crate::finding::{Fix, ObjectRef};
 use crate::pointer;
 use crate::policy::Policy;
 use crate::probe::{Probe, ProbeKind};
 use crate::servers::KnownServer;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// Annotation declaring the worst-case model load time, in seconds.
 pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
@@ -140,14 +143,26 @@ pub enum LoadSource {
 
 /// A declared container port.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerPort {
-    pub name: Option<String>,
+pub struct ContainerPort<'a> {
+    pub name: Option<&'a str>,
     pub number: Option<i64>,
     /// `TCP` unless declared otherwise.
-    pub protocol: String,
+    pub protocol: &'a str,
 }
 
-/// One container (or native sidecar) of a pod spec.
+impl<'a> ContainerPort<'a> {
+    fn from_value(port: &'a Value) -> Self {
+        let [name, number, protocol] = pick(port, ["name", "containerPort", "protocol"]);
+        ContainerPort {
+            name: name.and_then(Value::as_str),
+            number: number.and_then(Value::as_i64),
+            protocol: protocol.and_then(Value::as_str).unwrap_or("TCP"),
+        }
+    }
+}
+
+/// One container (or native sidecar) of a pod spec, with the fields the rules read found once:
+/// thirteen rules look at every container, and each used to look its probes up again.
 #[derive(Debug, Clone)]
 pub struct Container<'a> {
     /// Pointer to the container (`/spec/template/spec/containers/0`).
@@ -156,10 +171,17 @@ pub struct Container<'a> {
     pub name: String,
     /// An init container with `restartPolicy: Always` (a native sidecar).
     pub sidecar: bool,
-    pub image: String,
+    pub image: &'a str,
     /// Empty when the container uses no accelerator.
     pub accelerators: Vec<AcceleratorReason>,
     pub server: Option<&'static KnownServer>,
+    /// The probes, in [`ProbeKind::ALL`] order.
+    probes: [Option<Probe<'a>>; 3],
+    ports: Vec<ContainerPort<'a>>,
+    lifecycle: Option<&'a Value>,
+    /// The fix that adds a startupProbe, built by the first rule that offers it
+    /// ([`crate::fix::add_startup_probe`]).
+    pub(crate) startup_probe_fix: OnceCell<Option<Fix>>,
 }
 
 impl<'a> Container<'a> {
@@ -167,35 +189,25 @@ impl<'a> Container<'a> {
         !self.accelerators.is_empty()
     }
 
-    pub fn probe(&self, kind: ProbeKind) -> Option<Probe<'a>> {
-        let value = self.value.get(kind.field()).filter(|v| !v.is_null())?;
-        Some(Probe::from_value(
-            kind,
-            pointer::join(&self.pointer, kind.field()),
-            value,
-        ))
+    pub fn probe(&self, kind: ProbeKind) -> Option<&Probe<'a>> {
+        self.probes[kind as usize].as_ref()
     }
 
-    pub fn probes(&self) -> impl Iterator<Item = Probe<'a>> + '_ {
-        ProbeKind::ALL.into_iter().filter_map(|k| self.probe(k))
+    /// The probes the container has, startup first.
+    pub fn probes(&self) -> impl Iterator<Item = &Probe<'a>> + '_ {
+        self.probes.iter().flatten()
     }
 
-    pub fn ports(&self) -> Vec<ContainerPort> {
-        let Some(ports) = self.value.get("ports").and_then(Value::as_array) else {
-            return Vec::new();
-        };
-        ports
-            .iter()
-            .map(|p| ContainerPort {
-                name: p.get("name").and_then(Value::as_str).map(str::to_owned),
-                number: p.get("containerPort").and_then(Value::as_i64),
-                protocol: p
-                    .get("protocol")
-                    .and_then(Value::as_str)
-                    .unwrap_or("TCP")
-                    .to_owned(),
-            })
-            .collect()
+    /// The declared `ports`, in order.
+    pub fn ports(&self) -> &[ContainerPort<'a>] {
+        &self.ports
+    }
+
+    /// Whether `lifecycle.preStop` is set.
+    pub fn has_pre_stop(&self) -> bool {
+        self.lifecycle
+            .and_then(|l| fields::get(l, "preStop"))
+            .is_some_and(|v| !v.is_null())
     }
 
     /// `container "vllm" (requests nvidia.com/gpu)` — how messages name a container.
@@ -221,6 +233,7 @@ pub struct PodSpec<'a> {
     /// Expected worst-case model load, in seconds.
     pub load_seconds: f64,
     pub load_source: LoadSource,
+    termination_grace_period: i64,
 }
 
 impl PodSpec<'_> {
@@ -230,10 +243,7 @@ impl PodSpec<'_> {
 
     /// `terminationGracePeriodSeconds`, with Kubernetes' default of 30.
     pub fn termination_grace_period(&self) -> i64 {
-        self.value
-            .get("terminationGracePeriodSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(30)
+        self.termination_grace_period
     }
 }
 
@@ -252,42 +262,42 @@ pub struct Workload<'a> {
 impl<'a> Workload<'a> {
     pub fn analyse(index: usize, object: &'a Value, policy: &Policy) -> Self {
         let object_ref = ObjectRef::from_object(object);
-        let annotations = object
-            .pointer("/metadata/annotations")
+        let annotations = fields::get(object, "metadata")
+            .and_then(|m| fields::get(m, "annotations"))
             .and_then(Value::as_object);
         let mut pod_specs = Vec::new();
-        let layout = builtin_layout(&object_ref.api_version, &object_ref.kind).or_else(|| {
-            policy
-                .workloads
-                .iter()
-                .find(|w| w.matches(&object_ref.api_version, &object_ref.kind))
-                .map(|w| Layout {
-                    pod_specs: &[],
-                    batch: w.batch,
-                })
-        });
-        if let Some(layout) = layout {
-            let custom: Vec<&str> = policy
-                .workloads
-                .iter()
-                .filter(|w| {
-                    builtin_layout(&object_ref.api_version, &object_ref.kind).is_none()
-                        && w.matches(&object_ref.api_version, &object_ref.kind)
-                })
-                .flat_map(|w| w.pod_specs.iter().map(String::as_str))
-                .collect();
-            for pattern in layout.pod_specs.iter().copied().chain(custom) {
-                for (ptr, value) in expand(object, pattern) {
-                    if value.is_object() {
-                        pod_specs.push(analyse_pod_spec(
-                            &object_ref,
-                            object,
-                            annotations,
-                            ptr,
-                            value,
-                            layout.batch,
-                            policy,
-                        ));
+        let mut add_pattern = |pattern: &str, batch: bool| {
+            for (ptr, value) in expand(object, pattern) {
+                if value.is_object() {
+                    pod_specs.push(analyse_pod_spec(
+                        &object_ref,
+                        object,
+                        annotations,
+                        ptr,
+                        value,
+                        batch,
+                        policy,
+                    ));
+                }
+            }
+        };
+        match builtin_layout(&object_ref.api_version, &object_ref.kind) {
+            Some(layout) => {
+                for pattern in layout.pod_specs {
+                    add_pattern(pattern, layout.batch);
+                }
+            }
+            // A kind the policy declares: the first matching declaration says batch or not;
+            // every matching one adds its pod specs.
+            None => {
+                let mut matching = policy
+                    .workloads
+                    .iter()
+                    .filter(|w| w.matches(&object_ref.api_version, &object_ref.kind))
+                    .peekable();
+                if let Some(batch) = matching.peek().map(|w| w.batch) {
+                    for pattern in matching.flat_map(|w| &w.pod_specs) {
+                        add_pattern(pattern, batch);
                     }
                 }
             }
@@ -304,11 +314,11 @@ impl<'a> Workload<'a> {
 
 /// Expands a pointer pattern with `*` wildcards into the nodes it names.
 fn expand<'a>(root: &'a Value, pattern: &str) -> Vec<(String, &'a Value)> {
-    let mut current = vec![(String::new(), root)];
+    let mut current = vec![(String::with_capacity(pattern.len() + 16), root)];
     for token in pattern.split('/').skip(1) {
-        let mut next = Vec::new();
-        for (ptr, node) in current {
-            if token == "*" {
+        if token == "*" {
+            let mut next = Vec::new();
+            for (ptr, node) in current {
                 match node {
                     Value::Array(items) => next.extend(
                         items
@@ -321,19 +331,29 @@ fn expand<'a>(root: &'a Value, pattern: &str) -> Vec<(String, &'a Value)> {
                     }
                     _ => {}
                 }
-            } else {
-                let token = token.replace("~1", "/").replace("~0", "~");
-                let child = match node {
-                    Value::Object(map) => map.get(&token),
-                    Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-                    _ => None,
-                };
-                if let Some(child) = child {
-                    next.push((pointer::join(&ptr, &token), child));
-                }
             }
+            current = next;
+            continue;
         }
-        current = next;
+        let token: Cow<'_, str> = if token.contains('~') {
+            Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+        } else {
+            Cow::Borrowed(token)
+        };
+        current.retain_mut(|(ptr, node)| {
+            let parent: &'a Value = node;
+            let child = match parent {
+                Value::Object(_) => fields::get(parent, &token),
+                Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            };
+            let Some(child) = child else {
+                return false;
+            };
+            pointer::push(ptr, &token);
+            *node = child;
+            true
+        });
     }
     current
 }
@@ -347,81 +367,76 @@ fn analyse_pod_spec<'a>(
     batch_kind: bool,
     policy: &Policy,
 ) -> PodSpec<'a> {
+    let [
+        containers,
+        init_containers,
+        runtime_class,
+        restart_policy,
+        grace,
+        annotations,
+    ] = pick(
+        spec,
+        [
+            "containers",
+            "initContainers",
+            "runtimeClassName",
+            "restartPolicy",
+            "terminationGracePeriodSeconds",
+            "annotations",
+        ],
+    );
     // A template's metadata sits beside its spec (`/spec/template/metadata`); KServe components
     // carry `annotations` on the component itself.
     let template_annotations = match pointer.strip_suffix("/spec") {
         Some("") => None,
-        Some(prefix) => object
-            .pointer(&format!("{prefix}/metadata/annotations"))
+        Some(prefix) => pointer::resolve(object, prefix)
+            .and_then(|template| fields::get(template, "metadata"))
+            .and_then(|metadata| fields::get(metadata, "annotations"))
             .and_then(Value::as_object),
-        None => spec.get("annotations").and_then(Value::as_object),
+        None => annotations.and_then(Value::as_object),
     };
     let (load_seconds, load_source) = load_time(template_annotations, object_annotations, policy);
 
-    let runtime_class = spec
-        .get("runtimeClassName")
-        .and_then(Value::as_str)
-        .filter(|rc| {
-            policy
-                .accelerator_runtime_classes
-                .iter()
-                .any(|a| crate::glob::matches(a, rc))
-        });
-    let mut containers = Vec::new();
+    let runtime_class = runtime_class.and_then(Value::as_str).filter(|rc| {
+        policy
+            .accelerator_runtime_classes
+            .iter()
+            .any(|a| crate::glob::matches(a, rc))
+    });
+    let containers = containers.and_then(Value::as_array);
+    let mut containers_out = Vec::with_capacity(containers.map_or(0, Vec::len));
     let mut add = |ptr: String, value: &'a Value, sidecar: bool, default_name: &str| {
         if !value.is_object() {
             return;
         }
-        let mut accelerators = accelerator_resources(value, policy);
-        if let Some(rc) = runtime_class
-            && !sidecar
-        {
-            accelerators.push(AcceleratorReason::RuntimeClass(rc.to_owned()));
-        }
-        let image = value
-            .get("image")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        containers.push(Container {
-            name: value
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or(default_name)
-                .to_owned(),
-            server: KnownServer::for_image(&image),
-            image,
-            pointer: ptr,
+        containers_out.push(analyse_container(
+            ptr,
             value,
             sidecar,
-            accelerators,
-        });
+            default_name,
+            runtime_class.filter(|_| !sidecar),
+            policy,
+        ));
     };
-    if let Some(list) = spec.get("containers").and_then(Value::as_array) {
+    if let Some(list) = containers {
+        let mut base = pointer.clone();
+        pointer::push(&mut base, "containers");
         for (i, c) in list.iter().enumerate() {
-            add(
-                pointer::join_index(&pointer::join(&pointer, "containers"), i),
-                c,
-                false,
-                "",
-            );
+            add(pointer::join_index(&base, i), c, false, "");
         }
     }
-    if let Some(list) = spec.get("initContainers").and_then(Value::as_array) {
+    if let Some(list) = init_containers.and_then(Value::as_array) {
+        let mut base = pointer.clone();
+        pointer::push(&mut base, "initContainers");
         for (i, c) in list.iter().enumerate() {
-            if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
-                add(
-                    pointer::join_index(&pointer::join(&pointer, "initContainers"), i),
-                    c,
-                    true,
-                    "",
-                );
+            if fields::get(c, "restartPolicy").and_then(Value::as_str) == Some("Always") {
+                add(pointer::join_index(&base, i), c, true, "");
             }
         }
     }
     if object_ref.kind == "InferenceService" {
         for key in KSERVE_MODEL_KEYS {
-            if let Some(model) = spec.get(*key) {
+            if let Some(model) = fields::get(spec, key) {
                 add(
                     pointer::join(&pointer, key),
                     model,
@@ -431,17 +446,13 @@ fn analyse_pod_spec<'a>(
             }
         }
     }
+    let containers = containers_out;
 
     let run_to_completion = matches!(
-        spec.get("restartPolicy").and_then(Value::as_str),
+        restart_policy.and_then(Value::as_str),
         Some("Never" | "OnFailure")
     );
-    let declares_port = containers.iter().any(|c| {
-        c.value
-            .get("ports")
-            .and_then(Value::as_array)
-            .is_some_and(|p| !p.is_empty())
-    });
+    let declares_port = containers.iter().any(|c| !c.ports.is_empty());
     let batch = batch_kind || (object_ref.kind == "Pod" && run_to_completion && !declares_port);
 
     PodSpec {
@@ -452,17 +463,92 @@ fn analyse_pod_spec<'a>(
         containers,
         load_seconds,
         load_source,
+        termination_grace_period: grace.and_then(Value::as_i64).unwrap_or(30),
     }
 }
 
-fn load_time(
-    template: Option<&serde_json::Map<String, Value>>,
-    object: Option<&serde_json::Map<String, Value>>,
+/// Everything the rules read of one container, looked up in one pass over its fields.
+fn analyse_container<'a>(
+    pointer: String,
+    value: &'a Value,
+    sidecar: bool,
+    default_name: &str,
+    accelerator_runtime_class: Option<&str>,
+    policy: &Policy,
+) -> Container<'a> {
+    let [
+        name,
+        image,
+        resources,
+        ports,
+        startup,
+        readiness,
+        liveness,
+        lifecycle,
+    ] = pick(
+        value,
+        [
+            "name",
+            "image",
+            "resources",
+            "ports",
+            ProbeKind::Startup.field(),
+            ProbeKind::Readiness.field(),
+            ProbeKind::Liveness.field(),
+            "lifecycle",
+        ],
+    );
+    let mut accelerators = accelerator_resources(resources, policy);
+    if let Some(rc) = accelerator_runtime_class {
+        accelerators.push(AcceleratorReason::RuntimeClass(rc.to_owned()));
+    }
+    let image = image.and_then(Value::as_str).unwrap_or_default();
+    let probe = |kind: ProbeKind, found: Option<&'a Value>| {
+        let found = found.filter(|v| !v.is_null())?;
+        Some(Probe::from_value(
+            kind,
+            pointer::join(&pointer, kind.field()),
+            found,
+        ))
+    };
+    let probes = [
+        probe(ProbeKind::Startup, startup),
+        probe(ProbeKind::Readiness, readiness),
+        probe(ProbeKind::Liveness, liveness),
+    ];
+    Container {
+        name: name
+            .and_then(Value::as_str)
+            .unwrap_or(default_name)
+            .to_owned(),
+        server: KnownServer::for_image(image),
+        image,
+        probes,
+        ports: ports
+            .and_then(Value::as_array)
+            .map(|p| p.iter().map(ContainerPort::from_value).collect())
+            .unwrap_or_default(),
+        lifecycle,
+        startup_probe_fix: OnceCell::new(),
+        pointer,
+        value,
+        sidecar,
+        accelerators,
+    }
+}
+
+fn load_time<'a>(
+    template: Option<&'a serde_json::Map<String, Value>>,
+    object: Option<&'a serde_json::Map<String, Value>>,
     policy: &Policy,
 ) -> (f64, LoadSource) {
+    let annotation = |a: &'a serde_json::Map<String, Value>| {
+        let [raw] = fields::pick_in(a, [LOAD_SECONDS_ANNOTATION]);
+        raw
+    };
     let raw = template
-        .and_then(|a| a.get(LOAD_SECONDS_ANNOTATION))
-        .or_else(|| object.and_then(|a| a.get(LOAD_SECONDS_ANNOTATION)));
+        .and_then(annotation)
+        .or_else(|| object.and_then(annotation));
     let Some(raw) = raw else {
         return (policy.model_load_seconds, LoadSource::Policy);
     };
@@ -484,16 +570,17 @@ fn load_time(
 }
 
 /// Accelerator resources a container asks for (non-zero quantities only), and DRA claims.
-fn accelerator_resources(container: &Value, policy: &Policy) -> Vec<AcceleratorReason> {
+fn accelerator_resources(resources: Option<&Value>, policy: &Policy) -> Vec<AcceleratorReason> {
     let mut out: Vec<AcceleratorReason> = Vec::new();
-    let resources = container.get("resources");
-    for section in ["limits", "requests"] {
-        let Some(map) = resources
-            .and_then(|r| r.get(section))
-            .and_then(Value::as_object)
-        else {
-            continue;
-        };
+    let Some(resources) = resources else {
+        return out;
+    };
+    let [limits, requests, claims] = pick(resources, ["limits", "requests", "claims"]);
+    for map in [limits, requests]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+    {
         for (name, quantity) in map {
             let zero = match quantity {
                 Value::Number(n) => n.as_f64() == Some(0.0),
@@ -510,12 +597,9 @@ fn accelerator_resources(container: &Value, policy: &Policy) -> Vec<AcceleratorR
             }
         }
     }
-    if let Some(claims) = resources
-        .and_then(|r| r.get("claims"))
-        .and_then(Value::as_array)
-    {
+    if let Some(claims) = claims.and_then(Value::as_array) {
         for claim in claims {
-            if let Some(name) = claim.get("name").and_then(Value::as_str) {
+            if let Some(name) = fields::get(claim, "name").and_then(Value::as_str) {
                 out.push(AcceleratorReason::ResourceClaim(name.to_owned()));
             }
         }

@@ -90,13 +90,8 @@ impl Rule for GpuGracefulShutdownMissing {
             if !cx.pod.serving || cx.container.sidecar {
                 continue;
             }
-            let has_pre_stop = cx
-                .container
-                .value
-                .pointer("/lifecycle/preStop")
-                .is_some_and(|v| !v.is_null());
             let grace = cx.pod.termination_grace_period();
-            if has_pre_stop || grace > 30 {
+            if grace > 30 || cx.container.has_pre_stop() {
                 continue;
             }
             report.container(

@@ -94,7 +94,7 @@ impl Rule for KnownServerEndpoint {
             if server.is_ready_path(path) {
                 continue;
             }
-            let fix = crate::fix::readiness_to_server_endpoint(&cx, &readiness);
+            let fix = crate::fix::readiness_to_server_endpoint(&cx, readiness);
             report.container(
                 &cx,
                 format!("{}/httpGet/path", readiness.pointer),

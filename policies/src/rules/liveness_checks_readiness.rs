@@ -124,7 +124,8 @@ impl Rule for LivenessChecksReadiness {
                 continue;
             };
             let readiness = cx.container.probe(ProbeKind::Readiness);
-            let live_help = match cx.container.server {
+            // Built only for a finding.
+            let live_help = || match cx.container.server {
                 Some(s) => format!(
                     "point liveness at {} ({}'s liveness endpoint)",
                     s.live_path, s.name
@@ -145,7 +146,7 @@ impl Rule for LivenessChecksReadiness {
                          of taken out of rotation",
                         cx.container.describe()
                     ),
-                    live_help,
+                    live_help(),
                 );
                 continue;
             }
@@ -173,7 +174,7 @@ impl Rule for LivenessChecksReadiness {
                     cx.container.describe(),
                     liveness.handler.describe()
                 ),
-                live_help,
+                live_help(),
             );
         }
     }

@@ -4,6 +4,7 @@ use super::{Report, Rule, RuleMeta};
 use crate::engine::Analysis;
 use crate::finding::Severity;
 use crate::probe::PortRef;
+use crate::workload::ContainerPort;
 
 pub struct ProbePortUndeclared;
 
@@ -79,6 +80,23 @@ spec:
     fix: None,
 };
 
+/// `http=8000/TCP, 9400/TCP`: the declared ports, as messages list them.
+fn declared(ports: &[ContainerPort<'_>]) -> String {
+    if ports.is_empty() {
+        return "none".to_owned();
+    }
+    let listed: Vec<String> = ports
+        .iter()
+        .map(|p| match (p.name, p.number) {
+            (Some(n), Some(num)) => format!("{n}={num}/{}", p.protocol),
+            (None, Some(num)) => format!("{num}/{}", p.protocol),
+            (Some(n), None) => n.to_owned(),
+            (None, None) => "?".to_owned(),
+        })
+        .collect();
+    listed.join(", ")
+}
+
 impl Rule for ProbePortUndeclared {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -87,42 +105,28 @@ impl Rule for ProbePortUndeclared {
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         for cx in analysis.containers() {
             let ports = cx.container.ports();
-            let declared: Vec<String> = ports
-                .iter()
-                .map(|p| match (&p.name, p.number) {
-                    (Some(n), Some(num)) => format!("{n}={num}/{}", p.protocol),
-                    (None, Some(num)) => format!("{num}/{}", p.protocol),
-                    (Some(n), None) => n.clone(),
-                    (None, None) => "?".to_owned(),
-                })
-                .collect();
-            let declared = if declared.is_empty() {
-                "none".to_owned()
-            } else {
-                declared.join(", ")
-            };
             for probe in cx.container.probes() {
                 let (Some(port), Some(field)) = (probe.handler.port(), probe.handler.field())
                 else {
                     continue;
                 };
-                let pointer = format!("{}/{field}/port", probe.pointer);
-                let what = format!("{}Probe", probe.kind.noun());
+                // Built only for a finding: most probes use a declared port.
+                let pointer = || format!("{}/{field}/port", probe.pointer);
                 match port {
                     PortRef::Name(name) => {
-                        let found = ports
-                            .iter()
-                            .find(|p| p.name.as_deref() == Some(name.as_str()));
+                        let found = ports.iter().find(|p| p.name == Some(*name));
                         match found {
                             None => {
                                 let quoted_number = name.parse::<u16>().is_ok();
                                 report.container(
                                     &cx,
-                                    pointer,
+                                    pointer(),
                                     format!(
-                                        "{}: {what} uses port {name:?}, which is not a declared \
-                                         containerPort name (declared: {declared})",
-                                        cx.container.describe()
+                                        "{}: {}Probe uses port {name:?}, which is not a declared \
+                                         containerPort name (declared: {})",
+                                        cx.container.describe(),
+                                        probe.kind.noun(),
+                                        declared(ports)
                                     ),
                                     if quoted_number {
                                         format!("write the port as a number (port: {name}), not a quoted string")
@@ -134,10 +138,11 @@ impl Rule for ProbePortUndeclared {
                             Some(p) if !p.protocol.eq_ignore_ascii_case("TCP") => {
                                 report.container(
                                     &cx,
-                                    pointer,
+                                    pointer(),
                                     format!(
-                                        "{}: {what} uses port {name:?}, a {} port: {} probes cannot reach it",
+                                        "{}: {}Probe uses port {name:?}, a {} port: {} probes cannot reach it",
                                         cx.container.describe(),
+                                        probe.kind.noun(),
                                         p.protocol,
                                         probe.handler.kind()
                                     ),
@@ -155,11 +160,13 @@ impl Rule for ProbePortUndeclared {
                             report
                                 .container(
                                     &cx,
-                                    pointer,
+                                    pointer(),
                                     format!(
-                                        "{}: {what} uses port {n}, which matches no declared TCP \
-                                         containerPort (declared: {declared})",
-                                        cx.container.describe()
+                                        "{}: {}Probe uses port {n}, which matches no declared TCP \
+                                         containerPort (declared: {})",
+                                        cx.container.describe(),
+                                        probe.kind.noun(),
+                                        declared(ports)
                                     ),
                                     "probe the port the server listens on, and declare it"
                                         .to_owned(),

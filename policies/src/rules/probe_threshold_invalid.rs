@@ -88,7 +88,8 @@ impl Rule for ProbeThresholdInvalid {
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         for cx in analysis.containers() {
             for probe in cx.container.probes() {
-                let name = format!("{}Probe", probe.kind.noun());
+                // `startupProbe`: the probe's field name is how messages name it.
+                let name = probe.kind.field();
                 let fields = [
                     ("initialDelaySeconds", probe.initial_delay_seconds, 0),
                     ("periodSeconds", probe.period_seconds, 1),

@@ -115,7 +115,7 @@ impl Rule for ReadinessPortOpen {
             if !cx.container.is_accelerated() {
                 finding.severity = Severity::Warning;
             }
-            finding.fix = crate::fix::readiness_to_server_endpoint(&cx, &probe);
+            finding.fix = crate::fix::readiness_to_server_endpoint(&cx, probe);
         }
     }
 }

@@ -99,7 +99,7 @@ impl Rule for StartupBudgetTooShort {
             let remaining = needed - probe.initial_delay().max(0);
             // Rounded up without `remaining + period - 1`, which overflows for huge periods.
             let threshold = (remaining - 1) / probe.period() + 1;
-            let fix = crate::fix::raise_failure_threshold(&probe, needed);
+            let fix = crate::fix::raise_failure_threshold(probe, needed);
             report
                 .container(
                     &cx,
