@@ -273,4 +273,37 @@ mod tests {
             1
         );
     }
+
+    /// The selector index must find every PDB that selects a workload, whatever the form of its
+    /// selector: a label that is not the workload's first, expressions only, several labels.
+    #[test]
+    fn every_form_of_selector_is_found() {
+        let bad = super::META.bad_example.replace(
+            "      labels:\n        app: vllm\n",
+            "      labels:\n        tier: gpu\n        app: vllm\n",
+        );
+        let with_pdb = |selector: &str| {
+            format!(
+                "{bad}---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: p}}\nspec:\n  maxUnavailable: 1\n  selector: {selector}\n"
+            )
+        };
+        let fired =
+            |yaml: &str| crate::rules::testing::fired(yaml, "gpu-serving-without-pdb").len();
+        assert_eq!(fired(&bad), 1);
+        for covering in [
+            "{matchLabels: {app: vllm}}",
+            "{matchLabels: {tier: gpu, app: vllm}}",
+            "{matchExpressions: [{key: app, operator: In, values: [vllm]}]}",
+            "{}",
+        ] {
+            assert_eq!(fired(&with_pdb(covering)), 0, "{covering}");
+        }
+        for missing in [
+            "{matchLabels: {app: vllm, tier: cpu}}",
+            "{matchLabels: {app: tgi}}",
+            "{matchExpressions: [{key: app, operator: NotIn, values: [vllm]}]}",
+        ] {
+            assert_eq!(fired(&with_pdb(missing)), 1, "{missing}");
+        }
+    }
 }
