@@ -1,62 +1,11 @@
 //! The `probelint` binary, run as users run it: files, directories, stdin, formats, exit codes.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{BAD_GPU, GOOD_GPU, array, install_script, json_stdout, probelint, write};
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
-
-const BAD_GPU: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          readinessProbe:
-            tcpSocket:
-              port: 8000
-";
-
-const GOOD_GPU: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-  annotations:
-    probelint.io/model-load-seconds: \"120\"
-spec:
-  template:
-    spec:
-      terminationGracePeriodSeconds: 60
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet: {path: /health, port: 8000}
-            failureThreshold: 15
-          readinessProbe:
-            httpGet: {path: /health, port: 8000}
-";
-
-fn probelint() -> Command {
-    let mut cmd = Command::cargo_bin("probelint").expect("binary built");
-    cmd.env_remove("NO_COLOR");
-    cmd
-}
-
-fn write(dir: &Path, name: &str, text: &str) {
-    let path = dir.join(name);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
 
 fn json_run(dir: &Path, args: &[&str]) -> (i32, Value) {
     let out = probelint()
@@ -65,13 +14,7 @@ fn json_run(dir: &Path, args: &[&str]) -> (i32, Value) {
         .args(args)
         .output()
         .unwrap();
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let json = json_stdout(&out);
     (out.status.code().unwrap(), json)
 }
 
@@ -94,7 +37,7 @@ fn mixed_directory_reports_findings_with_lines_errors_and_skips_exit_2() {
     let (code, json) = json_run(dir.path(), &["manifests"]);
     assert_eq!(code, 2, "{json:#}");
     assert_eq!(json["version"], 1);
-    let findings = json["findings"].as_array().unwrap();
+    let findings = array(&json, "findings");
     let startup = findings
         .iter()
         .find(|f| f["rule"] == "gpu-startup-probe-missing")
@@ -122,14 +65,12 @@ fn mixed_directory_reports_findings_with_lines_errors_and_skips_exit_2() {
             .iter()
             .all(|f| f["file"] != "manifests/good.yaml" || f["severity"] != "error")
     );
-    let errors = json["errors"].as_array().unwrap();
+    let errors = array(&json, "errors");
     assert_eq!(errors.len(), 1, "{errors:#?}");
     assert_eq!(errors[0]["file"], "manifests/broken.yaml");
     assert_eq!(errors[0]["line"], 4);
     assert!(
-        json["skipped"]
-            .as_array()
-            .unwrap()
+        array(&json, "skipped")
             .iter()
             .any(|s| s["file"] == "manifests/values.yaml")
     );
@@ -142,39 +83,16 @@ fn exit_codes_follow_fail_on() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "good.yaml", GOOD_GPU);
     write(dir.path(), "bad.yaml", BAD_GPU);
-    probelint()
-        .current_dir(dir.path())
-        .arg("good.yaml")
-        .assert()
-        .code(0);
-    probelint()
-        .current_dir(dir.path())
-        .arg("bad.yaml")
-        .assert()
-        .code(1);
+    let run = |args: &[&str]| probelint().current_dir(dir.path()).args(args).assert();
+    run(&["good.yaml"]).code(0);
+    run(&["bad.yaml"]).code(1);
     // The good manifest has an info finding (no PDB? no: one replica) — warnings decide here.
     let warn = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n      readinessProbe: {tcpSocket: {port: 80}}\n";
     write(dir.path(), "warn.yaml", warn);
-    probelint()
-        .current_dir(dir.path())
-        .arg("warn.yaml")
-        .assert()
-        .code(0);
-    probelint()
-        .current_dir(dir.path())
-        .args(["--fail-on", "warning", "warn.yaml"])
-        .assert()
-        .code(1);
-    probelint()
-        .current_dir(dir.path())
-        .args(["--fail-on", "bogus", "warn.yaml"])
-        .assert()
-        .code(2);
-    probelint()
-        .current_dir(dir.path())
-        .arg("missing.yaml")
-        .assert()
-        .code(2);
+    run(&["warn.yaml"]).code(0);
+    run(&["--fail-on", "warning", "warn.yaml"]).code(1);
+    run(&["--fail-on", "bogus", "warn.yaml"]).code(2);
+    run(&["missing.yaml"]).code(2);
 }
 
 #[test]
@@ -186,13 +104,7 @@ fn stdin_is_read_with_dash_and_named_dash() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        json["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["file"] == "-")
-    );
+    assert!(array(&json, "findings").iter().all(|f| f["file"] == "-"));
 }
 
 #[test]
@@ -236,7 +148,7 @@ fn helm_templates_are_skipped_with_a_hint_but_valid_yaml_with_braces_is_linted()
     );
     let (code, json) = json_run(dir.path(), &["."]);
     assert_eq!(code, 1, "{json:#}");
-    let skipped = json["skipped"].as_array().unwrap();
+    let skipped = array(&json, "skipped");
     for file in ["chart/templates/deploy.yaml", "loose.yaml"] {
         let s = skipped
             .iter()
@@ -247,11 +159,9 @@ fn helm_templates_are_skipped_with_a_hint_but_valid_yaml_with_braces_is_linted()
             "{s}"
         );
     }
-    assert!(json["errors"].as_array().unwrap().is_empty());
+    assert!(array(&json, "errors").is_empty());
     assert!(
-        json["findings"]
-            .as_array()
-            .unwrap()
+        array(&json, "findings")
             .iter()
             .any(|f| f["file"] == "runtime.yaml")
     );
@@ -265,9 +175,7 @@ fn gitignore_and_exclude_are_honoured() {
     write(dir.path(), "vendor/bad.yaml", BAD_GPU);
     write(dir.path(), "app/bad.yaml", BAD_GPU);
     let (_, json) = json_run(dir.path(), &["--exclude", "vendor/**", "."]);
-    let files: std::collections::BTreeSet<_> = json["findings"]
-        .as_array()
-        .unwrap()
+    let files: std::collections::BTreeSet<_> = array(&json, "findings")
         .iter()
         .map(|f| f["file"].as_str().unwrap().to_owned())
         .collect();
@@ -344,7 +252,7 @@ fn hostile_files_are_errors_and_the_rest_is_still_linted() {
     write(dir.path(), "bad.yaml", BAD_GPU);
     let bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
     write(dir.path(), "bomb.yaml", bomb);
-    write(dir.path(), "deep.yaml", &"- ".repeat(100_000));
+    write(dir.path(), "deep.yaml", "- ".repeat(100_000));
     fs::write(
         dir.path().join("latin1.yaml"),
         b"apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n",
@@ -364,9 +272,7 @@ fn hostile_files_are_errors_and_the_rest_is_still_linted() {
     let (code, json) = json_run(dir.path(), &["."]);
     let elapsed = start.elapsed();
     assert_eq!(code, 2);
-    let errors: Vec<String> = json["errors"]
-        .as_array()
-        .unwrap()
+    let errors: Vec<String> = array(&json, "errors")
         .iter()
         .map(|e| e["file"].as_str().unwrap().to_owned())
         .collect();
@@ -384,9 +290,7 @@ fn hostile_files_are_errors_and_the_rest_is_still_linted() {
         "{errors:?}"
     );
     assert!(
-        json["findings"]
-            .as_array()
-            .unwrap()
+        array(&json, "findings")
             .iter()
             .any(|f| f["file"] == "bad.yaml")
     );
@@ -467,7 +371,7 @@ fn lints_the_whole_real_corpus_without_crashing() {
         json["summary"]
     );
     // Every finding carries a real position.
-    for f in json["findings"].as_array().unwrap() {
+    for f in array(&json, "findings") {
         assert!(
             f["line"].as_u64().unwrap() >= 1 && f["column"].as_u64().unwrap() >= 1,
             "{f}"
@@ -502,25 +406,11 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
     // A stand-in `kustomize` that prints the resources, as `kustomize build` would.
     #[cfg(unix)]
     {
-        // Installed by a child process, not written by this one: another test thread forking
-        // while this process held the file open for writing would make running it fail with
-        // ETXTBSY ("Text file busy").
-        let fake = empty_path.join("kustomize");
-        let src = dir.path().join("kustomize.src");
-        fs::write(
-            &src,
+        // Installed by a child process, not written by this one (see `install_script`).
+        install_script(
             "#!/bin/sh\n[ \"$1\" = build ] && cat \"$2/deploy.yaml\"\n",
-        )
-        .unwrap();
-        let installed = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("cp \"$0\" \"$1\" && chmod 755 \"$1\"")
-            .arg(&src)
-            .arg(&fake)
-            .status()
-            .unwrap()
-            .success();
-        assert!(installed);
+            &empty_path.join("kustomize"),
+        );
         let path = format!("{}:/usr/bin:/bin", empty_path.display());
         let out = probelint()
             .current_dir(dir.path())
@@ -536,9 +426,7 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         );
         let json: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(
-            json["findings"]
-                .as_array()
-                .unwrap()
+            array(&json, "findings")
                 .iter()
                 .all(|f| f["file"] == "app (kustomize)"),
             "{json:#}"
@@ -580,9 +468,7 @@ fn objects_in_different_files_are_judged_together() {
         "# scale on CPU\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: llm}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}\n  maxReplicas: 4\n  metrics:\n    - type: Resource\n      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}\n",
     );
     let (_, json) = json_run(dir.path(), &["."]);
-    let placed: Vec<(&str, &str, u64)> = json["findings"]
-        .as_array()
-        .unwrap()
+    let placed: Vec<(&str, &str, u64)> = array(&json, "findings")
         .iter()
         .map(|f| {
             (
@@ -618,9 +504,7 @@ fn objects_in_different_files_are_judged_together() {
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: other, namespace: elsewhere}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n",
     );
     let (_, json) = json_run(dir.path(), &["."]);
-    let rules: Vec<&str> = json["findings"]
-        .as_array()
-        .unwrap()
+    let rules: Vec<&str> = array(&json, "findings")
         .iter()
         .map(|f| f["rule"].as_str().unwrap())
         .collect();

@@ -1,12 +1,10 @@
 //! `probelint --fix`, `--fix --dry-run` and `probelint mutate`, run as users run them.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{array, probelint};
 use serde_json::Value;
 use std::fs;
-
-fn probelint() -> Command {
-    Command::cargo_bin("probelint").expect("binary built")
-}
 
 const BAD: &str = "# Served by the platform team.
 apiVersion: apps/v1
@@ -70,9 +68,7 @@ fn fix_rewrites_in_place_keeping_everything_else() {
     assert!(fixed.contains("name: llm   # keep this name"));
     // What remains is reported, and no fixable finding is left.
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rules: Vec<&str> = json["findings"]
-        .as_array()
-        .unwrap()
+    let rules: Vec<&str> = array(&json, "findings")
         .iter()
         .map(|f| f["rule"].as_str().unwrap())
         .collect();
@@ -252,9 +248,7 @@ fn simulate_predicts_the_restart_storm_and_its_fix() {
         "tcp readiness: Ready while loading"
     );
     assert!(
-        c["transitions"]
-            .as_array()
-            .unwrap()
+        array(c, "transitions")
             .iter()
             .any(|t| t["event"].as_str().unwrap().starts_with("killed"))
     );

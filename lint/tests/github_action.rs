@@ -11,32 +11,14 @@
 
 #![cfg(unix)]
 
+mod common;
+
+use common::{BIN, UNPROBED_GPU, copy_executable, copy_tree, install_script, workspace_root};
 use probelint::yaml::{Limits, parse_stream};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const BAD_MANIFEST: &str = "\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: llm}
-  template:
-    metadata:
-      labels: {app: llm}
-    spec:
-      containers:
-        - name: server
-          image: vllm/vllm-openai:v0.6.3
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-";
 
 /// Records its arguments; for `install … --root DIR` puts the probelint under test in DIR/bin.
 const FAKE_CARGO: &str = r#"#!/bin/sh
@@ -51,15 +33,8 @@ done
 mkdir -p "$root/bin" && cp "$PROBELINT_UNDER_TEST" "$root/bin/probelint"
 "#;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
 fn action() -> Value {
-    let bytes = std::fs::read(repo_root().join("action.yml")).unwrap();
+    let bytes = std::fs::read(workspace_root().join("action.yml")).unwrap();
     parse_stream(&bytes, &Limits::default())
         .unwrap()
         .remove(0)
@@ -104,7 +79,7 @@ impl Runner {
             scratch: scratch.to_path_buf(),
             inputs,
             cache_hit,
-            action_path: repo_root(),
+            action_path: workspace_root().to_path_buf(),
         }
     }
 
@@ -211,10 +186,7 @@ impl Runner {
                 if self.cache_hit {
                     let bin = Path::new(&path).join("bin");
                     std::fs::create_dir_all(&bin).unwrap();
-                    copy_executable(
-                        Path::new(env!("CARGO_BIN_EXE_probelint")),
-                        &bin.join("probelint"),
-                    );
+                    copy_executable(Path::new(BIN), &bin.join("probelint"));
                 }
                 outputs.insert("cache-hit".to_owned(), self.cache_hit.to_string());
                 run.steps.insert(id, outputs);
@@ -246,7 +218,7 @@ impl Runner {
                 .env("RUNNER_ARCH", "X64")
                 .env("RUNNER_TEMP", &temp)
                 .env("FAKE_CARGO_LOG", self.scratch.join("cargo.log"))
-                .env("PROBELINT_UNDER_TEST", env!("CARGO_BIN_EXE_probelint"))
+                .env("PROBELINT_UNDER_TEST", BIN)
                 .env_remove("CARGO_TARGET_DIR");
             if let Some(env) = step["env"].as_object() {
                 for (k, v) in env {
@@ -297,37 +269,15 @@ fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir_all(workspace.join("deploy")).unwrap();
     std::fs::create_dir_all(scratch.join("fake-bin")).unwrap();
-    std::fs::write(workspace.join("deploy/bad.yaml"), BAD_MANIFEST).unwrap();
+    std::fs::write(workspace.join("deploy/bad.yaml"), UNPROBED_GPU).unwrap();
     std::fs::write(
         workspace.join("deploy/fine.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: b\n",
     )
     .unwrap();
     std::fs::write(workspace.join("values.yaml"), "replicas: 2\n").unwrap();
-    let cargo = scratch.join("fake-bin/cargo");
-    let tmp_script = scratch.join("fake-cargo.src");
-    std::fs::write(&tmp_script, FAKE_CARGO).unwrap();
-    copy_executable(&tmp_script, &cargo);
+    install_script(FAKE_CARGO, &scratch.join("fake-bin/cargo"));
     (tmp, workspace, scratch)
-}
-
-/// Copies an executable in a child process. Writing it from this process would race the other
-/// tests' threads: a thread that forks while the file is open for writing hands the write handle
-/// to its child until that child execs, and executing the file meanwhile fails with ETXTBSY
-/// ("Text file busy").
-fn copy_executable(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp")
-        .arg(from)
-        .arg(to)
-        .status()
-        .expect("cp runs");
-    assert!(status.success(), "cp {} {}", from.display(), to.display());
-    let status = std::process::Command::new("chmod")
-        .arg("755")
-        .arg(to)
-        .status()
-        .expect("chmod runs");
-    assert!(status.success());
 }
 
 #[test]
@@ -365,7 +315,7 @@ fn cache_miss_builds_then_lints_to_sarif_and_annotations() {
     let cargo = std::fs::read_to_string(scratch.join("cargo.log")).unwrap();
     let expected = format!(
         "install --locked --path {}/lint --root {root} --target-dir {}/runner-temp/probelint-target\n",
-        repo_root().display(),
+        workspace_root().display(),
         scratch.display()
     );
     assert_eq!(cargo, expected);
@@ -447,25 +397,13 @@ fn cache_hit_skips_the_build_and_passes_inputs_through() {
 
 /// Copies what the action hashes (and a test file, which it must not) to `dest`.
 fn copy_sources(dest: &Path) {
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_dir(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
-    let root = repo_root();
+    let root = workspace_root();
     std::fs::create_dir_all(dest).unwrap();
     for file in ["Cargo.toml", "Cargo.lock"] {
         std::fs::copy(root.join(file), dest.join(file)).unwrap();
     }
-    copy_dir(&root.join("policies/src"), &dest.join("policies/src"));
-    copy_dir(&root.join("lint/src"), &dest.join("lint/src"));
+    copy_tree(&root.join("policies/src"), &dest.join("policies/src"));
+    copy_tree(&root.join("lint/src"), &dest.join("lint/src"));
     std::fs::copy(root.join("lint/Cargo.toml"), dest.join("lint/Cargo.toml")).unwrap();
     std::fs::create_dir_all(dest.join("lint/tests")).unwrap();
     std::fs::write(dest.join("lint/tests/t.rs"), "").unwrap();

@@ -24,8 +24,11 @@
 
 #![cfg(unix)]
 
+mod common;
+
+use common::{BIN, Venv, output, skip_network_test, text, workspace_root};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -34,37 +37,8 @@ const HELM_SDKPY: &str = "helm-sdkpy==0.1.32";
 const PYYAML: &str = "PyYAML==6.0.3";
 const CEL: &str = "cel-expr-python==0.1.3";
 
-const SKIP_VAR: &str = "PROBELINT_SKIP_NETWORK_TESTS";
-
-fn skipped(test: &str) -> bool {
-    let skip = std::env::var(SKIP_VAR).is_ok_and(|v| v == "1");
-    if skip {
-        eprintln!("skipping {test}: {SKIP_VAR}=1 (it needs PyPI to install helm-sdkpy)");
-    }
-    skip
-}
-
-fn workspace_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("lint/ has a parent")
-}
-
 fn chart_dir() -> PathBuf {
     workspace_root().join("charts").join("probelint")
-}
-
-fn output(cmd: &mut Command) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The virtualenv's python with the pinned packages; created once per target directory.
@@ -72,71 +46,23 @@ fn helm_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let packages = [HELM_SDKPY, PYYAML, CEL];
-        let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("helm-chart")
-            .join(format!("venv-{}", packages.join("-").replace("==", "-")));
-        let python = venv.join("bin").join("python");
-        let wanted = packages.join(" ").to_lowercase();
-        let probe = "import importlib.metadata as m, helm_sdkpy, yaml, cel_expr_python; \
-                     print(' '.join(f'{p}=={m.version(p)}'.lower() \
-                     for p in ('helm-sdkpy', 'PyYAML', 'cel-expr-python')))";
-        let installed = |python: &Path| {
-            python.exists()
-                && String::from_utf8_lossy(&output(Command::new(python).args(["-c", probe])).stdout)
-                    .trim()
-                    == wanted
-        };
-        if installed(&python) {
-            return python;
+        Venv {
+            dir: Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("helm-chart")
+                .join(format!("venv-{}", packages.join("-").replace("==", "-"))),
+            packages: &packages,
+            imports: &["helm_sdkpy", "yaml", "cel_expr_python"],
+            // helm-sdkpy says Python >= 3.12; its bundled library and cffi code run on 3.11.
+            pip_args: &["--ignore-requires-python"],
+            needed_by: "the Helm chart tests",
         }
-        let started = Instant::now();
-        let _ = std::fs::remove_dir_all(&venv);
-        let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        let made = output(Command::new(&base).arg("-m").arg("venv").arg(&venv));
-        assert!(
-            made.status.success(),
-            "`{base} -m venv` failed (the Helm chart tests need Python 3 with venv; set \
-             {SKIP_VAR}=1 to skip them):\n{}",
-            text(&made)
-        );
-        let pip = output(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                ])
-                // helm-sdkpy says Python >= 3.12; its bundled library and cffi code run on 3.11.
-                .arg("--ignore-requires-python")
-                .args(packages),
-        );
-        assert!(
-            pip.status.success(),
-            "pip could not install {} ({}); is PyPI reachable? Set {SKIP_VAR}=1 to skip the \
-             tests that need it.\n{}",
-            packages.join(" "),
-            pip.status,
-            text(&pip)
-        );
-        assert!(
-            installed(&python),
-            "{wanted} not importable from {}",
-            venv.display()
-        );
-        eprintln!(
-            "installed {wanted} into {} in {:.1?}",
-            venv.display(),
-            started.elapsed()
-        );
-        python
+        .python()
     })
 }
 
 /// Runs `check_chart.py --only CHECK` and fails with its report when the check fails.
 fn run_check(check: &str) {
-    if skipped(&format!("the Helm chart check `{check}`")) {
+    if skip_network_test(&format!("the Helm chart check `{check}`"), "helm-sdkpy") {
         return;
     }
     let python = helm_python();
@@ -151,12 +77,7 @@ fn run_check(check: &str) {
     let out = output(
         Command::new(python)
             .arg(chart_dir().join("tests").join("check_chart.py"))
-            .args([
-                "--probelint",
-                env!("CARGO_BIN_EXE_probelint"),
-                "--only",
-                check,
-            ])
+            .args(["--probelint", BIN, "--only", check])
             .args(update)
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .current_dir(env!("CARGO_TARGET_TMPDIR")),
@@ -211,7 +132,7 @@ fn rendered_deployment_fixture_lints_clean() {
     let scratch = tempfile::tempdir().unwrap();
     // Outside the repository, so that no .probelint.yaml applies: the built-in policy.
     let out = output(
-        Command::new(env!("CARGO_BIN_EXE_probelint"))
+        Command::new(BIN)
             .args(["--fail-on", "info", "--format", "json"])
             .arg(&fixture)
             .current_dir(scratch.path()),
@@ -229,7 +150,7 @@ fn rendered_deployment_fixture_lints_clean() {
     // A webhook that takes 30 s to start (slow node, cold image) is never restarted by its own
     // liveness probe, and takes no traffic before it answers.
     let out = output(
-        Command::new(env!("CARGO_BIN_EXE_probelint"))
+        Command::new(BIN)
             .args(["simulate", "--container", "webhook", "--load-seconds", "30"])
             .args(["--duration", "300", "--format", "json"])
             .arg(&fixture)

@@ -6,36 +6,18 @@
 //! The YAML layer's own unit tests (`lint/src/yaml/tests.rs`) pin the exact limits and
 //! messages; these tests pin what a user running the CLI on a hostile repository sees.
 
+mod common;
+
+use common::{BAD_GPU, BIN, copy_tree, json_stdout, probelint_std, write};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_probelint");
-
 /// Wall-clock bound for one run on one hostile file (debug build, shared CI cores: the real
 /// figure is 10-300 ms; see docs/reliability.md).
 const BOUND: Duration = Duration::from_secs(2);
-
-/// A healthy manifest with one known finding: it must be reported in every run below.
-const BAD_GPU: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          readinessProbe:
-            tcpSocket:
-              port: 8000
-";
 
 /// Runs the binary with a wall-clock deadline: a hang is a test failure, not a stuck CI job.
 /// Output goes to files (a pipe nobody reads while waiting would fill up and block the child).
@@ -71,10 +53,8 @@ fn run_bounded(mut cmd: Command, deadline: Duration) -> (Output, Duration) {
 }
 
 fn probelint(dir: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir)
-        .env_remove("NO_COLOR")
-        .args(["--format", "json"]);
+    let mut cmd = probelint_std();
+    cmd.current_dir(dir).args(["--format", "json"]);
     cmd
 }
 
@@ -122,13 +102,7 @@ fn lint(dir: &Path, args: &[&str]) -> Run {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let json = json_stdout(&out);
     Run {
         code,
         json,
@@ -139,8 +113,8 @@ fn lint(dir: &Path, args: &[&str]) -> Run {
 /// A directory holding `bad.yaml` (one known finding) and the hostile file `name`.
 fn dir_with(name: &str, content: &[u8]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    fs::write(dir.path().join("bad.yaml"), BAD_GPU).expect("write");
-    fs::write(dir.path().join(name), content).expect("write");
+    write(dir.path(), "bad.yaml", BAD_GPU);
+    write(dir.path(), name, content);
     dir
 }
 
@@ -234,7 +208,7 @@ fn with_memory_limit(dir: &Path, kib: u64, args: &str) -> Command {
 #[cfg(unix)]
 fn a_200_mb_file_is_refused_by_its_size_without_reading_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fs::write(dir.path().join("bad.yaml"), BAD_GPU).expect("write");
+    write(dir.path(), "bad.yaml", BAD_GPU);
     // Sparse: 200 MB long, nothing on disk, created in no time.
     let big = fs::File::create(dir.path().join("huge.yaml")).expect("create");
     big.set_len(200 * 1024 * 1024).expect("set_len");
@@ -371,7 +345,7 @@ fn duplicate_keys_and_tab_indentation_are_errors_with_positions() {
 #[cfg(unix)]
 fn symlink_loops_are_reported_not_followed_forever() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fs::write(dir.path().join("bad.yaml"), BAD_GPU).expect("write");
+    write(dir.path(), "bad.yaml", BAD_GPU);
     fs::create_dir(dir.path().join("sub")).expect("mkdir");
     // A directory loop, and a file symlink that points at itself.
     std::os::unix::fs::symlink("..", dir.path().join("sub/up")).expect("symlink");
@@ -401,7 +375,7 @@ fn unreadable_files_are_errors() {
     // Tests run as root here, where `chmod 000` does not stop a read. A symlink to
     // /proc/self/mem is unreadable for everyone: opening it works, reading offset 0 fails (EIO).
     let dir = tempfile::tempdir().expect("tempdir");
-    fs::write(dir.path().join("bad.yaml"), BAD_GPU).expect("write");
+    write(dir.path(), "bad.yaml", BAD_GPU);
     std::os::unix::fs::symlink("/proc/self/mem", dir.path().join("mem.yaml")).expect("symlink");
     let run = lint(dir.path(), &["."]);
     assert_eq!(run.code, 2, "{:#}", run.json);
@@ -430,7 +404,7 @@ fn unreadable_files_are_errors() {
 #[cfg(unix)]
 fn named_pipes_and_sockets_never_block_the_run() {
     let dir = tempfile::tempdir().expect("tempdir");
-    fs::write(dir.path().join("bad.yaml"), BAD_GPU).expect("write");
+    write(dir.path(), "bad.yaml", BAD_GPU);
     // A FIFO that no one will ever write to: opening it for reading would block forever.
     let status = Command::new("mkfifo")
         .arg(dir.path().join("pipe.yaml"))
@@ -475,9 +449,8 @@ fn named_pipes_and_sockets_never_block_the_run() {
 fn everything_hostile_in_one_directory_in_one_bounded_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    fs::write(root.join("bad.yaml"), BAD_GPU).expect("write");
-    fs::create_dir(root.join("nested")).expect("mkdir");
-    fs::write(root.join("nested/bad.yaml"), BAD_GPU).expect("write");
+    write(root, "bad.yaml", BAD_GPU);
+    write(root, "nested/bad.yaml", BAD_GPU);
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("bomb.yaml", {
             let mut s = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
@@ -547,7 +520,7 @@ fn custom_rule_schemas_never_fetch_remote_or_file_refs() {
     listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
     let dir = tempfile::tempdir().expect("tempdir");
-    fs::write(dir.path().join("bad.yaml"), BAD_GPU).expect("write");
+    write(dir.path(), "bad.yaml", BAD_GPU);
     fs::write(dir.path().join("defs.json"), r#"{"type": "object"}"#).expect("write");
     let schemas = [
         format!("{{$ref: 'http://127.0.0.1:{port}/schema.json'}}"),
@@ -585,19 +558,6 @@ fn custom_rule_schemas_never_fetch_remote_or_file_refs() {
 
 // ---------------------------------------------------------------------------------------------
 // `--fix` interrupted
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("mkdir");
-    for entry in fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

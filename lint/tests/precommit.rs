@@ -23,93 +23,21 @@
 
 #![cfg(unix)]
 
+mod common;
+
+use common::{
+    BIN, UNPROBED_GPU, UNPROBED_GPU_FIXED, Venv, output, skip_network_test, text, workspace_root,
+};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 /// The pre-commit release the tests install; bump it deliberately.
 const PRE_COMMIT_VERSION: &str = "4.7.0";
 
-/// A serving GPU container with no probes at all: fails `gpu-startup-probe-missing` (line 14 is
-/// the container).
-const BAD_MANIFEST: &str = "\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: llm}
-  template:
-    metadata:
-      labels: {app: llm}
-    spec:
-      containers:
-        - name: server
-          image: vllm/vllm-openai:v0.6.3
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-";
-
-/// The same Deployment, fixed: startup budget 400 s, readiness and liveness on vLLM's /health,
-/// a drain on shutdown. No finding at all.
-const FIXED_MANIFEST: &str = "\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: llm}
-  template:
-    metadata:
-      labels: {app: llm}
-    spec:
-      terminationGracePeriodSeconds: 120
-      containers:
-        - name: server
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - name: http
-              containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          lifecycle:
-            preStop:
-              sleep:
-                seconds: 10
-          startupProbe:
-            httpGet: {path: /health, port: http}
-            periodSeconds: 10
-            failureThreshold: 40
-          readinessProbe:
-            httpGet: {path: /health, port: http}
-            periodSeconds: 5
-          livenessProbe:
-            httpGet: {path: /health, port: http}
-            periodSeconds: 10
-            failureThreshold: 3
-";
-
-const SKIP_VAR: &str = "PROBELINT_SKIP_NETWORK_TESTS";
-
 fn skipped(test: &str) -> bool {
-    let skip = std::env::var(SKIP_VAR).is_ok_and(|v| v == "1");
-    if skip {
-        eprintln!("skipping {test}: {SKIP_VAR}=1 (it needs PyPI to install pre-commit)");
-    }
-    skip
-}
-
-fn workspace_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("lint/ has a parent")
+    skip_network_test(test, "pre-commit")
 }
 
 /// Kept between runs: the virtualenv and the hook's cargo target directory.
@@ -138,19 +66,6 @@ fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
-fn output(cmd: &mut Command) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn run_ok(cmd: &mut Command, what: &str) -> String {
     let out = output(cmd);
     assert!(
@@ -167,51 +82,14 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 fn pre_commit_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let venv = cache_dir().join(format!("venv-{PRE_COMMIT_VERSION}"));
-        let python = venv.join("bin").join("python");
-        let wanted = format!("pre-commit {PRE_COMMIT_VERSION}");
-        let installed = |python: &Path| {
-            python.exists()
-                && output(command(python).args(["-m", "pre_commit", "--version"]))
-                    .stdout
-                    .starts_with(wanted.as_bytes())
-        };
-        if installed(&python) {
-            return python;
+        Venv {
+            dir: cache_dir().join(format!("venv-{PRE_COMMIT_VERSION}")),
+            packages: &[&format!("pre-commit=={PRE_COMMIT_VERSION}")],
+            imports: &["pre_commit"],
+            pip_args: &[],
+            needed_by: "the pre-commit tests",
         }
-        let started = Instant::now();
-        let _ = std::fs::remove_dir_all(&venv);
-        let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        run_ok(
-            command(&base).arg("-m").arg("venv").arg(&venv),
-            &format!("`{base} -m venv` (the pre-commit tests need Python 3 with venv)"),
-        );
-        let pip = output(command(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-            &format!("pre-commit=={PRE_COMMIT_VERSION}"),
-        ]));
-        assert!(
-            pip.status.success(),
-            "pip could not install pre-commit=={PRE_COMMIT_VERSION} ({}); is PyPI reachable? \
-             Set {SKIP_VAR}=1 to skip the tests that need it.\n{}",
-            pip.status,
-            text(&pip)
-        );
-        assert!(
-            installed(&python),
-            "pre-commit {PRE_COMMIT_VERSION} not runnable from {}",
-            venv.display()
-        );
-        eprintln!(
-            "installed pre-commit {PRE_COMMIT_VERSION} into {} in {:.1?}",
-            venv.display(),
-            started.elapsed()
-        );
-        python
+        .python()
     })
 }
 
@@ -328,6 +206,16 @@ fn scratch() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// In `tmp`: a snapshot of this repository (`probelint/`) and a user's repository (`user/`)
+/// with `UNPROBED_GPU` staged as `manifest.yaml`.
+fn repositories(tmp: &Path) -> (PathBuf, PathBuf) {
+    let repo = tmp.join("probelint");
+    let user = tmp.join("user");
+    snapshot_repository(&repo);
+    user_repository(&user, UNPROBED_GPU);
+    (repo, user)
+}
+
 #[test]
 fn pre_commit_hook_builds_probelint_and_fails_then_passes() {
     if skipped("pre_commit_hook_builds_probelint_and_fails_then_passes") {
@@ -335,10 +223,7 @@ fn pre_commit_hook_builds_probelint_and_fails_then_passes() {
     }
     pre_commit_python();
     let tmp = scratch();
-    let repo = tmp.path().join("probelint");
-    let user = tmp.path().join("user");
-    snapshot_repository(&repo);
-    user_repository(&user, BAD_MANIFEST);
+    let (repo, user) = repositories(tmp.path());
     // Binaries the hook installed for earlier snapshots (one per commit) are never used again;
     // the build artifacts next to them are what keeps this run incremental.
     let _ = std::fs::remove_dir_all(cache_dir().join("cargo-target").join("pre-commit-hook"));
@@ -358,7 +243,7 @@ fn pre_commit_hook_builds_probelint_and_fails_then_passes() {
         "with its location:\n{printed}"
     );
 
-    std::fs::write(user.join("manifest.yaml"), FIXED_MANIFEST).unwrap();
+    std::fs::write(user.join("manifest.yaml"), UNPROBED_GPU_FIXED).unwrap();
     git(&user, &["add", "manifest.yaml"]);
     let (code, printed) = try_repo(&user, &repo, "probelint", None);
     assert_eq!(code, 0, "the fixed manifest passes:\n{printed}");
@@ -372,11 +257,8 @@ fn pre_commit_system_hook_runs_probelint_from_path() {
     }
     pre_commit_python();
     let tmp = scratch();
-    let repo = tmp.path().join("probelint");
-    let user = tmp.path().join("user");
-    snapshot_repository(&repo);
-    user_repository(&user, BAD_MANIFEST);
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_probelint")).parent().unwrap();
+    let (repo, user) = repositories(tmp.path());
+    let bin_dir = Path::new(BIN).parent().unwrap();
 
     let (code, printed) = try_repo(&user, &repo, "probelint-system", Some(bin_dir));
     assert_eq!(
@@ -385,7 +267,7 @@ fn pre_commit_system_hook_runs_probelint_from_path() {
     );
     assert!(printed.contains("gpu-startup-probe-missing"), "{printed}");
 
-    std::fs::write(user.join("manifest.yaml"), FIXED_MANIFEST).unwrap();
+    std::fs::write(user.join("manifest.yaml"), UNPROBED_GPU_FIXED).unwrap();
     let (code, printed) = try_repo(&user, &repo, "probelint-system", Some(bin_dir));
     assert_eq!(code, 0, "the fixed manifest passes:\n{printed}");
     assert!(printed.contains("Passed"), "{printed}");
