@@ -21,17 +21,15 @@ pub struct Source {
 /// Reads an input, refusing files over the size limit before reading them.
 pub fn read_input(input: &Input, limits: &Limits) -> Source {
     let name = input.display_name();
-    let cap = limits.max_file_bytes as u64 + 1;
     let bytes = match input {
-        Input::Stdin => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .lock()
-                .take(cap)
-                .read_to_end(&mut buf)
-                .map(|_| buf)
-                .map_err(|e| format!("cannot read standard input: {}", describe_io(&e)))
-        }
+        Input::Stdin => match read_capped(std::io::stdin().lock(), limits.max_file_bytes, 0) {
+            Ok(Some(bytes)) => Ok(bytes),
+            Ok(None) => Err(format!(
+                "standard input is longer than the {}-byte limit",
+                limits.max_file_bytes
+            )),
+            Err(e) => Err(format!("cannot read standard input: {}", describe_io(&e))),
+        },
         Input::File(path) => read_file(path, limits.max_file_bytes),
     };
     Source {
@@ -60,11 +58,38 @@ fn read_file(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
             meta.len()
         ));
     }
+    match std::fs::File::open(path).and_then(|f| read_capped(f, max, meta.len() as usize)) {
+        Ok(Some(bytes)) => Ok(bytes),
+        // It grew while it was read.
+        Ok(None) => Err(format!("the file is more than the {max}-byte limit")),
+        Err(e) => Err(format!("cannot read file: {}", describe_io(&e))),
+    }
+}
+
+/// Reads at most `max` bytes; `None` when there is more. The byte past the limit is read on
+/// its own, so the buffer never grows past `max` (a stream one byte too long would otherwise
+/// double it). `expected` (a file's size) sizes the buffer up front.
+fn read_capped(
+    mut reader: impl Read,
+    max: usize,
+    expected: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(max as u64 + 1).read_to_end(&mut buf))
-        .map_err(|e| format!("cannot read file: {}", describe_io(&e)))?;
-    Ok(buf)
+    buf.try_reserve_exact(expected.min(max))
+        .map_err(|_| std::io::ErrorKind::OutOfMemory)?;
+    (&mut reader).take(max as u64).read_to_end(&mut buf)?;
+    if buf.len() < max {
+        return Ok(Some(buf));
+    }
+    let mut one = [0u8; 1];
+    loop {
+        match reader.read(&mut one) {
+            Ok(0) => return Ok(Some(buf)),
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 fn file_kind(kind: &std::fs::FileType) -> &'static str {

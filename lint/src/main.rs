@@ -10,9 +10,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Exit code when findings reach `--fail-on`.
 const EXIT_FINDINGS: u8 = 1;
 /// Exit code for usage errors and input that could not be read or parsed.

@@ -8,11 +8,6 @@ use probelint::yaml::{self, Limits};
 use rayon::prelude::*;
 use std::process::ExitCode;
 
-// The same allocator as `probelint` (lint/src/main.rs): the baseline differs only in what
-// it leaves out.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let paths: Vec<String> = std::env::args().skip(1).collect();
     if paths.is_empty() {
