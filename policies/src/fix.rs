@@ -219,12 +219,34 @@ fn server_port(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> Value {
     json!(server.default_port)
 }
 
+/// Where a new startupProbe's check comes from, as the fix's description names it.
+enum CheckSource<'p, 'a> {
+    /// `the liveness check (httpGet /health on port 8000)`
+    Probe(&'p Probe<'a>),
+    /// `vLLM's /health`
+    Server(&'static KnownServer),
+}
+
+impl std::fmt::Display for CheckSource<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckSource::Probe(probe) => write!(
+                f,
+                "the {} check ({})",
+                probe.kind.noun(),
+                probe.handler.describe()
+            ),
+            CheckSource::Server(server) => write!(f, "{}'s {}", server.name, server.live_path),
+        }
+    }
+}
+
 /// The handler a new startupProbe should use: the liveness check, else the readiness check
 /// (unless it only opens a port and the server has a real health endpoint), else the known
 /// server's liveness endpoint. `None` when nothing is known to be served.
-fn startup_handler(
-    cx: &ContainerContext<'_, '_>,
-) -> Option<(Map<String, Value>, Option<Value>, String)> {
+fn startup_handler<'p, 'a>(
+    cx: &ContainerContext<'p, 'a>,
+) -> Option<(Map<String, Value>, Option<Value>, CheckSource<'p, 'a>)> {
     let usable = |probe: &Probe<'_>| !matches!(probe.handler, Handler::Invalid);
     // A recognised server whose endpoint this container is known to serve.
     let server = cx
@@ -237,21 +259,13 @@ fn startup_handler(
         matches!(&probe.handler, Handler::Exec { command } if crate::rules::is_heavy_exec(command))
             && server.is_some()
     };
-    let copy = |probe: &Probe<'_>| {
+    let copy = |probe: &'p Probe<'a>| {
         let field = probe.handler.field()?;
         let [check, timeout] = pick(probe.value, [field, "timeoutSeconds"]);
         // Room for the fields `add_startup_probe` adds, so the map is allocated once.
         let mut handler = Map::with_capacity(4);
         handler.insert(field.to_owned(), check?.clone());
-        Some((
-            handler,
-            timeout.cloned(),
-            format!(
-                "the {} check ({})",
-                probe.kind.noun(),
-                probe.handler.describe()
-            ),
-        ))
+        Some((handler, timeout.cloned(), CheckSource::Probe(probe)))
     };
     if let Some(live) = cx
         .container
@@ -275,21 +289,25 @@ fn startup_handler(
         "httpGet".to_owned(),
         json!({"path": server.live_path, "port": server_port(cx, server)}),
     );
-    Some((
-        handler,
-        None,
-        format!("{}'s {}", server.name, server.live_path),
-    ))
+    Some((handler, None, CheckSource::Server(server)))
 }
 
-/// Adds a startupProbe whose budget covers the model load plus margin. Two rules offer this fix
-/// for the same container (gpu-startup-probe-missing, liveness-restart-loop): the first builds
-/// it, the second gets a copy.
+/// Adds a startupProbe whose budget covers the model load plus margin.
+///
+/// Two rules offer this fix for one container: gpu-startup-probe-missing, and
+/// liveness-restart-loop when the container has a liveness probe. A GPU container without a
+/// startupProbe whose liveness budget is short (the classic mistake) gets both findings, so the
+/// first to ask builds the fix and, when the container has a liveness probe, leaves a copy for
+/// the second: a copy costs about a third of a build.
 pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
-    cx.container
-        .startup_probe_fix
-        .get_or_init(|| build_startup_probe(cx, policy))
-        .clone()
+    if let Some(spare) = cx.container.spare_startup_probe_fix.take() {
+        return Some(spare);
+    }
+    let fix = build_startup_probe(cx, policy)?;
+    if cx.container.probe(ProbeKind::Liveness).is_some() {
+        *cx.container.spare_startup_probe_fix.borrow_mut() = Some(fix.clone());
+    }
+    Some(fix)
 }
 
 fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {

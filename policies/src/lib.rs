@@ -17,6 +17,7 @@ pub mod probe;
 pub mod rules;
 pub mod servers;
 pub mod simulate;
+mod text;
 pub mod workload;
 
 pub use cross::ObjectFacts;

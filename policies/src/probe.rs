@@ -1,6 +1,7 @@
 //! A read-only view of a container probe with Kubernetes' defaults applied.
 
 use crate::fields::pick;
+use crate::text::shown;
 use serde_json::Value;
 
 /// The three probes a container can have.
@@ -108,14 +109,23 @@ impl<'a> Handler<'a> {
     }
 
     /// A short human description: `httpGet /health on port 8000`.
-    pub fn describe(&self) -> String {
-        match self {
-            Handler::HttpGet { path, port, .. } => format!("httpGet {path} on port {port}"),
-            Handler::TcpSocket { port } => format!("tcpSocket on port {port}"),
-            Handler::Grpc { port, .. } => format!("grpc on port {port}"),
-            Handler::Exec { command } => format!("exec `{}`", command.join(" ")),
-            Handler::Invalid => "no valid handler".to_owned(),
-        }
+    pub fn describe(&self) -> impl std::fmt::Display + '_ {
+        shown(move |f| match self {
+            Handler::HttpGet { path, port, .. } => write!(f, "httpGet {path} on port {port}"),
+            Handler::TcpSocket { port } => write!(f, "tcpSocket on port {port}"),
+            Handler::Grpc { port, .. } => write!(f, "grpc on port {port}"),
+            Handler::Exec { command } => {
+                f.write_str("exec `")?;
+                for (i, word) in command.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    f.write_str(word)?;
+                }
+                f.write_str("`")
+            }
+            Handler::Invalid => f.write_str("no valid handler"),
+        })
     }
 
     /// The key under the probe that holds the handler (`httpGet`), for pointers.
@@ -236,24 +246,28 @@ impl<'a> Probe<'a> {
     }
 
     /// `60 s (initialDelay 0 + 6 × 10 s)` — the arithmetic shown in messages.
-    pub fn budget_arithmetic(&self) -> String {
-        let delay = self.initial_delay();
-        if delay > 0 {
-            format!(
-                "{} s ({} s delay + {} × {} s)",
-                self.budget_seconds(),
-                delay,
-                self.failure_threshold(),
-                self.period()
-            )
-        } else {
-            format!(
-                "{} s ({} × {} s)",
-                self.budget_seconds(),
-                self.failure_threshold(),
-                self.period()
-            )
-        }
+    pub fn budget_arithmetic(&self) -> impl std::fmt::Display + '_ {
+        shown(move |f| {
+            let delay = self.initial_delay();
+            if delay > 0 {
+                write!(
+                    f,
+                    "{} s ({} s delay + {} × {} s)",
+                    self.budget_seconds(),
+                    delay,
+                    self.failure_threshold(),
+                    self.period()
+                )
+            } else {
+                write!(
+                    f,
+                    "{} s ({} × {} s)",
+                    self.budget_seconds(),
+                    self.failure_threshold(),
+                    self.period()
+                )
+            }
+        })
     }
 }
 
@@ -310,7 +324,7 @@ mod tests {
         let v = json!({"httpGet": {"path": "/health", "port": 8000}});
         let p = Probe::from_value(ProbeKind::Startup, "/p".into(), &v);
         assert_eq!(p.budget_seconds(), 30);
-        assert_eq!(p.budget_arithmetic(), "30 s (3 × 10 s)");
+        assert_eq!(p.budget_arithmetic().to_string(), "30 s (3 × 10 s)");
         assert_eq!(
             p.handler,
             Handler::HttpGet {
@@ -332,7 +346,10 @@ mod tests {
             }
         );
         assert_eq!(p.failure_threshold, Field::Invalid);
-        assert_eq!(p.budget_arithmetic(), "35 s (5 s delay + 3 × 10 s)");
+        assert_eq!(
+            p.budget_arithmetic().to_string(),
+            "35 s (5 s delay + 3 × 10 s)"
+        );
     }
 
     #[test]

@@ -7,9 +7,10 @@ use crate::pointer;
 use crate::policy::Policy;
 use crate::probe::{Probe, ProbeKind};
 use crate::servers::KnownServer;
+use crate::text::shown;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::cell::OnceCell;
+use std::cell::RefCell;
 
 /// Annotation declaring the worst-case model load time, in seconds.
 pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
@@ -179,9 +180,9 @@ pub struct Container<'a> {
     probes: [Option<Probe<'a>>; 3],
     ports: Vec<ContainerPort<'a>>,
     lifecycle: Option<&'a Value>,
-    /// The fix that adds a startupProbe, built by the first rule that offers it
+    /// A copy of the startupProbe fix that the first rule offering it left for the second
     /// ([`crate::fix::add_startup_probe`]).
-    pub(crate) startup_probe_fix: OnceCell<Option<Fix>>,
+    pub(crate) spare_startup_probe_fix: RefCell<Option<Fix>>,
 }
 
 impl<'a> Container<'a> {
@@ -211,11 +212,11 @@ impl<'a> Container<'a> {
     }
 
     /// `container "vllm" (requests nvidia.com/gpu)` — how messages name a container.
-    pub fn describe(&self) -> String {
-        match self.accelerators.first() {
-            Some(reason) => format!("container {:?} ({reason})", self.name),
-            None => format!("container {:?}", self.name),
-        }
+    pub fn describe(&self) -> impl std::fmt::Display + '_ {
+        shown(move |f| match self.accelerators.first() {
+            Some(reason) => write!(f, "container {:?} ({reason})", self.name),
+            None => write!(f, "container {:?}", self.name),
+        })
     }
 }
 
@@ -418,19 +419,23 @@ fn analyse_pod_spec<'a>(
             policy,
         ));
     };
+    // `<pod spec>/containers/0`, built in one allocation.
+    let item = |list: &str, index: usize| {
+        let mut item = String::with_capacity(pointer.len() + list.len() + 8);
+        item.push_str(&pointer);
+        pointer::push(&mut item, list);
+        pointer::push_index(&mut item, index);
+        item
+    };
     if let Some(list) = containers {
-        let mut base = pointer.clone();
-        pointer::push(&mut base, "containers");
         for (i, c) in list.iter().enumerate() {
-            add(pointer::join_index(&base, i), c, false, "");
+            add(item("containers", i), c, false, "");
         }
     }
     if let Some(list) = init_containers.and_then(Value::as_array) {
-        let mut base = pointer.clone();
-        pointer::push(&mut base, "initContainers");
         for (i, c) in list.iter().enumerate() {
             if fields::get(c, "restartPolicy").and_then(Value::as_str) == Some("Always") {
-                add(pointer::join_index(&base, i), c, true, "");
+                add(item("initContainers", i), c, true, "");
             }
         }
     }
@@ -529,7 +534,7 @@ fn analyse_container<'a>(
             .map(|p| p.iter().map(ContainerPort::from_value).collect())
             .unwrap_or_default(),
         lifecycle,
-        startup_probe_fix: OnceCell::new(),
+        spare_startup_probe_fix: RefCell::new(None),
         pointer,
         value,
         sidecar,

@@ -4,6 +4,7 @@
 use crate::cross::ObjectFacts;
 use crate::engine::{Analysis, ContainerContext};
 use crate::finding::{Finding, ObjectRef, Severity};
+use crate::text::shown;
 use crate::workload::Workload;
 
 mod exec_probe_heavy;
@@ -192,13 +193,15 @@ pub(crate) fn is_heavy_exec(command: &[String]) -> bool {
     exec_probe_heavy::heavy(command).is_some()
 }
 
-/// Formats seconds without a useless `.0` (`300 s`, `37.5 s`).
-pub(crate) fn secs(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{} s", value as i64)
-    } else {
-        format!("{value:.1} s")
-    }
+/// Seconds without a useless `.0` (`300 s`, `37.5 s`).
+pub(crate) fn secs(value: f64) -> impl std::fmt::Display {
+    shown(move |f| {
+        if value.fract() == 0.0 && value.abs() < 1e15 {
+            write!(f, "{} s", value as i64)
+        } else {
+            write!(f, "{value:.1} s")
+        }
+    })
 }
 
 /// The startup budget a container needs: load × (1 + margin), rounded up to whole seconds.
@@ -215,21 +218,25 @@ pub(crate) fn required_arithmetic(
     load_seconds: f64,
     margin: f64,
     source: &crate::workload::LoadSource,
-) -> String {
+) -> impl std::fmt::Display + '_ {
     use crate::workload::LoadSource;
-    let from = match source {
-        LoadSource::Annotation => " from probelint.io/model-load-seconds".to_owned(),
-        LoadSource::Policy => " by policy default".to_owned(),
-        LoadSource::InvalidAnnotation(raw) => format!(
-            " by policy default; probelint.io/model-load-seconds {raw:?} is not a number of seconds"
-        ),
-    };
-    format!(
-        "{} s (load {}{from} + {} %)",
-        required_startup_seconds(load_seconds, margin),
-        secs(load_seconds),
-        (margin * 100.0).round() as i64
-    )
+    shown(move |f| {
+        write!(
+            f,
+            "{} s (load {}",
+            required_startup_seconds(load_seconds, margin),
+            secs(load_seconds)
+        )?;
+        match source {
+            LoadSource::Annotation => f.write_str(" from probelint.io/model-load-seconds")?,
+            LoadSource::Policy => f.write_str(" by policy default")?,
+            LoadSource::InvalidAnnotation(raw) => write!(
+                f,
+                " by policy default; probelint.io/model-load-seconds {raw:?} is not a number of seconds"
+            )?,
+        }
+        write!(f, " + {} %)", (margin * 100.0).round() as i64)
+    })
 }
 
 #[cfg(test)]
@@ -302,9 +309,9 @@ mod tests {
     fn required_arithmetic_reads_well() {
         use crate::workload::LoadSource;
         assert_eq!(
-            required_arithmetic(120.0, 0.25, &LoadSource::Annotation),
+            required_arithmetic(120.0, 0.25, &LoadSource::Annotation).to_string(),
             "150 s (load 120 s from probelint.io/model-load-seconds + 25 %)"
         );
-        assert_eq!(secs(37.5), "37.5 s");
+        assert_eq!(secs(37.5).to_string(), "37.5 s");
     }
 }
