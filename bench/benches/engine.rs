@@ -46,7 +46,7 @@ fn engine(c: &mut Criterion) {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(&pod_json)))
     });
     g.bench_function("analyse_gpu_deployment", |b| {
-        b.iter(|| Workload::analyse(0, black_box(&deployment), &policy).pod_specs.len())
+        b.iter(|| Workload::analyse(0, black_box(&deployment), &policy))
     });
     g.bench_function("evaluate_clean_gpu_deployment", |b| {
         b.iter(|| probelint_policies::evaluate_one(black_box(&clean), &policy))

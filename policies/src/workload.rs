@@ -162,8 +162,8 @@ impl<'a> ContainerPort<'a> {
     }
 }
 
-/// One container (or native sidecar) of a pod spec, with the fields the rules read found once:
-/// thirteen rules look at every container, and each used to look its probes up again.
+/// One container (or native sidecar) of a pod spec. Thirteen rules read every container, so its
+/// probes and ports are parsed here, once, rather than by each rule.
 #[derive(Debug, Clone)]
 pub struct Container<'a> {
     /// Pointer to the container (`/spec/template/spec/containers/0`).
@@ -369,8 +369,8 @@ fn analyse_pod_spec<'a>(
     policy: &Policy,
 ) -> PodSpec<'a> {
     let [
-        containers,
-        init_containers,
+        container_list,
+        init_container_list,
         runtime_class,
         restart_policy,
         grace,
@@ -404,13 +404,13 @@ fn analyse_pod_spec<'a>(
             .iter()
             .any(|a| crate::glob::matches(a, rc))
     });
-    let containers = containers.and_then(Value::as_array);
-    let mut containers_out = Vec::with_capacity(containers.map_or(0, Vec::len));
+    let container_list = container_list.and_then(Value::as_array);
+    let mut containers = Vec::with_capacity(container_list.map_or(0, Vec::len));
     let mut add = |ptr: String, value: &'a Value, sidecar: bool, default_name: &str| {
         if !value.is_object() {
             return;
         }
-        containers_out.push(analyse_container(
+        containers.push(analyse_container(
             ptr,
             value,
             sidecar,
@@ -427,12 +427,12 @@ fn analyse_pod_spec<'a>(
         pointer::push_index(&mut item, index);
         item
     };
-    if let Some(list) = containers {
+    if let Some(list) = container_list {
         for (i, c) in list.iter().enumerate() {
             add(item("containers", i), c, false, "");
         }
     }
-    if let Some(list) = init_containers.and_then(Value::as_array) {
+    if let Some(list) = init_container_list.and_then(Value::as_array) {
         for (i, c) in list.iter().enumerate() {
             if fields::get(c, "restartPolicy").and_then(Value::as_str) == Some("Always") {
                 add(item("initContainers", i), c, true, "");
@@ -451,7 +451,6 @@ fn analyse_pod_spec<'a>(
             }
         }
     }
-    let containers = containers_out;
 
     let run_to_completion = matches!(
         restart_policy.and_then(Value::as_str),

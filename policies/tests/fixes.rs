@@ -121,6 +121,40 @@ fn startup_probe_reuses_liveness_with_its_timeout_and_covers_the_load() {
 }
 
 #[test]
+fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
+    // Two GPU containers without a startupProbe and with a short liveness budget: each gets
+    // gpu-startup-probe-missing and liveness-restart-loop, whose fixes must be one patch (the
+    // engine builds it once per container and hands the second rule a copy).
+    let container = |name: &str, port: u16| {
+        json!({"name": name, "image": "registry.example.com/server:1",
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+            "livenessProbe": {"httpGet": {"path": "/alive", "port": port}}})
+    };
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [container("a", 9000), container("b", 9001)]}});
+    let findings = probelint_policies::evaluate_one(&object, &Policy::default());
+    for name in ["a", "b"] {
+        let fix_of = |rule: &str| {
+            findings
+                .iter()
+                .find(|f| f.rule == rule && f.container.as_deref() == Some(name))
+                .and_then(|f| f.fix.clone())
+                .unwrap_or_else(|| panic!("{rule} on {name} has no fix: {findings:#?}"))
+        };
+        let fix = fix_of("gpu-startup-probe-missing");
+        assert_eq!(fix, fix_of("liveness-restart-loop"));
+        assert!(
+            serde_json::to_string(&fix.patch)
+                .unwrap()
+                .contains(&format!(
+                    "/spec/containers/{}/startupProbe",
+                    usize::from(name == "b")
+                ))
+        );
+    }
+}
+
+#[test]
 fn known_server_gets_its_real_endpoints_and_unknown_servers_get_no_fix() {
     let vllm = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
