@@ -12,6 +12,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 /// The `Content-Type` of [`Metrics::encode`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -45,6 +47,16 @@ pub struct ResultLabels {
 
 type HistogramFamily = Family<EndpointLabels, Histogram, fn() -> Histogram>;
 
+/// The `endpoint` labels of the review series (`other`: a timeout on another path).
+const ENDPOINTS: [&str; 4] = ["validate", "validate/warn", "mutate", "other"];
+/// The `decision` labels of the request counter.
+const DECISIONS: [&str; 7] = [
+    "allowed", "warned", "denied", "patched", "skipped", "invalid", "error",
+];
+
+/// One finding series of a rule: (severity, exempt, counter).
+type FindingSeries = (&'static str, bool, Counter);
+
 /// Every metric the webhook exports, registered once at startup.
 pub struct Metrics {
     registry: Registry,
@@ -53,6 +65,14 @@ pub struct Metrics {
     pub latency: HistogramFamily,
     pub policy_reloads: Family<ResultLabels, Counter>,
     pub certificate_reloads: Family<ResultLabels, Counter>,
+    /// Handles on the series every review updates, looked up in their family once and then
+    /// kept: a family lookup hashes the labels under the family's lock (and a finding's rule
+    /// name had to be copied into its labels first), several times per review. A series still
+    /// appears on `/metrics` only once it has been counted.
+    request_series: [[OnceLock<Counter>; DECISIONS.len()]; ENDPOINTS.len()],
+    latency_series: [OnceLock<Histogram>; ENDPOINTS.len()],
+    /// Per rule. Rules come from the policy, so this stays small.
+    finding_series: RwLock<HashMap<String, Vec<FindingSeries>>>,
 }
 
 /// Review latency buckets: 0.25 ms to ~4 s. Evaluation takes well under a millisecond for a
@@ -101,6 +121,75 @@ impl Metrics {
             latency,
             policy_reloads,
             certificate_reloads,
+            request_series: Default::default(),
+            latency_series: Default::default(),
+            finding_series: RwLock::default(),
+        }
+    }
+
+    /// Counts one answered (or refused) review.
+    pub fn count_request(&self, endpoint: &'static str, decision: &'static str) {
+        let labels = || RequestLabels { endpoint, decision };
+        match (index(&ENDPOINTS, endpoint), index(&DECISIONS, decision)) {
+            (Some(e), Some(d)) => self.request_series[e][d]
+                .get_or_init(|| Counter::clone(&self.requests.get_or_create(&labels())))
+                .inc(),
+            _ => self.requests.get_or_create(&labels()).inc(),
+        };
+    }
+
+    /// Records how long one review took.
+    pub fn observe_latency(&self, endpoint: &'static str, seconds: f64) {
+        let labels = || EndpointLabels { endpoint };
+        match index(&ENDPOINTS, endpoint) {
+            Some(e) => self.latency_series[e]
+                .get_or_init(|| Histogram::clone(&self.latency.get_or_create(&labels())))
+                .observe(seconds),
+            None => self.latency.get_or_create(&labels()).observe(seconds),
+        }
+    }
+
+    /// Counts one finding of a review.
+    pub fn count_finding(&self, rule: &str, severity: &'static str, exempt: bool) {
+        fn find<'a>(
+            series: &'a [FindingSeries],
+            severity: &str,
+            exempt: bool,
+        ) -> Option<&'a Counter> {
+            series
+                .iter()
+                .find(|(s, e, _)| *s == severity && *e == exempt)
+                .map(|(_, _, counter)| counter)
+        }
+        {
+            let cache = self
+                .finding_series
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(counter) = cache
+                .get(rule)
+                .and_then(|series| find(series, severity, exempt))
+            {
+                counter.inc();
+                return;
+            }
+        }
+        let mut cache = self
+            .finding_series
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let series = cache.entry(rule.to_owned()).or_default();
+        if find(series, severity, exempt).is_none() {
+            let labels = FindingLabels {
+                rule: rule.to_owned(),
+                severity,
+                exempt: if exempt { "true" } else { "false" },
+            };
+            let counter = Counter::clone(&self.findings.get_or_create(&labels));
+            series.push((severity, exempt, counter));
+        }
+        if let Some(counter) = find(series, severity, exempt) {
+            counter.inc();
         }
     }
 
@@ -119,6 +208,10 @@ impl Metrics {
         let result = if ok { "success" } else { "failure" };
         family.get_or_create(&ResultLabels { result }).inc();
     }
+}
+
+fn index(labels: &[&str], label: &str) -> Option<usize> {
+    labels.iter().position(|l| *l == label)
 }
 
 impl Default for Metrics {
@@ -165,5 +258,34 @@ mod tests {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn kept_handles_count_into_the_exported_series() {
+        let m = Metrics::new();
+        for _ in 0..3 {
+            m.count_request("mutate", "patched");
+            m.observe_latency("mutate", 0.002);
+            m.count_finding("gpu-startup-probe-missing", "error", false);
+        }
+        m.count_finding("gpu-startup-probe-missing", "error", true);
+        m.count_finding("my-custom-rule", "warning", false);
+        // Labels outside the tables still count (straight into the family).
+        m.count_request("somewhere", "else");
+        m.observe_latency("somewhere", 0.5);
+        let text = m.encode();
+        for expected in [
+            r#"probelint_webhook_requests_total{endpoint="mutate",decision="patched"} 3"#,
+            r#"probelint_webhook_requests_total{endpoint="somewhere",decision="else"} 1"#,
+            r#"probelint_webhook_request_duration_seconds_count{endpoint="mutate"} 3"#,
+            r#"probelint_webhook_request_duration_seconds_count{endpoint="somewhere"} 1"#,
+            r#"probelint_webhook_findings_total{rule="gpu-startup-probe-missing",severity="error",exempt="false"} 3"#,
+            r#"probelint_webhook_findings_total{rule="gpu-startup-probe-missing",severity="error",exempt="true"} 1"#,
+            r#"probelint_webhook_findings_total{rule="my-custom-rule",severity="warning",exempt="false"} 1"#,
+        ] {
+            assert!(text.contains(expected), "missing {expected} in\n{text}");
+        }
+        // Nothing is exported before it is counted.
+        assert!(!text.contains(r#"decision="denied""#), "{text}");
     }
 }

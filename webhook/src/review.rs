@@ -2,19 +2,22 @@
 //! object, ask the engine, and write the response. Pure functions: no HTTP, no I/O, no clock,
 //! so every decision is unit-tested here and `server.rs` only moves bytes.
 //!
-//! Requests are read with kube-core's admission types. Responses are our own small structs:
-//! kube-core 5.0 serialises `AdmissionResponse.patch` (a `Vec<u8>`) as an array of numbers
-//! (kube-rs issue #1781), while the apiserver expects the base64 string the API documents.
+//! Requests are read once, straight into [`Request`]: the handful of fields the webhook uses,
+//! with the object as the `serde_json::Value` the engine takes. (kube-core's typed review buffers
+//! the whole body through serde's `flatten` and reads the object as a `DynamicObject` that must
+//! be turned back into a `Value`: a tenth of the webhook's CPU, bench/profile-notes.md.)
+//! Responses are our own small structs too: kube-core 5.0 serialises `AdmissionResponse.patch`
+//! (a `Vec<u8>`) as an array of numbers (kube-rs issue #1781), while the apiserver expects the
+//! base64 string the API documents.
 
 use base64::Engine as _;
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation};
-use kube_core::DynamicObject;
-use kube_core::admission::{AdmissionRequest, AdmissionReview, Operation};
 use probelint_policies::fix::{self, AppliedFix, MUTATED_ANNOTATION, Mutation};
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, Suppression};
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The only AdmissionReview version we speak (the webhook configuration's
@@ -98,8 +101,6 @@ pub enum ReviewError {
          {{\"apiVersion\": \"{API_VERSION}\", \"kind\": \"{KIND}\", \"request\": {{\"uid\": ..., \"object\": ...}}}}"
     )]
     MissingRequest,
-    #[error("the request's object cannot be converted to JSON: {0}")]
-    Object(#[source] serde_json::Error),
 }
 
 /// The review we send back.
@@ -164,71 +165,156 @@ pub struct Outcome {
     pub internal_error: Option<String>,
 }
 
-/// Parses a request body into kube-core's request type.
-pub fn parse(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, ReviewError> {
-    let review: AdmissionReview<DynamicObject> =
-        serde_json::from_slice(body).map_err(ReviewError::Json)?;
-    if review.types.api_version != API_VERSION || review.types.kind != KIND {
+/// The fields of an `admission.k8s.io/v1` AdmissionReview the webhook reads. Any other field
+/// (`response`, unknown ones) is skipped without being built.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewIn<'a> {
+    #[serde(borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    request: Option<Request<'a>>,
+}
+
+/// The `request` of an AdmissionReview, as much of it as the webhook uses. The fields the API
+/// requires are required here too (a review without `uid`, `kind`, `resource` or `operation` is
+/// refused with a message naming the field); `userInfo`, `options`, `requestKind` and the rest
+/// are skipped. Strings that are only looked at borrow from the body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request<'a> {
+    pub uid: String,
+    #[serde(borrow)]
+    pub kind: GroupVersionKind<'a>,
+    #[serde(borrow)]
+    #[expect(dead_code, reason = "read only so that a review without it is refused")]
+    resource: GroupVersionResource<'a>,
+    #[serde(default, borrow)]
+    pub sub_resource: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub operation: Operation,
+    /// Always a JSON object when present: anything else is refused while parsing.
+    #[serde(default)]
+    pub object: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub old_object: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `request.kind`, e.g. `{"group": "apps", "version": "v1", "kind": "Deployment"}`.
+#[derive(Debug, Deserialize)]
+pub struct GroupVersionKind<'a> {
+    #[serde(borrow)]
+    pub group: Cow<'a, str>,
+    #[serde(borrow)]
+    pub version: Cow<'a, str>,
+    #[serde(borrow)]
+    pub kind: Cow<'a, str>,
+}
+
+/// `request.resource`: not used, but required by the API (and by kube-core before us), so a
+/// review without it is still refused.
+#[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "read only so that a malformed one is refused")]
+struct GroupVersionResource<'a> {
+    #[serde(borrow)]
+    group: Cow<'a, str>,
+    #[serde(borrow)]
+    version: Cow<'a, str>,
+    #[serde(borrow)]
+    resource: Cow<'a, str>,
+}
+
+/// `request.operation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// Parses a request body: one pass, straight into what the webhook uses.
+pub fn parse(body: &[u8]) -> Result<Request<'_>, ReviewError> {
+    let review: ReviewIn<'_> = serde_json::from_slice(body).map_err(ReviewError::Json)?;
+    if review.api_version != API_VERSION || review.kind != KIND {
         return Err(ReviewError::Type {
-            api_version: review.types.api_version,
-            kind: review.types.kind,
+            api_version: review.api_version.into_owned(),
+            kind: review.kind.into_owned(),
         });
     }
-    review.try_into().map_err(|_| ReviewError::MissingRequest)
+    review.request.ok_or(ReviewError::MissingRequest)
 }
 
 /// Parses a body and answers it.
 pub fn admit(body: &[u8], mode: Mode, policy: &Policy) -> Result<Outcome, ReviewError> {
-    let request = parse(body)?;
-    respond(&request, mode, policy)
+    Ok(respond(parse(body)?, mode, policy))
 }
 
-/// Answers one request.
-pub fn respond(
-    request: &AdmissionRequest<DynamicObject>,
-    mode: Mode,
-    policy: &Policy,
-) -> Result<Outcome, ReviewError> {
-    let summary = summarize(request);
+/// Answers one request. Takes it by value: the object is evaluated (and patched) in place.
+pub fn respond(mut request: Request<'_>, mode: Mode, policy: &Policy) -> Outcome {
+    let skip = skip_reason(&request);
+    let object = request.object.take();
     let mut outcome = Outcome {
         review: ReviewOut::new(Response::allow(&request.uid)),
         decision: Decision::Allowed,
         findings: Vec::new(),
-        summary,
+        summary: summarize(request),
         internal_error: None,
     };
-    if let Some(reason) = skip_reason(request) {
+    if let Some(reason) = skip {
         outcome.decision = Decision::Skipped(reason);
-        return Ok(outcome);
+        return outcome;
     }
-    let Some(object) = &request.object else {
+    let Some(mut object) = object else {
         outcome.decision = Decision::Skipped("the request carries no object".into());
-        return Ok(outcome);
+        return outcome;
     };
-    let mut object = serde_json::to_value(object).map_err(ReviewError::Object)?;
     // Policy exemptions and messages name the namespace. The apiserver copies it from the URL
     // into the object before admission, but a review from another client may only carry it in
     // the request. (Only into an existing `metadata`: the patch must apply to the real object.)
     if let (Some(namespace), Some(metadata)) = (
-        request.namespace.as_deref().filter(|ns| !ns.is_empty()),
+        outcome
+            .summary
+            .namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty()),
         object.get_mut("metadata").and_then(Value::as_object_mut),
-    ) {
-        metadata
-            .entry("namespace")
-            .or_insert_with(|| Value::String(namespace.to_owned()));
+    ) && metadata.get("namespace").is_none_or(Value::is_null)
+    {
+        metadata.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
     }
+    let object = Value::Object(object);
     match mode {
         Mode::Validate | Mode::Warn => validate(&mut outcome, &object, mode, policy),
-        Mode::Mutate => mutate(&mut outcome, &object, policy),
+        Mode::Mutate => mutate(&mut outcome, object, policy),
     }
-    Ok(outcome)
+    outcome
 }
 
 /// Requests answered without looking at the object. Deleting or connecting to something cannot
 /// start a pod; subresources (`status`, `scale`, `eviction`...) do not carry a pod template; and
 /// an UPDATE that leaves everything but metadata and status alone does not change what runs, so
 /// an object admitted before the webhook existed can still be labelled or scaled.
-fn skip_reason(request: &AdmissionRequest<DynamicObject>) -> Option<String> {
+fn skip_reason(request: &Request<'_>) -> Option<String> {
     match request.operation {
         Operation::Delete => return Some("DELETE is not checked".into()),
         Operation::Connect => return Some("CONNECT is not checked".into()),
@@ -239,28 +325,30 @@ fn skip_reason(request: &AdmissionRequest<DynamicObject>) -> Option<String> {
     }
     if request.operation == Operation::Update
         && let (Some(new), Some(old)) = (&request.object, &request.old_object)
-        && new.types == old.types
-        && same_except_status(&new.data, &old.data)
+        && type_of(new) == type_of(old)
+        && same_except_metadata_and_status(new, old)
     {
         return Some("the UPDATE changes only metadata or status".into());
     }
     None
 }
 
-/// Whether two objects' bodies (everything but `apiVersion`, `kind` and `metadata`, which
-/// [`DynamicObject`] keeps apart) are equal once `status` is ignored. Key order is irrelevant.
-fn same_except_status(a: &Value, b: &Value) -> bool {
-    match (a.as_object(), b.as_object()) {
-        (Some(a), Some(b)) => {
-            let keys =
-                |m: &serde_json::Map<String, Value>| m.keys().filter(|k| *k != "status").count();
-            keys(a) == keys(b)
-                && a.iter()
-                    .filter(|(k, _)| *k != "status")
-                    .all(|(k, v)| b.get(k) == Some(v))
-        }
-        _ => a == b,
-    }
+/// `apiVersion` and `kind`, when both are strings.
+fn type_of(object: &Map<String, Value>) -> Option<(&str, &str)> {
+    Some((
+        object.get("apiVersion")?.as_str()?,
+        object.get("kind")?.as_str()?,
+    ))
+}
+
+/// Whether two objects' bodies (everything but `apiVersion`, `kind` and `metadata`) are equal
+/// once `status` is ignored. Key order is irrelevant.
+fn same_except_metadata_and_status(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    let body = |k: &String| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status");
+    a.keys().filter(|k| body(k)).count() == b.keys().filter(|k| body(k)).count()
+        && a.iter()
+            .filter(|(k, _)| body(k))
+            .all(|(k, v)| b.get(k) == Some(v))
 }
 
 /// `/validate` and `/validate/warn`. Suppressed findings never deny and never warn (the user
@@ -296,15 +384,19 @@ fn validate(outcome: &mut Outcome, object: &Value, mode: Mode, policy: &Policy) 
 /// `/mutate`: never denies (refusing is the validating webhook's job, and it runs after us on the
 /// mutated object). Warns only about what it changed, so that nobody is surprised by a probe they
 /// did not write; the findings go to the audit annotation.
-fn mutate(outcome: &mut Outcome, object: &Value, policy: &Policy) {
-    let mutation = fix::mutate(object, policy);
+fn mutate(outcome: &mut Outcome, object: Value, policy: &Policy) {
+    let Mutation {
+        patch,
+        applied,
+        findings,
+    } = fix::mutate(&object, policy);
     let response = &mut outcome.review.response;
-    response.audit_annotations = audit_annotations(&mutation.findings);
-    if !mutation.patch.0.is_empty() {
-        match mutation_patch(object, &mutation) {
+    response.audit_annotations = audit_annotations(&findings);
+    if !patch.0.is_empty() {
+        match mutation_patch(object, patch, &applied) {
             Ok(patch) => {
                 response.set_patch(&patch);
-                response.warnings = fix_warnings(&mutation.applied);
+                response.warnings = fix_warnings(&applied);
                 outcome.decision = Decision::Patched;
             }
             Err(e) => {
@@ -317,19 +409,20 @@ fn mutate(outcome: &mut Outcome, object: &Value, policy: &Policy) {
             }
         }
     }
-    outcome.findings = mutation.findings;
+    outcome.findings = findings;
 }
 
-/// The engine's patch plus the operations that record it in the `probelint.io/mutated`
-/// annotation. Fails when the engine's patch does not apply to `object`.
+/// The engine's `patch` plus the operations that record the `applied` fixes in the
+/// `probelint.io/mutated` annotation. Fails when `patch` does not apply to `object` (which it
+/// consumes: the object is patched in place to see where the annotation goes).
 pub fn mutation_patch(
-    object: &Value,
-    mutation: &Mutation,
+    mut object: Value,
+    patch: Patch,
+    applied: &[AppliedFix],
 ) -> Result<Patch, json_patch::PatchError> {
-    let mut patched = object.clone();
-    json_patch::patch(&mut patched, &mutation.patch)?;
-    let mut ops = mutation.patch.0.clone();
-    ops.extend(annotation_ops(&patched, &mutation.applied));
+    json_patch::patch(&mut object, &patch)?;
+    let mut ops = patch.0;
+    ops.extend(annotation_ops(&object, applied));
     Ok(Patch(ops))
 }
 
@@ -527,23 +620,19 @@ fn shorten(text: &str) -> String {
     format!("{}…", cut.trim_end_matches([' ', ',', ':', ';', '(']))
 }
 
-fn summarize(request: &AdmissionRequest<DynamicObject>) -> Summary {
+/// What to log about a request; takes its strings rather than copying them.
+fn summarize(request: Request<'_>) -> Summary {
     let kind = &request.kind;
     Summary {
-        uid: request.uid.clone(),
         kind: if kind.group.is_empty() {
             format!("{}/{}", kind.version, kind.kind)
         } else {
             format!("{}/{}/{}", kind.group, kind.version, kind.kind)
         },
-        namespace: request.namespace.clone(),
-        name: request.name.clone(),
-        operation: match request.operation {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        },
+        uid: request.uid,
+        namespace: request.namespace,
+        name: request.name,
+        operation: request.operation.as_str(),
         dry_run: request.dry_run,
     }
 }
@@ -558,8 +647,23 @@ impl ReviewOut {
     }
 
     pub fn to_json(&self) -> Vec<u8> {
+        // Sized up front (the text plus room for escapes), so that the buffer is not regrown
+        // and copied on the way.
+        let r = &self.response;
+        let text = r.uid.len()
+            + r.patch.as_ref().map_or(0, String::len)
+            + r.status.as_ref().map_or(0, |s| s.message.len() + 64)
+            + r.warnings.iter().map(|w| w.len() + 3).sum::<usize>()
+            + r.audit_annotations
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 6)
+                .sum::<usize>();
+        let mut json = Vec::with_capacity(192 + text + text / 8);
         // Plain structs of strings, bools and maps with string keys: serialisation cannot fail.
-        serde_json::to_vec(self).unwrap_or_default()
+        match serde_json::to_writer(&mut json, self) {
+            Ok(()) => json,
+            Err(_) => Vec::new(),
+        }
     }
 }
 
@@ -789,6 +893,169 @@ mod tests {
     }
 
     #[test]
+    fn unknown_fields_and_a_large_old_object_do_not_change_the_answer() {
+        let plain = answer("deny-gpu-deployment-without-probes", Mode::Validate);
+        let mut review: Value =
+            serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+        review["somethingNew"] = json!({"nested": [1, 2, {"x": null}]});
+        review["response"] = json!("not a response");
+        review["request"]["userInfo"] = json!(7);
+        review["request"]["options"] = json!([null]);
+        review["request"]["futureField"] = json!({"a": "b"});
+        // Not looked at on a CREATE, however big.
+        let container =
+            review["request"]["object"]["spec"]["template"]["spec"]["containers"][0].clone();
+        let mut old = review["request"]["object"].clone();
+        old["spec"]["template"]["spec"]["containers"] = Value::Array(vec![container; 2_000]);
+        review["request"]["oldObject"] = old;
+        let body = serde_json::to_vec(&review).expect("json");
+        assert!(body.len() > 1_000_000, "{}", body.len());
+        let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+        assert_eq!(out.decision, Decision::Denied);
+        assert_eq!(out.review.to_json(), plain.review.to_json());
+        assert_eq!(out.summary, plain.summary);
+    }
+
+    #[test]
+    fn the_object_must_be_a_json_object_or_null() {
+        let with_object = |object: Value| {
+            let mut review: Value =
+                serde_json::from_slice(&fixture("allow-clean-gpu-pod")).expect("json");
+            review["request"]["object"] = object;
+            admit(
+                &serde_json::to_vec(&review).expect("json"),
+                Mode::Mutate,
+                &policy(),
+            )
+        };
+        for object in [json!(7), json!("pod"), json!([]), json!(true)] {
+            let err = with_object(object.clone())
+                .expect_err("refused")
+                .to_string();
+            assert!(
+                err.starts_with(
+                    "the body is not a valid admission.k8s.io/v1 AdmissionReview: invalid type:"
+                ),
+                "{object}: {err}"
+            );
+        }
+        let out = with_object(Value::Null).expect("answered");
+        assert_eq!(
+            out.decision,
+            Decision::Skipped("the request carries no object".into())
+        );
+        assert!(out.review.response.allowed);
+    }
+
+    #[test]
+    fn required_request_fields_are_named_when_missing_or_mistyped() {
+        for (field, value, expect) in [
+            ("uid", None, "missing field `uid`"),
+            ("kind", None, "missing field `kind`"),
+            ("resource", None, "missing field `resource`"),
+            ("operation", None, "missing field `operation`"),
+            ("operation", Some(json!("PATCH")), "unknown variant `PATCH`"),
+            (
+                "dryRun",
+                Some(json!("yes")),
+                "invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                "name",
+                Some(json!(null)),
+                "invalid type: null, expected a string",
+            ),
+        ] {
+            let mut review: Value =
+                serde_json::from_slice(&fixture("allow-clean-gpu-pod")).expect("json");
+            let request = review["request"].as_object_mut().expect("request");
+            match value {
+                Some(value) => request.insert(field.into(), value),
+                None => request.remove(field),
+            };
+            let err = admit(
+                &serde_json::to_vec(&review).expect("json"),
+                Mode::Validate,
+                &policy(),
+            )
+            .expect_err("refused")
+            .to_string();
+            assert!(err.contains(expect), "{field}: {err}");
+        }
+    }
+
+    #[test]
+    fn update_skip_ignores_metadata_and_status_but_not_the_body_or_type() {
+        let review: Value =
+            serde_json::from_slice(&fixture("allow-update-labels-only")).expect("json");
+        let decide = |review: &Value| {
+            admit(
+                &serde_json::to_vec(review).expect("json"),
+                Mode::Validate,
+                &policy(),
+            )
+            .expect("parses")
+            .decision
+        };
+        let skipped = Decision::Skipped("the UPDATE changes only metadata or status".into());
+        assert_eq!(decide(&review), skipped);
+
+        let mut status = review.clone();
+        status["request"]["object"]["status"] = json!({"replicas": 3});
+        status["request"]["object"]["metadata"]["annotations"] = json!({"a": "b"});
+        assert_eq!(decide(&status), skipped);
+
+        let mut body = review.clone();
+        body["request"]["object"]["spec"]["paused"] = json!(true);
+        assert_ne!(decide(&body), skipped);
+
+        let mut kind = review.clone();
+        kind["request"]["oldObject"]["apiVersion"] = json!("apps/v1beta2");
+        assert_ne!(decide(&kind), skipped);
+    }
+
+    #[test]
+    fn a_null_namespace_in_the_object_is_taken_from_the_request() {
+        let mut review: Value =
+            serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+        review["request"]["object"]["metadata"]["namespace"] = Value::Null;
+        let body = serde_json::to_vec(&review).expect("json");
+        let status = admit(&body, Mode::Validate, &policy())
+            .expect("parses")
+            .review
+            .response
+            .status
+            .expect("denied");
+        assert!(
+            status
+                .message
+                .starts_with("probelint found 3 errors in Deployment inference/llama-3-70b:"),
+            "{}",
+            status.message
+        );
+    }
+
+    #[test]
+    fn an_object_without_metadata_gets_a_patch_that_applies_to_it() {
+        let mut review: Value =
+            serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+        review["request"]["object"]
+            .as_object_mut()
+            .expect("object")
+            .remove("metadata");
+        let body = serde_json::to_vec(&review).expect("json");
+        let out = admit(&body, Mode::Mutate, &policy()).expect("parses");
+        assert_eq!(out.decision, Decision::Patched);
+        let patch = base64::engine::general_purpose::STANDARD
+            .decode(out.review.response.patch.as_deref().expect("patch"))
+            .expect("base64");
+        let patch: Patch = serde_json::from_slice(&patch).expect("patch json");
+        let mut object = review["request"]["object"].clone();
+        json_patch::patch(&mut object, &patch).expect("the patch applies to the object as sent");
+        assert!(object["metadata"]["annotations"][MUTATED_ANNOTATION].is_string());
+    }
+
+    #[test]
     fn bad_bodies_say_what_is_wrong() {
         let err = |body: &str| {
             admit(body.as_bytes(), Mode::Validate, &policy())
@@ -918,7 +1185,8 @@ mod tests {
             applied: vec![applied("gpu-startup-probe-missing", Some("vllm"))],
             findings: Vec::new(),
         };
-        let patch = mutation_patch(&object, &mutation).expect("applies");
+        let patch = mutation_patch(object.clone(), mutation.patch.clone(), &mutation.applied)
+            .expect("applies");
         assert_eq!(patch.0.len(), 2);
         let mut doc = object.clone();
         json_patch::patch(&mut doc, &patch).expect("applies");
@@ -938,7 +1206,7 @@ mod tests {
             .expect("patch"),
             ..mutation
         };
-        assert!(mutation_patch(&object, &broken).is_err());
+        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied).is_err());
     }
 
     #[test]

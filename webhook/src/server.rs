@@ -1,7 +1,7 @@
 //! The two HTTP servers: reviews (and probes) over TLS, metrics (and probes) in plain HTTP; the
 //! guards around every review (content type, body limit, timeout, panics); graceful shutdown.
 
-use crate::metrics::{CONTENT_TYPE, EndpointLabels, FindingLabels, Metrics, RequestLabels};
+use crate::metrics::{CONTENT_TYPE, Metrics};
 use crate::review::{self, Decision, Mode, Outcome};
 use axum::Router;
 use axum::body::Bytes;
@@ -249,21 +249,23 @@ async fn handle_review(
     let elapsed = start.elapsed();
     state
         .metrics
-        .latency
-        .get_or_create(&EndpointLabels { endpoint })
-        .observe(elapsed.as_secs_f64());
+        .observe_latency(endpoint, elapsed.as_secs_f64());
     // Microsecond resolution: enough for a log line, and no float noise in it.
     let latency_ms = elapsed.as_micros() as f64 / 1000.0;
     match result {
         Ok(outcome) => {
             record(&state.metrics, endpoint, &outcome);
             log_review(endpoint, &outcome, latency_ms);
-            let mut response = outcome.review.to_json().into_response();
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
+            let json = outcome.review.to_json();
+            // The JSON goes out as it is (a `Vec` becomes the body's `Bytes` without a copy).
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                json,
+            )
+                .into_response()
         }
         Err((status, message)) => {
             let decision = if status.is_server_error() {
@@ -271,11 +273,7 @@ async fn handle_review(
             } else {
                 "invalid"
             };
-            state
-                .metrics
-                .requests
-                .get_or_create(&RequestLabels { endpoint, decision })
-                .inc();
+            state.metrics.count_request(endpoint, decision);
             if status.is_server_error() {
                 tracing::error!(endpoint, status = status.as_u16(), %message, latency_ms, "review failed");
             } else {
@@ -374,42 +372,21 @@ fn panic_text(payload: &(dyn Any + Send)) -> &str {
 }
 
 fn record(metrics: &Metrics, endpoint: &'static str, outcome: &Outcome) {
-    metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            endpoint,
-            decision: outcome.decision.as_str(),
-        })
-        .inc();
+    metrics.count_request(endpoint, outcome.decision.as_str());
     for finding in &outcome.findings {
-        metrics
-            .findings
-            .get_or_create(&FindingLabels {
-                rule: finding.rule.clone(),
-                severity: finding.severity.as_str(),
-                exempt: if finding.is_suppressed() {
-                    "true"
-                } else {
-                    "false"
-                },
-            })
-            .inc();
+        metrics.count_finding(
+            &finding.rule,
+            finding.severity.as_str(),
+            finding.is_suppressed(),
+        );
     }
 }
 
-/// The one log line per review.
+/// The one log line per review. Its fields are only evaluated when the line is enabled (the
+/// `tracing` macros check the level first), and then written straight into the log line:
+/// the rule lists are not joined into strings of their own.
 fn log_review(endpoint: &'static str, outcome: &Outcome, latency_ms: f64) {
     let s = &outcome.summary;
-    let rules = |suppressed: bool| {
-        let mut rules: Vec<&str> = outcome
-            .findings
-            .iter()
-            .filter(|f| f.is_suppressed() == suppressed)
-            .map(|f| f.rule.as_str())
-            .collect();
-        rules.dedup();
-        rules.join(",")
-    };
     let reason = match &outcome.decision {
         Decision::Skipped(reason) => reason.as_str(),
         _ => "",
@@ -424,13 +401,42 @@ fn log_review(endpoint: &'static str, outcome: &Outcome, latency_ms: f64) {
         endpoint,
         decision = outcome.decision.as_str(),
         reason,
-        rules = %rules(false),
-        exempt_rules = %rules(true),
+        rules = %RuleList { findings: &outcome.findings, suppressed: false },
+        exempt_rules = %RuleList { findings: &outcome.findings, suppressed: true },
         latency_ms,
         "review"
     );
     if let Some(error) = &outcome.internal_error {
         tracing::error!(uid = %s.uid, endpoint, %error, "engine error");
+    }
+}
+
+/// The rules of the (un)suppressed findings, comma-separated; a rule that several findings in a
+/// row share (one per container) is written once.
+struct RuleList<'a> {
+    findings: &'a [probelint_policies::Finding],
+    suppressed: bool,
+}
+
+impl std::fmt::Display for RuleList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut last: Option<&str> = None;
+        for rule in self
+            .findings
+            .iter()
+            .filter(|finding| finding.is_suppressed() == self.suppressed)
+            .map(|finding| finding.rule.as_str())
+        {
+            if last == Some(rule) {
+                continue;
+            }
+            if last.is_some() {
+                f.write_str(",")?;
+            }
+            f.write_str(rule)?;
+            last = Some(rule);
+        }
+        Ok(())
     }
 }
 
@@ -449,14 +455,7 @@ async fn with_timeout(
     match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
-            state
-                .metrics
-                .requests
-                .get_or_create(&RequestLabels {
-                    endpoint,
-                    decision: "error",
-                })
-                .inc();
+            state.metrics.count_request(endpoint, "error");
             tracing::error!(
                 endpoint,
                 timeout_s = REQUEST_TIMEOUT.as_secs(),
@@ -519,6 +518,56 @@ mod tests {
             assert_eq!(err, "panic: formatted");
             assert_eq!(guarded(inline, || 7).await, Ok(7));
         }
+    }
+
+    #[test]
+    fn rule_lists_are_written_comma_separated_without_repeats() {
+        // Three findings from the engine, one of them suppressed by annotation.
+        let path = format!(
+            "{}/tests/fixtures/deny-gpu-deployment-without-probes.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let review: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
+        let mut object = review["request"]["object"].clone();
+        object["metadata"]["annotations"] = serde_json::json!({
+            "probelint.io/ignore": "liveness-restart-loop",
+            "probelint.io/ignore-reason": "test"
+        });
+        let policy = Policy::builtin().expect("built-in policy");
+        let mut engine = probelint_policies::evaluate_one(&object, &policy);
+        engine.sort_by(|a, b| a.rule.cmp(&b.rule));
+        let [ready, start, loop_] = &engine[..] else {
+            panic!("{engine:#?}")
+        };
+        assert!(loop_.is_suppressed() && !ready.is_suppressed() && !start.is_suppressed());
+        let findings = [
+            ready.clone(),
+            ready.clone(),
+            loop_.clone(),
+            start.clone(),
+            ready.clone(),
+        ];
+        let list = |suppressed| {
+            RuleList {
+                findings: &findings,
+                suppressed,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            list(false),
+            "gpu-readiness-probe-missing,gpu-startup-probe-missing,gpu-readiness-probe-missing"
+        );
+        assert_eq!(list(true), "liveness-restart-loop");
+        assert_eq!(
+            RuleList {
+                findings: &[],
+                suppressed: false
+            }
+            .to_string(),
+            ""
+        );
     }
 
     #[test]
