@@ -43,7 +43,10 @@ fn main() -> Result<(), String> {
                 Err(_) => 0,
             })
             .sum();
-        lap(&format!("parse-only: read + parse ({documents} documents)"), t);
+        lap(
+            &format!("parse-only: read + parse ({documents} documents)"),
+            t,
+        );
 
         let t = Instant::now();
         let pending: Vec<Pending> = found.inputs.into_iter().map(Pending::from).collect();
