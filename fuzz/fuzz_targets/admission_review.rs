@@ -3,7 +3,8 @@
 //! panics; an answer is valid JSON that echoes the request's uid; a mutation's base64 patch
 //! decodes and applies to the request's object.
 #![no_main]
-#![allow(dead_code)]
+// Only part of the module is used here; its own `#[expect(dead_code)]`s then hold nothing.
+#![allow(dead_code, unfulfilled_lint_expectations)]
 
 #[path = "../../webhook/src/review.rs"]
 mod review;
@@ -29,8 +30,8 @@ fuzz_target!(|data: &[u8]| {
         let answer: Value =
             serde_json::from_slice(&outcome.review.to_json()).expect("the answer is JSON");
         assert_eq!(answer["apiVersion"], review::API_VERSION);
-        // kube-core skips unknown fields without validating them (an invalid `\u` escape in
-        // one is accepted), where `Value` refuses the whole body: nothing more to compare then.
+        // The webhook reads only the fields it needs; a body it answered but that is not a
+        // plain JSON `Value` (a duplicate key) leaves nothing more to compare.
         let Ok(request) = serde_json::from_slice::<Value>(data) else {
             return;
         };
@@ -48,12 +49,6 @@ fuzz_target!(|data: &[u8]| {
             .expect("the patch is base64");
         let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("a JSON Patch");
         let mut object = request["request"]["object"].clone();
-        // kube-core reads `metadata` as a typed ObjectMeta, so an object without one is
-        // evaluated as if it had `metadata: {}`, and the annotation operation is written for
-        // that. The apiserver never sends an object without metadata; skip those.
-        if !object["metadata"].is_object() {
-            continue;
-        }
         if let Err(e) = json_patch::patch(&mut object, &patch.0) {
             panic!("the webhook's patch does not apply to the request's object: {e}\n{patch:#?}");
         }
