@@ -11,8 +11,8 @@
 # Knobs (environment): SOAK_SECONDS (600), SOAK_ROTATE_SECONDS (30), SOAK_POLICY_SECONDS (45),
 # SOAK_WARMUP_SECONDS (duration/10, at most 60), SOAK_BUCKET_SECONDS (60),
 # SOAK_KEEPALIVE_CLIENTS (4), SOAK_FRESH_CLIENTS (4: a new TLS connection per review).
-# The webhook inherits the environment: MALLOC_ARENA_MAX=2 tests it as a deployment that sets
-# it (see docs/reliability.md, "Memory"); without it glibc's per-thread arenas make RSS creep.
+# The webhook inherits the environment. It allocates with mimalloc, so glibc's MALLOC_* settings
+# no longer change it (see docs/reliability.md, "Memory").
 #
 # The driver is the `soak` test in webhook/tests/hostile.rs; CI runs its 30-second sibling
 # `soak_30_seconds` on every `cargo test --workspace`. Not for CI itself: it takes minutes.
