@@ -338,25 +338,26 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
                 column: span.column,
             });
         }
-        if mode == Mode::Fix && file.text.is_some() {
-            let (patch, applied) =
-                probelint_policies::fix::merge_fixes(&evaluation.findings, Applicability::Safe);
-            if !patch.0.is_empty() {
-                fixed_findings.extend(
-                    evaluation
-                        .findings
-                        .iter()
-                        .filter(|f| {
-                            applied
-                                .iter()
-                                .any(|a| a.rule == f.rule && a.container == f.container)
-                        })
-                        .map(|f| place(object, f.clone())),
-                );
-                patches.push((object.document, object.prefix.clone(), patch.0));
-            }
-        }
+        let planned = (mode == Mode::Fix && file.text.is_some())
+            .then(|| {
+                probelint_policies::fix::merge_fixes(&evaluation.findings, Applicability::Safe)
+            })
+            .filter(|(patch, _)| !patch.0.is_empty());
+        let start = findings.len();
         findings.extend(evaluation.findings.into_iter().map(|f| place(object, f)));
+        if let Some((patch, applied)) = planned {
+            patches.push((object.document, object.prefix.clone(), patch.0));
+            fixed_findings.extend(
+                findings[start..]
+                    .iter()
+                    .filter(|l| {
+                        applied
+                            .iter()
+                            .any(|a| a.rule == l.finding.rule && a.container == l.finding.container)
+                    })
+                    .cloned(),
+            );
+        }
     }
     let fix = match (&file.text, patches.is_empty()) {
         (Some(text), false) => {
@@ -424,8 +425,7 @@ fn finish(files: Vec<FileResult>, policy: &Policy) -> (Report, Vec<FileFix>) {
     let mut facts = Vec::new();
     let mut places = Vec::new();
     let mut fixes = Vec::new();
-    let mut names = Vec::new();
-    for (file_index, mut file) in files.into_iter().enumerate() {
+    for mut file in files {
         let offset = report.objects;
         report.objects += file.objects;
         for mut located in file.findings {
@@ -434,25 +434,24 @@ fn finish(files: Vec<FileResult>, policy: &Policy) -> (Report, Vec<FileFix>) {
         }
         for mut entry in file.cross.drain(..) {
             entry.facts.index += offset;
-            places.push((file_index, entry.line, entry.column));
+            places.push((file.name.clone(), entry.line, entry.column));
             facts.push(entry.facts);
         }
         report.errors.extend(file.errors);
         report.skipped.extend(file.skipped);
         fixes.extend(file.fix);
         if let Some(text) = file.text {
-            report.sources.insert(file.name.clone(), text);
+            report.sources.insert(file.name, text);
         }
-        names.push(file.name);
     }
     for finding in evaluate_cross(&facts, policy) {
         // Indices grow with the files, so `facts` is sorted by them.
         let Ok(at) = facts.binary_search_by_key(&finding.object_index, |f| f.index) else {
             continue;
         };
-        let (file_index, line, column) = places[at];
+        let (file, line, column) = places[at].clone();
         report.findings.push(LocatedFinding {
-            file: names[file_index].clone(),
+            file,
             line,
             column,
             finding,

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{BAD_GPU, GOOD_GPU, array, install_script, json_stdout, probelint, write};
+use common::{BAD_GPU, GOOD_GPU, array, install_script, json_stdout, probelint, text, write};
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -397,8 +397,7 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let err = text(&out);
     assert!(
         err.contains("kubectl") && err.contains("kustomize"),
         "{err}"
@@ -509,4 +508,30 @@ fn objects_in_different_files_are_judged_together() {
         .map(|f| f["rule"].as_str().unwrap())
         .collect();
     assert_eq!(rules, ["hpa-cpu-metric-on-gpu-workload"], "{json:#}");
+}
+
+/// `--fix` reports what remains by re-linting every file, including the ones it did not change:
+/// a PDB in a file with no findings must still cover the Deployment it fixed.
+#[test]
+fn fix_relints_with_the_unchanged_files_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let replicated = BAD_GPU.replace(
+        "spec:\n  template:\n    spec:",
+        "spec:\n  replicas: 3\n  template:\n    metadata:\n      labels: {app: llm}\n    spec:",
+    );
+    write(dir.path(), "deploy/llm.yaml", &replicated);
+    write(
+        dir.path(),
+        "policy/pdb.yaml",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n",
+    );
+    let (_, json) = json_run(dir.path(), &["--fix", "."]);
+    let rules: Vec<&str> = array(&json, "findings")
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    let fixed = std::fs::read_to_string(dir.path().join("deploy/llm.yaml")).unwrap();
+    assert!(fixed.contains("startupProbe"), "{fixed}");
+    assert!(!rules.contains(&"gpu-startup-probe-missing"), "{json:#}");
+    assert!(!rules.contains(&"gpu-serving-without-pdb"), "{json:#}");
 }
