@@ -123,11 +123,6 @@ impl ObjectFacts {
                 .map(|r| r.pointer),
         }
     }
-
-    /// Whether two objects are in the same namespace (both unset counts as the same).
-    pub fn same_namespace(&self, other: &ObjectFacts) -> bool {
-        self.object_ref.namespace == other.object_ref.namespace
-    }
 }
 
 /// Whether every metric of the HPA is a cpu/memory resource metric (including the implicit

@@ -535,6 +535,40 @@ spec:
         assert!(err.to_string().contains("already taken"), "{err}");
     }
 
+    /// Cross-object findings are judged from small facts after the objects are gone; the
+    /// object's own exemption annotations must still reach them (a pod template's cannot: the
+    /// findings point outside it).
+    #[test]
+    fn cross_object_findings_honour_the_objects_exemptions() {
+        let bad = crate::rules::find("gpu-serving-without-pdb")
+            .unwrap()
+            .meta()
+            .bad_example;
+        let rule = |yaml: &str| {
+            lint(yaml)
+                .into_iter()
+                .find(|f| f.rule == "gpu-serving-without-pdb")
+                .expect("the rule fires")
+        };
+        assert!(!rule(bad).is_suppressed());
+        let exempt = bad.replace(
+            "metadata:\n  name: vllm\n",
+            "metadata:\n  name: vllm\n  annotations:\n    probelint.io/ignore: gpu-serving-without-pdb\n    probelint.io/ignore-reason: the PDB is managed by the platform\n",
+        );
+        let finding = rule(&exempt);
+        let suppression = finding.suppressed.as_ref().expect("suppressed");
+        assert_eq!(suppression.source, SuppressionSource::Annotation);
+        assert_eq!(suppression.reason, "the PDB is managed by the platform");
+        let raised =
+            Policy::with_user_yaml("rules:\n  gpu-serving-without-pdb: warning\n").unwrap();
+        let findings = lint_with(bad, &raised);
+        let f = findings
+            .iter()
+            .find(|f| f.rule == "gpu-serving-without-pdb")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+    }
+
     #[test]
     fn a_lone_object_is_not_judged_by_what_is_missing_around_it() {
         let yaml = crate::rules::find("gpu-serving-without-pdb")
