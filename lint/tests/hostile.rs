@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{BAD_GPU, BIN, copy_tree, json_stdout, probelint_std, write};
+use common::{BAD_GPU, BIN, array, copy_tree, json_stdout, probelint_std, write};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,9 +67,7 @@ struct Run {
 
 impl Run {
     fn error_for(&self, file: &str) -> String {
-        self.json["errors"]
-            .as_array()
-            .expect("errors")
+        array(&self.json, "errors")
             .iter()
             .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with(file)))
             .and_then(|e| e["message"].as_str())
@@ -79,9 +77,7 @@ impl Run {
 
     fn assert_still_linted(&self, file: &str) {
         assert!(
-            self.json["findings"]
-                .as_array()
-                .expect("findings")
+            array(&self.json, "findings")
                 .iter()
                 .any(|f| f["file"].as_str().is_some_and(|f| f.ends_with(file))
                     && f["rule"] == "gpu-startup-probe-missing"),
@@ -316,9 +312,7 @@ fn duplicate_keys_and_tab_indentation_are_errors_with_positions() {
         b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n",
     );
     let run = lint(dir.path(), &["."]);
-    let error = run.json["errors"]
-        .as_array()
-        .expect("errors")
+    let error = array(&run.json, "errors")
         .iter()
         .find(|e| e["file"] == "dup.yaml")
         .expect("dup.yaml error")
@@ -578,7 +572,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 /// SIGKILLs `probelint --fix` at spread-out moments of its run over a copy of the real corpus,
 /// again and again. After every kill each manifest is byte-for-byte either the original or the
-/// complete fixed version (which lints without the fixed findings); temporary files (left by a
+/// complete fixed version (which parses); temporary files (left by a
 /// kill between write and rename) never carry a manifest extension, so no later run reads them.
 #[test]
 #[cfg(unix)]
@@ -611,6 +605,15 @@ fn fix_killed_mid_run_never_leaves_a_half_written_file() {
     // Every fixed file parses and lints.
     let run = lint(&complete, &["."]);
     assert!(run.json["summary"]["files"].as_u64().unwrap_or(0) >= 100);
+    for error in array(&run.json, "errors") {
+        let file = error["file"].as_str().unwrap_or("");
+        assert!(
+            !changed
+                .iter()
+                .any(|m| file.ends_with(&*m.to_string_lossy())),
+            "a fixed file does not parse: {error}"
+        );
+    }
 
     const ITERATIONS: u32 = 24;
     let mut torn = 0;

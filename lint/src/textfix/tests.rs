@@ -244,9 +244,9 @@ fn what_cannot_be_spliced_safely_is_refused_and_never_written() {
     let text = "p:\n  script: |+\n    echo hi\n\nq: 1\n";
     let e = fix_at(text, 0, "", &[add("/p/x", json!(1))]);
     assert!(e.is_err_and(|e| e.reason.contains("read back")));
-    // Two keys on one flow line are fine, a `- - x` nested sequence is refused.
+    // An item of a `- - x` nested sequence has no line of its own to add after.
     let e = fix_at("a:\n- - x\n  - y\n", 0, "", &[add("/a/0/-", json!("z"))]);
-    assert!(e.is_err_and(|e| e.reason.contains("by hand")));
+    assert!(e.is_err_and(|e| e.reason.contains("(`- - x`); add the item by hand")));
 }
 
 #[test]
