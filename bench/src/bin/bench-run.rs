@@ -2,7 +2,7 @@
 //! side with its baseline, interleaving the two so that a noisy neighbour hits both alike, and
 //! writes the medians as JSON; `report` turns the JSON files into the table.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use hyper::body::Bytes;
 use probelint_bench::loadgen::{self, LoadResult, Target};
 use probelint_bench::process::{self, Run};
@@ -27,222 +27,25 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Full lint against parse-only at each corpus size, and the single-file case.
-    Lint {
-        #[arg(long)]
-        probelint: String,
-        #[arg(long)]
-        parse_only: String,
-        /// Corpus directories, smallest first.
-        #[arg(long, required = true, num_args = 1..)]
-        corpus: Vec<PathBuf>,
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// One small manifest for the pre-commit case.
-        #[arg(long)]
-        small: PathBuf,
-        #[arg(long, default_value_t = 40)]
-        small_runs: usize,
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Lint(LintArgs),
     /// Times a command: median wall time over runs, peak RSS.
-    Time {
-        #[arg(long)]
-        name: String,
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        #[arg(long, default_value_t = 0)]
-        warmup: usize,
-        /// Exit codes that count as success.
-        #[arg(long, value_delimiter = ',', default_value = "0")]
-        ok: Vec<i32>,
-        /// Keep the standard output of the last run here.
-        #[arg(long)]
-        stdout: Option<PathBuf>,
-        /// Give up on further runs once this many seconds have been spent (at least one run).
-        #[arg(long, default_value_t = 600.0)]
-        budget_s: f64,
-        /// A baseline to time side by side: run after each run of the command...
-        #[arg(long)]
-        paired_program: Option<String>,
-        /// ...with these arguments (repeat the option for each)...
-        #[arg(long, allow_hyphen_values = true)]
-        paired_arg: Vec<String>,
-        /// ...this many times.
-        #[arg(long, default_value_t = 3)]
-        paired_runs: usize,
-        /// Exit codes of the paired command that count as success.
-        #[arg(long, value_delimiter = ',', default_value = "0")]
-        paired_ok: Vec<i32>,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(last = true, required = true)]
-        command: Vec<String>,
-    },
+    Time(TimeArgs),
     /// Counts what probelint (JSON output) and Checkov (JSON output) report on the files whose
     /// name contains `--matching`.
-    Findings {
-        #[arg(long)]
-        probelint_json: PathBuf,
-        #[arg(long)]
-        checkov_json: Option<PathBuf>,
-        #[arg(long)]
-        corpus: PathBuf,
-        #[arg(long)]
-        matching: String,
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Findings(FindingsArgs),
     /// The webhook and the echo server under load on loopback.
-    Webhook {
-        #[arg(long)]
-        webhook: String,
-        #[arg(long)]
-        echo: String,
-        #[arg(long, default_value_t = 3)]
-        reps: usize,
-        #[arg(long, default_value_t = 1.0)]
-        warmup_s: f64,
-        #[arg(long, default_value_t = 4.0)]
-        closed_s: f64,
-        #[arg(long, default_value_t = 6.0)]
-        open_s: f64,
-        /// Connections of the closed loop.
-        #[arg(long, default_value_t = 16)]
-        connections: usize,
-        /// Connection pool of the open loop.
-        #[arg(long, default_value_t = 64)]
-        open_connections: usize,
-        /// Threads of the load generator's runtime.
-        #[arg(long, default_value_t = 1)]
-        client_threads: usize,
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Webhook(WebhookArgs),
     /// Prints the table and writes the Markdown page.
-    Report {
-        #[arg(long)]
-        results: PathBuf,
-        #[arg(long)]
-        criterion: PathBuf,
-        #[arg(long)]
-        markdown: PathBuf,
-        #[arg(long)]
-        nproc: String,
-        #[arg(long)]
-        date: String,
-        #[arg(long, default_value = "")]
-        cpu: String,
-        #[arg(long, default_value = "")]
-        commit: String,
-        #[arg(long, default_value = "")]
-        seconds: String,
-        #[arg(long, default_value = "")]
-        notes: String,
-    },
+    Report(ReportArgs),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Cmd::Lint {
-            probelint,
-            parse_only,
-            corpus,
-            runs,
-            small,
-            small_runs,
-            out,
-        } => lint(
-            &probelint,
-            &parse_only,
-            &corpus,
-            runs,
-            &small,
-            small_runs,
-            &out,
-        ),
-        Cmd::Time {
-            name,
-            runs,
-            warmup,
-            ok,
-            stdout,
-            budget_s,
-            paired_program,
-            paired_arg,
-            paired_runs,
-            paired_ok,
-            out,
-            command,
-        } => time(&TimeArgs {
-            name,
-            runs,
-            warmup,
-            ok,
-            stdout,
-            budget_s,
-            paired: paired_program.map(|p| (p, paired_arg, paired_runs, paired_ok)),
-            out,
-            command,
-        }),
-        Cmd::Findings {
-            probelint_json,
-            checkov_json,
-            corpus,
-            matching,
-            out,
-        } => findings(
-            &probelint_json,
-            checkov_json.as_deref(),
-            &corpus,
-            &matching,
-            &out,
-        ),
-        Cmd::Webhook {
-            webhook,
-            echo,
-            reps,
-            warmup_s,
-            closed_s,
-            open_s,
-            connections,
-            open_connections,
-            client_threads,
-            out,
-        } => webhook_bench(&WebhookArgs {
-            webhook,
-            echo,
-            reps,
-            warmup: Duration::from_secs_f64(warmup_s),
-            closed: Duration::from_secs_f64(closed_s),
-            open: Duration::from_secs_f64(open_s),
-            connections,
-            open_connections,
-            client_threads,
-            out,
-        }),
-        Cmd::Report {
-            results,
-            criterion,
-            markdown,
-            nproc,
-            date,
-            cpu,
-            commit,
-            seconds,
-            notes,
-        } => report(&ReportArgs {
-            results,
-            criterion,
-            markdown,
-            nproc,
-            date,
-            cpu,
-            commit,
-            seconds,
-            notes,
-        }),
+    let result = match Cli::parse().command {
+        Cmd::Lint(a) => lint(&a),
+        Cmd::Time(a) => time(&a),
+        Cmd::Findings(a) => findings(&a),
+        Cmd::Webhook(a) => webhook_bench(&a),
+        Cmd::Report(a) => report(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -314,15 +117,37 @@ fn max_rss(runs: &[Run]) -> u64 {
     median(&v) as u64
 }
 
-fn lint(
-    probelint: &str,
-    parse_only: &str,
-    corpus: &[PathBuf],
+#[derive(Args)]
+struct LintArgs {
+    #[arg(long)]
+    probelint: String,
+    #[arg(long)]
+    parse_only: String,
+    /// Corpus directories, smallest first.
+    #[arg(long, required = true, num_args = 1..)]
+    corpus: Vec<PathBuf>,
+    #[arg(long, default_value_t = 5)]
     runs: usize,
-    small: &Path,
+    /// One small manifest for the pre-commit case.
+    #[arg(long)]
+    small: PathBuf,
+    #[arg(long, default_value_t = 40)]
     small_runs: usize,
-    out: &Path,
-) -> Result<(), String> {
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn lint(a: &LintArgs) -> Result<(), String> {
+    let LintArgs {
+        probelint,
+        parse_only,
+        corpus,
+        runs,
+        small,
+        small_runs,
+        out,
+    } = a;
+    let (runs, small_runs) = (*runs, *small_runs);
     let lint_ok = [0, 1];
     // Process start-up: the same binary printing its version.
     let small_s = small.to_string_lossy().to_string();
@@ -393,16 +218,38 @@ fn lint(
     )
 }
 
+#[derive(Args)]
 struct TimeArgs {
+    #[arg(long)]
     name: String,
+    #[arg(long, default_value_t = 3)]
     runs: usize,
+    #[arg(long, default_value_t = 0)]
     warmup: usize,
+    /// Exit codes that count as success.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
     ok: Vec<i32>,
+    /// Keep the standard output of the last run here.
+    #[arg(long)]
     stdout: Option<PathBuf>,
+    /// Give up on further runs once this many seconds have been spent (at least one run).
+    #[arg(long, default_value_t = 600.0)]
     budget_s: f64,
-    /// Program, arguments, runs after each main run, accepted exit codes.
-    paired: Option<(String, Vec<String>, usize, Vec<i32>)>,
+    /// A baseline to time side by side: run after each run of the command...
+    #[arg(long)]
+    paired_program: Option<String>,
+    /// ...with these arguments (repeat the option for each)...
+    #[arg(long, allow_hyphen_values = true)]
+    paired_arg: Vec<String>,
+    /// ...this many times.
+    #[arg(long, default_value_t = 3)]
+    paired_runs: usize,
+    /// Exit codes of the paired command that count as success.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    paired_ok: Vec<i32>,
+    #[arg(long)]
     out: PathBuf,
+    #[arg(last = true, required = true)]
     command: Vec<String>,
 }
 
@@ -410,16 +257,12 @@ fn time(a: &TimeArgs) -> Result<(), String> {
     let name = &a.name;
     let program = &a.command[0];
     let args: Vec<&str> = a.command[1..].iter().map(String::as_str).collect();
-    let paired_args: Vec<&str> = a
-        .paired
-        .as_ref()
-        .map(|(_, args, _, _)| args.iter().map(String::as_str).collect())
-        .unwrap_or_default();
+    let paired_args: Vec<&str> = a.paired_arg.iter().map(String::as_str).collect();
     for _ in 0..a.warmup {
         process::run_checked(program, &args, &a.ok)?;
     }
-    if let Some((p, _, _, ok)) = &a.paired {
-        process::run_checked(p, &paired_args, ok)?;
+    if let Some(p) = &a.paired_program {
+        process::run_checked(p, &paired_args, &a.paired_ok)?;
     }
     let started = Instant::now();
     let mut walls = Vec::new();
@@ -439,11 +282,12 @@ fn time(a: &TimeArgs) -> Result<(), String> {
         walls.push(r.wall.as_secs_f64());
         rss.push(r.max_rss_kib as f64);
         let mut line = format!("  {name}: run {} {:.3} s", i + 1, r.wall.as_secs_f64());
-        if let Some((p, _, n, ok)) = &a.paired {
+        if let Some(p) = &a.paired_program {
+            let n = a.paired_runs;
             let mut these = Vec::new();
-            for _ in 0..*n {
+            for _ in 0..n {
                 these.push(
-                    process::run_checked(p, &paired_args, ok)?
+                    process::run_checked(p, &paired_args, &a.paired_ok)?
                         .wall
                         .as_secs_f64(),
                 );
@@ -453,7 +297,9 @@ fn time(a: &TimeArgs) -> Result<(), String> {
         }
         eprintln!("{line}");
     }
-    if let (Some(path), false) = (stdout, path_exists(stdout)) {
+    if let Some(path) = stdout
+        && !path.exists()
+    {
         // The budget stopped the loop before the last run: keep one output anyway.
         run_to_file(program, &args, path, &a.ok)?;
     }
@@ -464,16 +310,12 @@ fn time(a: &TimeArgs) -> Result<(), String> {
         "median_s": median(&walls),
         "max_rss_kib": median(&rss),
     });
-    if let Some((p, args, _, _)) = &a.paired {
-        result["paired_command"] = json!([p].into_iter().chain(args).collect::<Vec<_>>());
+    if let Some(p) = &a.paired_program {
+        result["paired_command"] = json!([p].into_iter().chain(&a.paired_arg).collect::<Vec<_>>());
         result["paired_runs_s"] = json!(paired_walls);
         result["paired_median_s"] = json!(median(&paired_walls));
     }
     write_json(&a.out, &result)
-}
-
-fn path_exists(p: Option<&Path>) -> bool {
-    p.is_some_and(Path::exists)
 }
 
 /// Like [`process::run_checked`] but with standard output written to `path`.
@@ -499,13 +341,28 @@ fn run_to_file(program: &str, args: &[&str], path: &Path, ok: &[i32]) -> Result<
     })
 }
 
-fn findings(
-    probelint_json: &Path,
-    checkov_json: Option<&Path>,
-    corpus: &Path,
-    matching: &str,
-    out: &Path,
-) -> Result<(), String> {
+#[derive(Args)]
+struct FindingsArgs {
+    #[arg(long)]
+    probelint_json: PathBuf,
+    #[arg(long)]
+    checkov_json: Option<PathBuf>,
+    #[arg(long)]
+    corpus: PathBuf,
+    #[arg(long)]
+    matching: String,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn findings(a: &FindingsArgs) -> Result<(), String> {
+    let FindingsArgs {
+        probelint_json,
+        checkov_json,
+        corpus,
+        matching,
+        out,
+    } = a;
     let matched: Vec<String> = std::fs::read_dir(corpus)
         .map_err(|e| format!("{}: {e}", corpus.display()))?
         .filter_map(Result::ok)
@@ -587,17 +444,39 @@ fn findings(
 // ---------------------------------------------------------------------------------------------
 // Webhook
 
+#[derive(Args)]
 struct WebhookArgs {
+    #[arg(long)]
     webhook: String,
+    #[arg(long)]
     echo: String,
+    #[arg(long, default_value_t = 3)]
     reps: usize,
+    /// Seconds of warm-up before each measured window.
+    #[arg(long = "warmup-s", default_value = "1", value_parser = seconds)]
     warmup: Duration,
+    /// Seconds of the closed loop.
+    #[arg(long = "closed-s", default_value = "4", value_parser = seconds)]
     closed: Duration,
+    /// Seconds of the open loop.
+    #[arg(long = "open-s", default_value = "6", value_parser = seconds)]
     open: Duration,
+    /// Connections of the closed loop.
+    #[arg(long, default_value_t = 16)]
     connections: usize,
+    /// Connection pool of the open loop.
+    #[arg(long, default_value_t = 64)]
     open_connections: usize,
+    /// Threads of the load generator's runtime.
+    #[arg(long, default_value_t = 1)]
     client_threads: usize,
+    #[arg(long)]
     out: PathBuf,
+}
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    Duration::try_from_secs_f64(v).map_err(|e| format!("{s:?}: {e}"))
 }
 
 /// A server process killed when dropped, whatever happens to the benchmark.
@@ -920,15 +799,25 @@ async fn sanity_check(
 // ---------------------------------------------------------------------------------------------
 // Report
 
+#[derive(Args)]
 struct ReportArgs {
+    #[arg(long)]
     results: PathBuf,
+    #[arg(long)]
     criterion: PathBuf,
+    #[arg(long)]
     markdown: PathBuf,
+    #[arg(long)]
     nproc: String,
+    #[arg(long)]
     date: String,
+    #[arg(long, default_value = "")]
     cpu: String,
+    #[arg(long, default_value = "")]
     commit: String,
+    #[arg(long, default_value = "")]
     seconds: String,
+    #[arg(long, default_value = "")]
     notes: String,
 }
 
