@@ -179,18 +179,19 @@ impl Metrics {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         let series = cache.entry(rule.to_owned()).or_default();
-        if find(series, severity, exempt).is_none() {
-            let labels = FindingLabels {
-                rule: rule.to_owned(),
-                severity,
-                exempt: if exempt { "true" } else { "false" },
-            };
-            let counter = Counter::clone(&self.findings.get_or_create(&labels));
-            series.push((severity, exempt, counter));
-        }
+        // Another thread may have added it between the two locks.
         if let Some(counter) = find(series, severity, exempt) {
             counter.inc();
+            return;
         }
+        let labels = FindingLabels {
+            rule: rule.to_owned(),
+            severity,
+            exempt: if exempt { "true" } else { "false" },
+        };
+        let counter = Counter::clone(&self.findings.get_or_create(&labels));
+        counter.inc();
+        series.push((severity, exempt, counter));
     }
 
     /// The registry in the OpenMetrics text format.

@@ -826,23 +826,30 @@ mod tests {
     }
 
     #[test]
-    fn the_request_namespace_names_an_object_that_lacks_one() {
-        let mut review: Value =
-            serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
-        let metadata = review["request"]["object"]["metadata"]
-            .as_object_mut()
-            .expect("metadata");
-        metadata.remove("namespace");
-        let body = serde_json::to_vec(&review).expect("json");
-        let out = admit(&body, Mode::Validate, &policy()).expect("parses");
-        let status = out.review.response.status.expect("denied");
-        assert!(
-            status
-                .message
-                .starts_with("probelint found 3 errors in Deployment inference/llama-3-70b:"),
-            "{}",
-            status.message
-        );
+    fn the_request_namespace_names_an_object_that_lacks_one_or_has_null() {
+        for null in [false, true] {
+            let mut review: Value =
+                serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes"))
+                    .expect("json");
+            let metadata = review["request"]["object"]["metadata"]
+                .as_object_mut()
+                .expect("metadata");
+            if null {
+                metadata.insert("namespace".into(), Value::Null);
+            } else {
+                metadata.remove("namespace");
+            }
+            let body = serde_json::to_vec(&review).expect("json");
+            let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+            let status = out.review.response.status.expect("denied");
+            assert!(
+                status
+                    .message
+                    .starts_with("probelint found 3 errors in Deployment inference/llama-3-70b:"),
+                "null: {null}: {}",
+                status.message
+            );
+        }
     }
 
     #[test]
@@ -1012,27 +1019,6 @@ mod tests {
         let mut kind = review.clone();
         kind["request"]["oldObject"]["apiVersion"] = json!("apps/v1beta2");
         assert_ne!(decide(&kind), skipped);
-    }
-
-    #[test]
-    fn a_null_namespace_in_the_object_is_taken_from_the_request() {
-        let mut review: Value =
-            serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
-        review["request"]["object"]["metadata"]["namespace"] = Value::Null;
-        let body = serde_json::to_vec(&review).expect("json");
-        let status = admit(&body, Mode::Validate, &policy())
-            .expect("parses")
-            .review
-            .response
-            .status
-            .expect("denied");
-        assert!(
-            status
-                .message
-                .starts_with("probelint found 3 errors in Deployment inference/llama-3-70b:"),
-            "{}",
-            status.message
-        );
     }
 
     #[test]

@@ -1009,11 +1009,7 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
         .text();
 
     // SIGHUP re-reads the files and changes nothing else: the load goes on without a failure.
-    let hangup = std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .status()
-        .expect("kill -HUP");
-    assert!(hangup.success());
+    webhook.hangup();
     tokio::time::sleep(Duration::from_millis(700)).await;
     let alive_after_sighup = webhook
         .metrics_get("/livez")

@@ -648,18 +648,7 @@ async fn policy_reload_applies_a_good_policy_and_keeps_it_when_the_next_is_bad()
     }
 
     write_atomically(&webhook.policy_path, "rules:\n  no-such-rule: error\n");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let ready = loop {
-        let reply = webhook.metrics_get("/readyz").await.expect("readyz");
-        if reply.text().contains("policy reload failed") {
-            break reply;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz never reported the bad policy"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let ready = webhook.readyz_saying("policy reload failed").await;
     assert_eq!(
         ready.status, 200,
         "still ready: the last good policy is served"
@@ -687,6 +676,62 @@ async fn policy_reload_applies_a_good_policy_and_keeps_it_when_the_next_is_bad()
     assert!(
         metrics.contains(r#"probelint_webhook_policy_reloads_total{result="failure"} 1"#),
         "{metrics}"
+    );
+}
+
+/// README: "SIGHUP re-reads the certificate and the policy at once". The policy here is a symlink
+/// to a file in a directory the webhook does not watch, so only the signal (or the 30 s backstop)
+/// can make it see the new text.
+#[tokio::test]
+async fn sighup_rereads_a_policy_the_watcher_cannot_see_change() {
+    let webhook = Webhook::start_with(Options {
+        policy: Some("# empty: the built-in policy\n".to_owned()),
+        ..Options::default()
+    })
+    .await;
+    let outside = webhook.dir.path().join("unwatched");
+    std::fs::create_dir(&outside).expect("dir");
+    let target = outside.join("policy.yaml");
+    std::fs::write(&target, "# empty: the built-in policy\n").expect("policy");
+    let link = webhook.policy_path.with_extension("link");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    std::fs::rename(&link, &webhook.policy_path).expect("swap in the symlink");
+
+    let rule = "gpu-startup-probe-missing";
+    let name = "deny-gpu-deployment-without-probes";
+    let names_rule = |review: &Value| {
+        review["response"]["status"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains(rule)
+    };
+    // Let the swap's own reload (same text, so no change) settle, then edit the target.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    std::fs::write(&target, format!("rules:\n  {rule}: off\n")).expect("policy");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(
+        names_rule(&webhook.review("/validate", name).await),
+        "the watcher saw a change in a directory it does not watch: this test proves nothing"
+    );
+
+    webhook.hangup();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while names_rule(&webhook.review("/validate", name).await) {
+        assert!(
+            Instant::now() < deadline,
+            "SIGHUP did not re-read the policy"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        webhook.log_lines().iter().any(|l| l["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("SIGHUP"))),
+        "no SIGHUP log line"
+    );
+    assert_eq!(
+        webhook.metrics_get("/livez").await.expect("livez").status,
+        200
     );
 }
 
@@ -834,18 +879,7 @@ async fn a_broken_certificate_update_keeps_the_served_certificate() {
         ("tls.key", &stranger.key_pem),
         ("ca.crt", &ca),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let ready = loop {
-        let reply = webhook.metrics_get("/readyz").await.expect("readyz");
-        if reply.text().contains("certificate reload failed") {
-            break reply;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz never reported the bad certificate"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let ready = webhook.readyz_saying("certificate reload failed").await;
     assert_eq!(ready.status, 200, "{}", ready.text());
     let reply = webhook
         .post("/validate", &fixture("allow-clean-gpu-pod"))

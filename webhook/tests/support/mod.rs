@@ -319,11 +319,37 @@ impl Webhook {
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends SIGHUP.
+    pub fn hangup(&self) {
+        self.signal("HUP");
+    }
+
+    fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
+            .args([&format!("-{name}"), &self.pid().to_string()])
             .status()
             .expect("kill");
-        assert!(status.success());
+        assert!(status.success(), "kill -{name}");
+    }
+
+    /// Polls `/readyz` on the metrics port until its text contains `needle` (10 s at most).
+    pub async fn readyz_saying(&self, needle: &str) -> Reply {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let reply = self.metrics_get("/readyz").await.expect("readyz");
+            if reply.text().contains(needle) {
+                return reply;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "/readyz never said {needle:?}: {}",
+                reply.text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
