@@ -4,7 +4,7 @@ use crate::inputs::Input;
 use crate::lint::{objects_in, read_input};
 use crate::yaml::{self, Limits};
 use probelint_policies::ObjectRef;
-use probelint_policies::fix::{annotation_ops, mutate};
+use probelint_policies::fix::{mutate, mutation_patch};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,8 +36,10 @@ pub fn run(file: &str, patch_only: bool, config: Option<&Path>) -> Result<u8, St
     let mut patches = Vec::new();
     for object in objects(documents) {
         let mutation = mutate(&object, &policy);
-        let mut ops = mutation.patch.0;
-        ops.extend(annotation_ops(&object, &mutation.applied));
+        // Exactly the patch the webhook's /mutate returns.
+        let ops = mutation_patch(object.clone(), mutation.patch, &mutation.applied)
+            .map_err(|e| format!("internal error: a fix does not apply: {e}"))?
+            .0;
         if patch_only {
             patches.push(json!({
                 "object": ObjectRef::from_object(&object),

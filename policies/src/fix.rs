@@ -12,7 +12,8 @@ use crate::pointer;
 use crate::policy::Policy;
 use crate::probe::{Handler, PortRef, Probe, ProbeKind};
 use crate::servers::KnownServer;
-use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value, json};
 
 /// Annotation the webhook writes on a mutated object: `rule:container` pairs, comma-separated.
@@ -103,40 +104,74 @@ pub fn merge_fixes(
     (json_patch::Patch(ops), applied)
 }
 
-/// The operations that record applied fixes in the `probelint.io/mutated` annotation.
-pub fn annotation_ops(object: &Value, applied: &[AppliedFix]) -> Vec<PatchOperation> {
-    if applied.is_empty() {
+/// The engine's `patch` plus the operations that record the `applied` fixes in the
+/// `probelint.io/mutated` annotation. Fails when `patch` does not apply to `object` (which it
+/// consumes: the object is patched in place to see where the annotation goes).
+pub fn mutation_patch(
+    mut object: Value,
+    patch: Patch,
+    applied: &[AppliedFix],
+) -> Result<Patch, json_patch::PatchError> {
+    json_patch::patch(&mut object, &patch)?;
+    let mut ops = patch.0;
+    ops.extend(annotation_ops(&object, applied));
+    Ok(Patch(ops))
+}
+
+/// Operations that set `probelint.io/mutated` to the comma-separated `rule:container` pairs of
+/// `applied` (plus those an earlier mutation recorded), against `patched`: the object after the
+/// engine's own operations.
+///
+/// RFC 6902 `add` needs the parent to exist: adding `/metadata/annotations/probelint.io~1mutated`
+/// to an object without annotations fails the whole patch, so then the map is added whole.
+pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOperation> {
+    let annotations = patched.pointer("/metadata/annotations");
+    let mut entries: Vec<String> = annotations
+        .and_then(|a| a.get(MUTATED_ANNOTATION))
+        .and_then(Value::as_str)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    // A set beside the list: an object with thousands of containers has thousands of entries.
+    let mut seen: std::collections::HashSet<String> = entries.iter().cloned().collect();
+    for fix in applied {
+        let entry = match &fix.container {
+            Some(container) => format!("{}:{container}", fix.rule),
+            None => fix.rule.clone(),
+        };
+        if seen.insert(entry.clone()) {
+            entries.push(entry);
+        }
+    }
+    if entries.is_empty() {
         return Vec::new();
     }
-    let mut pairs: Vec<String> = applied
-        .iter()
-        .map(|a| format!("{}:{}", a.rule, a.container.as_deref().unwrap_or("-")))
-        .collect();
-    pairs.dedup();
-    let value = Value::String(pairs.join(","));
-    let annotations = object.pointer("/metadata/annotations");
-    match (
-        object.get("metadata").filter(|m| m.is_object()),
-        annotations.filter(|a| a.is_object()),
-    ) {
-        (_, Some(map)) => {
-            let path = pointer::join("/metadata/annotations", MUTATED_ANNOTATION);
-            if map.get(MUTATED_ANNOTATION).is_some() {
-                vec![replace(&path, value)]
-            } else {
-                vec![add(&path, value)]
-            }
-        }
-        (Some(_), None) => {
-            let mut map = Map::new();
-            map.insert(MUTATED_ANNOTATION.to_owned(), value);
-            vec![add("/metadata/annotations", Value::Object(map))]
-        }
-        (None, _) => vec![add(
-            "/metadata",
-            json!({"annotations": {MUTATED_ANNOTATION: value}}),
-        )],
-    }
+    let value = Value::String(entries.join(","));
+    let add = |tokens: &[&str], value: Value| {
+        PatchOperation::Add(AddOperation {
+            path: PointerBuf::from_tokens(tokens.iter().copied()),
+            value,
+        })
+    };
+    let op = if annotations.is_some_and(Value::is_object) {
+        add(&["metadata", "annotations", MUTATED_ANNOTATION], value)
+    } else if patched.get("metadata").is_some_and(Value::is_object) {
+        add(
+            &["metadata", "annotations"],
+            json!({ MUTATED_ANNOTATION: value }),
+        )
+    } else {
+        add(
+            &["metadata"],
+            json!({ "annotations": { MUTATED_ANNOTATION: value } }),
+        )
+    };
+    vec![op]
 }
 
 fn path(p: impl Into<String>) -> json_patch::jsonptr::PointerBuf {
@@ -416,4 +451,117 @@ pub(crate) fn readiness_to_server_endpoint(
         ),
         ops,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(rule: &str, container: Option<&str>) -> AppliedFix {
+        AppliedFix {
+            rule: rule.into(),
+            container: container.map(Into::into),
+            description: "added a startupProbe".into(),
+        }
+    }
+
+    fn apply(object: &Value, ops: Vec<PatchOperation>) -> Value {
+        let mut doc = object.clone();
+        json_patch::patch(&mut doc, &Patch(ops)).expect("patch applies");
+        doc
+    }
+
+    #[test]
+    fn annotation_op_adds_the_whole_map_when_there_are_no_annotations() {
+        let object = json!({"metadata": {"name": "x"}});
+        let ops = annotation_ops(
+            &object,
+            &[
+                applied("gpu-startup-probe-missing", Some("vllm")),
+                applied("readiness-port-open", Some("vllm")),
+                applied("gpu-startup-probe-missing", Some("vllm")),
+            ],
+        );
+        assert_eq!(
+            serde_json::to_value(&ops).expect("json"),
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {
+                "probelint.io/mutated": "gpu-startup-probe-missing:vllm,readiness-port-open:vllm"
+            }}])
+        );
+        let doc = apply(&object, ops);
+        assert_eq!(
+            doc["metadata"]["annotations"]["probelint.io/mutated"],
+            "gpu-startup-probe-missing:vllm,readiness-port-open:vllm"
+        );
+    }
+
+    #[test]
+    fn annotation_op_adds_one_key_to_existing_annotations_and_keeps_earlier_entries() {
+        let object = json!({"metadata": {"annotations": {
+            "team": "ml",
+            "probelint.io/mutated": "readiness-port-open:vllm"
+        }}});
+        let ops = annotation_ops(
+            &object,
+            &[applied("gpu-startup-probe-missing", Some("vllm"))],
+        );
+        assert_eq!(
+            serde_json::to_value(&ops).expect("json"),
+            json!([{"op": "add", "path": "/metadata/annotations/probelint.io~1mutated",
+                    "value": "readiness-port-open:vllm,gpu-startup-probe-missing:vllm"}])
+        );
+        let doc = apply(&object, ops);
+        assert_eq!(doc["metadata"]["annotations"]["team"], "ml");
+    }
+
+    #[test]
+    fn annotation_op_replaces_null_annotations_and_creates_missing_metadata() {
+        for object in [
+            json!({"metadata": {"annotations": null}}),
+            json!({"kind": "Pod"}),
+        ] {
+            let ops = annotation_ops(&object, &[applied("some-object-rule", None)]);
+            let doc = apply(&object, ops);
+            assert_eq!(
+                doc["metadata"]["annotations"]["probelint.io/mutated"],
+                "some-object-rule"
+            );
+        }
+        assert!(annotation_ops(&json!({}), &[]).is_empty());
+    }
+
+    #[test]
+    fn mutation_patch_appends_the_annotation_to_the_engine_patch() {
+        let object = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "vllm"}]}});
+        let mutation = Mutation {
+            patch: serde_json::from_value(json!([
+                {"op": "add", "path": "/spec/containers/0/startupProbe", "value": {"httpGet": {"path": "/health", "port": 8000}}}
+            ]))
+            .expect("patch"),
+            applied: vec![applied("gpu-startup-probe-missing", Some("vllm"))],
+            findings: Vec::new(),
+        };
+        let patch = mutation_patch(object.clone(), mutation.patch.clone(), &mutation.applied)
+            .expect("applies");
+        assert_eq!(patch.0.len(), 2);
+        let mut doc = object.clone();
+        json_patch::patch(&mut doc, &patch).expect("applies");
+        assert_eq!(
+            doc["spec"]["containers"][0]["startupProbe"]["httpGet"]["port"],
+            8000
+        );
+        assert_eq!(
+            doc["metadata"]["annotations"]["probelint.io/mutated"],
+            "gpu-startup-probe-missing:vllm"
+        );
+
+        let broken = Mutation {
+            patch: serde_json::from_value(json!([
+                {"op": "replace", "path": "/spec/nothing/here", "value": 1}
+            ]))
+            .expect("patch"),
+            ..mutation
+        };
+        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied).is_err());
+    }
 }

@@ -11,9 +11,8 @@
 //! base64 string the API documents.
 
 use base64::Engine as _;
-use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, Patch, PatchOperation};
-use probelint_policies::fix::{self, AppliedFix, MUTATED_ANNOTATION, Mutation};
+use json_patch::Patch;
+use probelint_policies::fix::{self, AppliedFix, Mutation, mutation_patch};
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, Suppression};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -412,76 +411,6 @@ fn mutate(outcome: &mut Outcome, object: Value, policy: &Policy) {
     outcome.findings = findings;
 }
 
-/// The engine's `patch` plus the operations that record the `applied` fixes in the
-/// `probelint.io/mutated` annotation. Fails when `patch` does not apply to `object` (which it
-/// consumes: the object is patched in place to see where the annotation goes).
-pub fn mutation_patch(
-    mut object: Value,
-    patch: Patch,
-    applied: &[AppliedFix],
-) -> Result<Patch, json_patch::PatchError> {
-    json_patch::patch(&mut object, &patch)?;
-    let mut ops = patch.0;
-    ops.extend(annotation_ops(&object, applied));
-    Ok(Patch(ops))
-}
-
-/// Operations that set `probelint.io/mutated` to the comma-separated `rule:container` pairs of
-/// `applied` (plus those an earlier mutation recorded), against `patched`: the object after the
-/// engine's own operations.
-///
-/// RFC 6902 `add` needs the parent to exist: adding `/metadata/annotations/probelint.io~1mutated`
-/// to an object without annotations fails the whole patch, so then the map is added whole.
-pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOperation> {
-    let annotations = patched.pointer("/metadata/annotations");
-    let mut entries: Vec<String> = annotations
-        .and_then(|a| a.get(MUTATED_ANNOTATION))
-        .and_then(Value::as_str)
-        .map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    // A set beside the list: an object with thousands of containers has thousands of entries.
-    let mut seen: std::collections::HashSet<String> = entries.iter().cloned().collect();
-    for fix in applied {
-        let entry = match &fix.container {
-            Some(container) => format!("{}:{container}", fix.rule),
-            None => fix.rule.clone(),
-        };
-        if seen.insert(entry.clone()) {
-            entries.push(entry);
-        }
-    }
-    if entries.is_empty() {
-        return Vec::new();
-    }
-    let value = Value::String(entries.join(","));
-    let add = |tokens: &[&str], value: Value| {
-        PatchOperation::Add(AddOperation {
-            path: PointerBuf::from_tokens(tokens.iter().copied()),
-            value,
-        })
-    };
-    let op = if annotations.is_some_and(Value::is_object) {
-        add(&["metadata", "annotations", MUTATED_ANNOTATION], value)
-    } else if patched.get("metadata").is_some_and(Value::is_object) {
-        add(
-            &["metadata", "annotations"],
-            serde_json::json!({ MUTATED_ANNOTATION: value }),
-        )
-    } else {
-        add(
-            &["metadata"],
-            serde_json::json!({ "annotations": { MUTATED_ANNOTATION: value } }),
-        )
-    };
-    vec![op]
-}
-
 /// `auditAnnotations`: the findings as compact JSON (suppressed ones included, with who
 /// suppressed them and why), for the cluster's audit log.
 fn audit_annotations(findings: &[Finding]) -> BTreeMap<String, String> {
@@ -703,7 +632,16 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use probelint_policies::fix::MUTATED_ANNOTATION;
     use serde_json::json;
+
+    fn applied(rule: &str, container: Option<&str>) -> AppliedFix {
+        AppliedFix {
+            rule: rule.into(),
+            container: container.map(Into::into),
+            description: "added a startupProbe".into(),
+        }
+    }
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
@@ -1085,114 +1023,6 @@ mod tests {
             json,
             r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true,"patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscyIsInZhbHVlIjp7ImEiOiJiIn19XQ==","patchType":"JSONPatch"}}"#
         );
-    }
-
-    fn applied(rule: &str, container: Option<&str>) -> AppliedFix {
-        AppliedFix {
-            rule: rule.into(),
-            container: container.map(Into::into),
-            description: "added a startupProbe".into(),
-        }
-    }
-
-    fn apply(object: &Value, ops: Vec<PatchOperation>) -> Value {
-        let mut doc = object.clone();
-        json_patch::patch(&mut doc, &Patch(ops)).expect("patch applies");
-        doc
-    }
-
-    #[test]
-    fn annotation_op_adds_the_whole_map_when_there_are_no_annotations() {
-        let object = json!({"metadata": {"name": "x"}});
-        let ops = annotation_ops(
-            &object,
-            &[
-                applied("gpu-startup-probe-missing", Some("vllm")),
-                applied("readiness-port-open", Some("vllm")),
-                applied("gpu-startup-probe-missing", Some("vllm")),
-            ],
-        );
-        assert_eq!(
-            serde_json::to_value(&ops).expect("json"),
-            json!([{"op": "add", "path": "/metadata/annotations", "value": {
-                "probelint.io/mutated": "gpu-startup-probe-missing:vllm,readiness-port-open:vllm"
-            }}])
-        );
-        let doc = apply(&object, ops);
-        assert_eq!(
-            doc["metadata"]["annotations"]["probelint.io/mutated"],
-            "gpu-startup-probe-missing:vllm,readiness-port-open:vllm"
-        );
-    }
-
-    #[test]
-    fn annotation_op_adds_one_key_to_existing_annotations_and_keeps_earlier_entries() {
-        let object = json!({"metadata": {"annotations": {
-            "team": "ml",
-            "probelint.io/mutated": "readiness-port-open:vllm"
-        }}});
-        let ops = annotation_ops(
-            &object,
-            &[applied("gpu-startup-probe-missing", Some("vllm"))],
-        );
-        assert_eq!(
-            serde_json::to_value(&ops).expect("json"),
-            json!([{"op": "add", "path": "/metadata/annotations/probelint.io~1mutated",
-                    "value": "readiness-port-open:vllm,gpu-startup-probe-missing:vllm"}])
-        );
-        let doc = apply(&object, ops);
-        assert_eq!(doc["metadata"]["annotations"]["team"], "ml");
-    }
-
-    #[test]
-    fn annotation_op_replaces_null_annotations_and_creates_missing_metadata() {
-        for object in [
-            json!({"metadata": {"annotations": null}}),
-            json!({"kind": "Pod"}),
-        ] {
-            let ops = annotation_ops(&object, &[applied("some-object-rule", None)]);
-            let doc = apply(&object, ops);
-            assert_eq!(
-                doc["metadata"]["annotations"]["probelint.io/mutated"],
-                "some-object-rule"
-            );
-        }
-        assert!(annotation_ops(&json!({}), &[]).is_empty());
-    }
-
-    #[test]
-    fn mutation_patch_appends_the_annotation_to_the_engine_patch() {
-        let object = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "vllm"}]}});
-        let mutation = Mutation {
-            patch: serde_json::from_value(json!([
-                {"op": "add", "path": "/spec/containers/0/startupProbe", "value": {"httpGet": {"path": "/health", "port": 8000}}}
-            ]))
-            .expect("patch"),
-            applied: vec![applied("gpu-startup-probe-missing", Some("vllm"))],
-            findings: Vec::new(),
-        };
-        let patch = mutation_patch(object.clone(), mutation.patch.clone(), &mutation.applied)
-            .expect("applies");
-        assert_eq!(patch.0.len(), 2);
-        let mut doc = object.clone();
-        json_patch::patch(&mut doc, &patch).expect("applies");
-        assert_eq!(
-            doc["spec"]["containers"][0]["startupProbe"]["httpGet"]["port"],
-            8000
-        );
-        assert_eq!(
-            doc["metadata"]["annotations"]["probelint.io/mutated"],
-            "gpu-startup-probe-missing:vllm"
-        );
-
-        let broken = Mutation {
-            patch: serde_json::from_value(json!([
-                {"op": "replace", "path": "/spec/nothing/here", "value": 1}
-            ]))
-            .expect("patch"),
-            ..mutation
-        };
-        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied).is_err());
     }
 
     #[test]
