@@ -492,3 +492,46 @@ pub fn plan_fixes<S: Into<Pending> + Send>(
 ) -> (Report, Vec<FileFix>) {
     run(sources, policy, limits, Mode::Fix)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str, text: &str) -> Source {
+        Source {
+            name: name.to_owned(),
+            input: Input::File(name.into()),
+            bytes: Ok(text.as_bytes().to_vec()),
+        }
+    }
+
+    const GPU: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llm}\nspec:\n  replicas: REPLICAS\n  template:\n    metadata: {labels: {app: llm}}\n    spec:\n      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.6.3\n          resources: {limits: {nvidia.com/gpu: 1}}\n";
+    const SERVICE: &str =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: llm}\nspec: {ports: [{port: 80}]}\n";
+
+    /// Memory follows the findings: a file's text is kept only when a finding may quote it,
+    /// including a cross-object finding decided after the file was dropped; `--fix` keeps all.
+    #[test]
+    fn texts_are_kept_only_where_a_finding_may_quote_them() {
+        let policy = Policy::default();
+        let limits = Limits::default();
+        let sources = || {
+            vec![
+                source("gpu.yaml", &GPU.replace("REPLICAS", "1")),
+                source("service.yaml", SERVICE),
+                source("replicated.yaml", &GPU.replace("REPLICAS", "3")),
+            ]
+        };
+        let report = lint_sources(sources(), &policy, &limits);
+        let kept: Vec<&str> = report.sources.keys().map(String::as_str).collect();
+        assert_eq!(kept, ["gpu.yaml", "replicated.yaml"]);
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.file == "replicated.yaml" && f.finding.rule == "gpu-serving-without-pdb")
+        );
+        let (report, _) = plan_fixes(sources(), &policy, &limits);
+        assert_eq!(report.sources.len(), 3);
+    }
+}
