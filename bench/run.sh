@@ -2,7 +2,8 @@
 # probelint benchmarks: the linter and the webhook, each side by side with its own limit and a
 # peer, on this machine, in one run. Prints one table and writes docs/benchmarks.md.
 #
-#   bench/run.sh                 # everything (~10 minutes on 2 cores; Checkov's venv once more)
+#   bench/run.sh                 # everything (~10 minutes on 2 cores; more the first time,
+#                                # while Checkov's venv is made)
 #   BENCH_SKIP_CHECKOV=1 bench/run.sh
 #
 # Every figure is a ratio of two things measured in this run, interleaved, medians of several
@@ -178,7 +179,7 @@ NOTES=$WORK/notes.md
   GPU Pod that \`/mutate\` patches. Max throughput: 16 connections in a closed loop, 4 s after
   1 s of warm-up. Latency: a fixed rate of half the echo server's max, 64 pooled connections,
   6 s after 1 s of warm-up, latency from when the request was issued (queueing included);
-  then, for context, the same at half the slowest server's max.
+  then, for context, 4 s at half the slowest server's max.
   $WEBHOOK_REPS repetitions, the three servers interleaved, medians.
 - **Engine**: criterion (\`bench/benches/engine.rs\`), \`evaluate_one\` on a GPU Deployment
   and \`fix::mutate\` on a GPU Pod, each beside serde_json parsing the same object.

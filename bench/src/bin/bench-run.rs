@@ -492,14 +492,16 @@ impl Drop for Server {
     }
 }
 
-impl Server {
-    fn check_alive(&mut self) -> Result<(), String> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => Err(format!("{} exited: {status}", self.name)),
-            Err(e) => Err(e.to_string()),
+/// Fails if any of the servers has exited.
+fn all_alive(servers: &mut [Server]) -> Result<(), String> {
+    for s in servers {
+        match s.child.try_wait() {
+            Ok(None) => {}
+            Ok(Some(status)) => return Err(format!("{} exited: {status}", s.name)),
+            Err(e) => return Err(e.to_string()),
         }
     }
+    Ok(())
 }
 
 /// A free loopback port (bound, then released: the server binds it a moment later).
@@ -555,7 +557,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot start {program}: {e}"))?;
         Ok(Server { child, name })
     };
-    let mut webhook = spawn(
+    let webhook = spawn(
         &args.webhook,
         &[
             "--listen",
@@ -569,7 +571,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         ],
         "probelint-webhook",
     )?;
-    let mut echo = spawn(
+    let echo = spawn(
         &args.echo,
         &[
             "--listen",
@@ -581,6 +583,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         ],
         "echo-server",
     )?;
+    let mut servers = [webhook, echo];
 
     let runtime = if args.client_threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -613,8 +616,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         for (name, t) in &targets {
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
-                webhook.check_alive()?;
-                echo.check_alive()?;
+                all_alive(&mut servers)?;
                 match loadgen::connect(t).await {
                     Ok(_) => break,
                     Err(e) if Instant::now() > deadline => {
@@ -627,47 +629,35 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         let sanity = sanity_check(&targets, &bodies).await?;
         eprintln!("  responses: {sanity}");
 
-        let mut closed: BTreeMap<&str, Vec<LoadResult>> = BTreeMap::new();
-        for rep in 0..args.reps {
-            for (name, t) in &targets {
-                let r = loadgen::closed_loop(t, payloads.clone(), args.connections, args.warmup, args.closed).await?;
-                eprintln!(
-                    "  closed loop {}/{} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, errors {}",
-                    rep + 1,
-                    args.reps,
-                    r.rate,
-                    r.p50_us,
-                    r.p99_us,
-                    r.errors
-                );
-                closed.entry(name).or_default().push(r);
-            }
-            webhook.check_alive()?;
-            echo.check_alive()?;
-        }
-        let echo_max = median(&closed["echo"].iter().map(|r| r.rate).collect::<Vec<_>>());
-        let rate = (echo_max / 2.0).max(1.0);
-        let open = open_pass(&targets, &payloads, rate, args, args.open, &mut webhook, &mut echo).await?;
+        let closed = pass("closed loop", &targets, args.reps, &mut servers, async |t| {
+            loadgen::closed_loop(t, payloads.clone(), args.connections, args.warmup, args.closed)
+                .await
+        })
+        .await?;
+        let median_rate =
+            |runs: &[LoadResult]| median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>());
+        let open_pass = async |servers: &mut [Server], rate: f64, duration: Duration| {
+            let label = format!("open loop at {rate:.0}/s");
+            pass(&label, &targets, args.reps, servers, async |t| {
+                let (pool, warmup) = (args.open_connections, args.warmup);
+                loadgen::open_loop(t, payloads.clone(), rate, pool, warmup, duration).await
+            })
+            .await
+        };
+        let rate = (median_rate(&closed["echo"]) / 2.0).max(1.0);
+        let open = open_pass(&mut servers, rate, args.open).await?;
         // For context (no target): latency where all three keep up, at half the slowest one's
         // max, so that the webhook's own latency shows and not only its queue.
-        let slowest = targets
-            .iter()
-            .map(|(name, _)| median(&closed[name].iter().map(|r| r.rate).collect::<Vec<_>>()))
+        let slowest = closed
+            .values()
+            .map(|runs| median_rate(runs))
             .fold(f64::INFINITY, f64::min);
         let sustainable_rate = (slowest / 2.0).max(1.0);
-        let sustainable = open_pass(
-            &targets,
-            &payloads,
-            sustainable_rate,
-            args,
-            args.open.mul_f64(2.0 / 3.0),
-            &mut webhook,
-            &mut echo,
-        )
-        .await?;
+        let sustainable_s = args.open.mul_f64(2.0 / 3.0);
+        let sustainable = open_pass(&mut servers, sustainable_rate, sustainable_s).await?;
         let summary = |runs: &[LoadResult]| {
             json!({
-                "rate": median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>()),
+                "rate": median_rate(runs),
                 "p50_us": median(&runs.iter().map(|r| r.p50_us).collect::<Vec<_>>()),
                 "p99_us": median(&runs.iter().map(|r| r.p99_us).collect::<Vec<_>>()),
                 "max_us": runs.iter().map(|r| r.max_us).fold(0.0, f64::max),
@@ -702,49 +692,32 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
             "sustainable": sustainable_json,
         }))
     });
-    drop(webhook);
-    drop(echo);
+    drop(servers);
     write_json(&args.out, &result?)
 }
 
-/// One open-loop pass at `rate` over every target, `args.reps` times, targets interleaved.
-async fn open_pass(
+/// Runs `one` on every target, `reps` times, the targets interleaved; after each round, fails
+/// if a server has exited.
+async fn pass(
+    label: &str,
     targets: &[(&'static str, Target)],
-    payloads: &Arc<Vec<Bytes>>,
-    rate: f64,
-    args: &WebhookArgs,
-    duration: Duration,
-    webhook: &mut Server,
-    echo: &mut Server,
+    reps: usize,
+    servers: &mut [Server],
+    one: impl AsyncFn(&Target) -> Result<LoadResult, String>,
 ) -> Result<BTreeMap<&'static str, Vec<LoadResult>>, String> {
-    let mut open: BTreeMap<&'static str, Vec<LoadResult>> = BTreeMap::new();
-    for rep in 0..args.reps {
+    let mut results: BTreeMap<&'static str, Vec<LoadResult>> = BTreeMap::new();
+    for rep in 1..=reps {
         for (name, t) in targets {
-            let r = loadgen::open_loop(
-                t,
-                payloads.clone(),
-                rate,
-                args.open_connections,
-                args.warmup,
-                duration,
-            )
-            .await?;
+            let r = one(t).await?;
             eprintln!(
-                "  open loop at {rate:.0}/s {}/{} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}",
-                rep + 1,
-                args.reps,
-                r.rate,
-                r.p50_us,
-                r.p99_us,
-                r.max_us,
-                r.errors
+                "  {label} {rep}/{reps} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}",
+                r.rate, r.p50_us, r.p99_us, r.max_us, r.errors
             );
-            open.entry(name).or_default().push(r);
+            results.entry(name).or_default().push(r);
         }
-        webhook.check_alive()?;
-        echo.check_alive()?;
+        all_alive(servers)?;
     }
-    Ok(open)
+    Ok(results)
 }
 
 /// Each endpoint answers each body as it should before anything is timed.
@@ -850,6 +823,16 @@ fn fmt_us(v: f64) -> String {
     } else {
         format!("{v:.0} µs")
     }
+}
+
+/// `p99 (p50 …), N errors` of one latency summary.
+fn latency(o: &Value) -> String {
+    format!(
+        "{} (p50 {}), {} errors",
+        fmt_us(f(&o["p99_us"])),
+        fmt_us(f(&o["p50_us"])),
+        o["errors"]
+    )
 }
 
 fn f(v: &Value) -> f64 {
@@ -1025,7 +1008,6 @@ fn report(a: &ReportArgs) -> Result<(), String> {
 
     if let Some(wh) = r("webhook.json") {
         let echo_c = &wh["closed"]["echo"];
-        let echo_o = &wh["open"]["echo"];
         for ep in ["validate", "mutate"] {
             let c = &wh["closed"][ep];
             let ratio = f(&c["rate"]) / f(&echo_c["rate"]);
@@ -1038,83 +1020,67 @@ fn report(a: &ReportArgs) -> Result<(), String> {
                 verdict: verdict(ratio >= 0.8),
             });
         }
-        for ep in ["validate", "mutate"] {
-            let o = &wh["open"][ep];
-            let ratio = f(&o["p99_us"]) / f(&echo_o["p99_us"]);
-            let errors = o["errors"].as_u64().unwrap_or(u64::MAX);
-            rows.push(Row {
-                figure: format!("webhook /{ep} p99 at {:.0} req/s", f(&wh["open_rate"])),
-                value: format!(
-                    "{} (p50 {}), {errors} errors",
-                    fmt_us(f(&o["p99_us"])),
-                    fmt_us(f(&o["p50_us"]))
-                ),
-                baseline: format!(
-                    "echo {} (p50 {}), {} errors",
-                    fmt_us(f(&echo_o["p99_us"])),
-                    fmt_us(f(&echo_o["p50_us"])),
-                    echo_o["errors"]
-                ),
-                ratio: format!("{ratio:.2}x"),
-                target: "≤ 1.5x, 0 errors".into(),
-                verdict: verdict(ratio <= 1.5 && errors == 0),
-            });
+        // Latency at a fixed rate: half the echo's max (the target), then half the slowest
+        // server's max (for context).
+        for (pass, rate, note, targeted) in [
+            ("open", "open_rate", "", true),
+            (
+                "sustainable",
+                "sustainable_rate",
+                " (half the slowest max)",
+                false,
+            ),
+        ] {
+            let Some(echo) = wh.get(pass).map(|p| &p["echo"]) else {
+                continue;
+            };
+            for ep in ["validate", "mutate"] {
+                let o = &wh[pass][ep];
+                let ratio = f(&o["p99_us"]) / f(&echo["p99_us"]);
+                rows.push(Row {
+                    figure: format!("webhook /{ep} p99 at {:.0} req/s{note}", f(&wh[rate])),
+                    value: latency(o),
+                    baseline: format!("echo {}", latency(echo)),
+                    ratio: format!("{ratio:.2}x"),
+                    target: if targeted {
+                        "≤ 1.5x, 0 errors"
+                    } else {
+                        "(context)"
+                    }
+                    .into(),
+                    verdict: if targeted {
+                        verdict(ratio <= 1.5 && o["errors"].as_u64() == Some(0))
+                    } else {
+                        "info"
+                    },
+                });
+            }
         }
     }
 
-    if let Some(wh) = r("webhook.json")
-        && wh.get("sustainable").is_some()
-    {
-        let echo = &wh["sustainable"]["echo"];
-        for ep in ["validate", "mutate"] {
-            let o = &wh["sustainable"][ep];
+    for (figure, work, parse) in [
+        (
+            "engine: evaluate one GPU Deployment",
+            "evaluate_gpu_deployment",
+            "parse_gpu_deployment_json",
+        ),
+        (
+            "engine: mutate one GPU Pod",
+            "mutate_gpu_pod",
+            "parse_gpu_pod_json",
+        ),
+    ] {
+        let ns = |id: &str| criterion_ns(&a.criterion, &format!("engine/{id}"));
+        if let (Some(w), Some(p)) = (ns(work), ns(parse)) {
             rows.push(Row {
-                figure: format!(
-                    "webhook /{ep} p99 at {:.0} req/s (half the slowest max)",
-                    f(&wh["sustainable_rate"])
-                ),
-                value: format!(
-                    "{} (p50 {}), {} errors",
-                    fmt_us(f(&o["p99_us"])),
-                    fmt_us(f(&o["p50_us"])),
-                    o["errors"]
-                ),
-                baseline: format!(
-                    "echo {} (p50 {}), {} errors",
-                    fmt_us(f(&echo["p99_us"])),
-                    fmt_us(f(&echo["p50_us"])),
-                    echo["errors"]
-                ),
-                ratio: format!("{:.2}x", f(&o["p99_us"]) / f(&echo["p99_us"])),
-                target: "(context)".into(),
+                figure: figure.into(),
+                value: format!("{w:.0} ns/object"),
+                baseline: format!("serde_json parse {p:.0} ns"),
+                ratio: format!("{:.2}x", w / p),
+                target: "(report)".into(),
                 verdict: "info",
             });
         }
-    }
-
-    let eval = criterion_ns(&a.criterion, "engine/evaluate_gpu_deployment");
-    let parse = criterion_ns(&a.criterion, "engine/parse_gpu_deployment_json");
-    let mutate = criterion_ns(&a.criterion, "engine/mutate_gpu_pod");
-    let parse_pod = criterion_ns(&a.criterion, "engine/parse_gpu_pod_json");
-    if let (Some(e), Some(p)) = (eval, parse) {
-        rows.push(Row {
-            figure: "engine: evaluate one GPU Deployment".into(),
-            value: format!("{e:.0} ns/object"),
-            baseline: format!("serde_json parse {p:.0} ns"),
-            ratio: format!("{:.2}x", e / p),
-            target: "(report)".into(),
-            verdict: "info",
-        });
-    }
-    if let (Some(m), Some(p)) = (mutate, parse_pod) {
-        rows.push(Row {
-            figure: "engine: mutate one GPU Pod".into(),
-            value: format!("{m:.0} ns/object"),
-            baseline: format!("serde_json parse {p:.0} ns"),
-            ratio: format!("{:.2}x", m / p),
-            target: "(report)".into(),
-            verdict: "info",
-        });
     }
 
     // Plain text for the terminal.
