@@ -9,7 +9,7 @@
 #
 # Needs `cargo install cargo-fuzz`. On a stable toolchain RUSTC_BOOTSTRAP=1 lets it pass the
 # nightly-only flags it needs. Corpora grow in fuzz/corpus/<target> (not committed), seeded from
-# fuzz/seeds/<target> and, for the YAML targets, the real corpus in ../shared/corpus/real.
+# fuzz/seeds/<target> and, for the YAML targets, the real corpus in tests/corpus/real.
 # Crashes land in fuzz/artifacts/<target>/; turn each into a regression file (see
 # docs/reliability.md) before fixing it. Exits non-zero if any target found a crash.
 set -uo pipefail
@@ -23,7 +23,7 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 sanitizer=${SANITIZER:-none}
 jobs=${FUZZ_JOBS:-1}
-real=../../shared/corpus/real
+real=../tests/corpus/real
 export RUSTC_BOOTSTRAP=1
 
 for target in "${targets[@]}"; do
@@ -36,7 +36,9 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "artifacts/$target"
     extra=(seeds/"$target")
     case $target in
-        yaml_parse | textfix_engine) [ -d "$real" ] && extra+=("$real") ;;
+        yaml_parse | textfix_engine)
+            [ -d "$real" ] || { echo "fuzz/run.sh: the real corpus is missing at fuzz/$real (git checkout -- tests/corpus/real)" >&2; exit 2; }
+            extra+=("$real") ;;
     esac
     echo "== $target: ${seconds}s (sanitizer $sanitizer)"
     start=$(date +%s)

@@ -356,7 +356,7 @@ fn human_output_quotes_the_source_line() {
 
 #[test]
 fn lints_the_whole_real_corpus_without_crashing() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/real");
+    let corpus = probelint_testkit::corpus::real_dir();
     let out = probelint()
         .args(["--format", "json"])
         .arg(&corpus)

@@ -1,5 +1,6 @@
 //! The files other tools read from this repository — `action.yml` (GitHub Actions), the example
-//! workflow `docs/github-actions/probelint.yml`, and `.pre-commit-hooks.yaml` (pre-commit) —
+//! workflow `docs/github-actions/probelint.yml`, `.pre-commit-hooks.yaml` (pre-commit) and the
+//! README's `.pre-commit-config.yaml` example that users copy —
 //! validate against their published JSON Schemas (SchemaStore, vendored under
 //! `tests/data/schemas/`), read by probelint's own YAML loader, plus the conventions the
 //! schemas cannot express.
@@ -30,7 +31,32 @@ fn validator(schema_file: &str) -> jsonschema::Validator {
         schema["$schema"], "http://json-schema.org/draft-07/schema#",
         "{schema_file}"
     );
-    jsonschema::draft7::new(&schema).unwrap_or_else(|e| panic!("{schema_file} compiles: {e}"))
+    jsonschema::draft7::options()
+        .with_retriever(VendoredSchemas)
+        .build(&schema)
+        .unwrap_or_else(|e| panic!("{schema_file} compiles: {e}"))
+}
+
+/// Resolves a schema's `$ref` to another SchemaStore schema from the vendored copies (the
+/// pre-commit config schema refers to the hooks schema); never fetches anything.
+struct VendoredSchemas;
+
+impl jsonschema::Retrieve for VendoredSchemas {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let file = uri
+            .as_str()
+            .strip_prefix("https://json.schemastore.org/")
+            .ok_or_else(|| format!("{uri} is not a vendored SchemaStore schema"))?;
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/schemas")
+            .join(file);
+        let bytes = std::fs::read(&path)
+            .map_err(|e| format!("{uri}: vendored copy {} unreadable: {e}", path.display()))?;
+        Ok(serde_json::from_slice(&bytes)?)
+    }
 }
 
 /// Every schema violation, one per line, or "" when `instance` is valid.
@@ -223,5 +249,45 @@ fn pre_commit_hooks_match_the_pre_commit_hooks_schema() {
         "pre-commit-hooks.json",
         &Value::Array(vec![broken]),
         "a hook without an entry",
+    );
+}
+
+/// The `.pre-commit-config.yaml` that the README tells users to add is one pre-commit accepts,
+/// and it names a hook this repository defines.
+#[test]
+fn the_readme_pre_commit_config_matches_the_pre_commit_config_schema() {
+    let readme = std::fs::read_to_string(repo_file("README.md")).expect("README.md");
+    let section = readme
+        .split("## pre-commit")
+        .nth(1)
+        .expect("the README has a pre-commit section");
+    let example = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the pre-commit section starts with a YAML example");
+    let mut docs = parse_stream(example.as_bytes(), &Limits::default())
+        .unwrap_or_else(|e| panic!("the README's pre-commit example: {e}"));
+    let config = docs.remove(0).value;
+    let errors = violations(&validator("pre-commit-config.json"), &config);
+    assert!(
+        errors.is_empty(),
+        "the README's .pre-commit-config.yaml violates pre-commit-config.json:\n{errors}"
+    );
+    let hook_ids: Vec<Value> = load_yaml(".pre-commit-hooks.yaml")
+        .as_array()
+        .expect("a list of hooks")
+        .iter()
+        .map(|h| h["id"].clone())
+        .collect();
+    let used = &config["repos"][0]["hooks"][0]["id"];
+    assert!(hook_ids.contains(used), "{used} is one of {hook_ids:?}");
+
+    let mut broken = config.clone();
+    broken["repos"][0]["rev"] = serde_json::json!(1);
+    assert_invalid(
+        "pre-commit-config.json",
+        &broken,
+        "a rev that is not a string",
     );
 }

@@ -577,7 +577,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 #[cfg(unix)]
 fn fix_killed_mid_run_never_leaves_a_half_written_file() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/real");
+    let corpus = probelint_testkit::corpus::real_dir();
     let work = tempfile::tempdir().expect("tempdir");
     let original = work.path().join("original");
     copy_tree(&corpus, &original);

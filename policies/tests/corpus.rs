@@ -1,29 +1,12 @@
-//! The engine over every real-world manifest in `../shared/corpus/real/`: it never panics, and its
+//! The engine over every real-world manifest in `tests/corpus/real/`: it never panics, and its
 //! findings are stable (a snapshot a reviewer reads when rules change).
 
 use probelint_policies::{Policy, evaluate};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn corpus_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/real");
-    let mut files = Vec::new();
-    let mut stack = vec![root];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("corpus directory readable") {
-            let path = entry.expect("corpus entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            ) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
+    probelint_testkit::corpus::real_manifests()
 }
 
 #[test]

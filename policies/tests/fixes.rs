@@ -5,7 +5,6 @@ use probelint_policies::fix::{annotation_ops, mutate};
 use probelint_policies::{Policy, evaluate_one, registry};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use std::path::Path;
 
 fn apply(object: &Value, patch: &json_patch::Patch) -> Value {
     let mut out = object.clone();
@@ -295,30 +294,21 @@ fn annotation_ops_create_or_extend_annotations() {
 
 #[test]
 fn fixes_hold_on_the_real_corpus() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/real");
     let policy = Policy::default();
     let mut fixed_objects = 0;
-    let mut stack = vec![root];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
+    for path in probelint_testkit::corpus::real_manifests() {
+        if path.extension().is_none_or(|e| e != "yaml" && e != "yml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Ok(docs) = serde_saphyr::from_multiple::<Value>(&text) else {
+            continue;
+        };
+        for object in docs.into_iter().filter(Value::is_object) {
+            if !mutate(&object, &policy).patch.0.is_empty() {
+                fixed_objects += 1;
             }
-            if path.extension().is_none_or(|e| e != "yaml" && e != "yml") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let Ok(docs) = serde_saphyr::from_multiple::<Value>(&text) else {
-                continue;
-            };
-            for object in docs.into_iter().filter(Value::is_object) {
-                if !mutate(&object, &policy).patch.0.is_empty() {
-                    fixed_objects += 1;
-                }
-                check_properties(&object, &policy, &path.display().to_string());
-            }
+            check_properties(&object, &policy, &path.display().to_string());
         }
     }
     assert!(

@@ -907,29 +907,7 @@ fn objects(value: &Value) -> Vec<(String, &Value)> {
 }
 
 fn corpus_files() -> Vec<std::path::PathBuf> {
-    let root = std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus/real"
-    ));
-    let mut files = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
-            if path.is_dir() {
-                dirs.push(path);
-            } else if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            ) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
+    probelint_testkit::corpus::real_manifests()
 }
 
 /// The 0-based lines of `text` that `op` may legitimately change: a replaced or removed node's

@@ -187,11 +187,7 @@ mod tests {
     const ID: &str = "liveness-checks-readiness";
 
     fn peer(name: &str) -> String {
-        std::fs::read_to_string(format!(
-            "{}/../../shared/corpus/peers/kube-score/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .expect("peer fixture readable")
+        probelint_testkit::corpus::peer(&format!("kube-score/{name}"))
     }
 
     #[test]

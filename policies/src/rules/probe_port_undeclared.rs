@@ -196,11 +196,7 @@ mod tests {
             "readiness-port.yml",
             "startup-port.yml",
         ] {
-            let path = format!(
-                "{}/../../shared/corpus/peers/kube-linter/{file}",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let yaml = std::fs::read_to_string(&path).expect("peer fixture readable");
+            let yaml = probelint_testkit::corpus::peer(&format!("kube-linter/{file}"));
             let objects = crate::rules::testing::objects(&yaml);
             let findings = crate::evaluate(&objects, &crate::Policy::default());
             let mut fire_seen = 0;
