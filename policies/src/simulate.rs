@@ -23,7 +23,9 @@ pub const BACKOFF_INITIAL_SECONDS: f64 = 10.0;
 pub const BACKOFF_MAX_SECONDS: f64 = 300.0;
 pub const BACKOFF_RESET_SECONDS: f64 = 600.0;
 
-/// Probe timings in seconds, with Kubernetes' defaults applied.
+/// Probe timings in seconds, with Kubernetes' defaults applied: an absent field, and a 0 that
+/// `SetDefaults_Probe` replaces, both run as the default (a field the apiserver rejects too: the
+/// pod would not exist, so the simulation shows the probe as it would run once corrected).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeTiming {
     pub initial_delay: f64,
@@ -37,11 +39,12 @@ pub struct ProbeTiming {
 impl ProbeTiming {
     pub fn from_probe(probe: &Probe<'_>) -> Self {
         ProbeTiming {
+            // Valid fields are int32s ≥ 0 (≥ 1 after defaulting, but for the delay); the clamps only
+            // spell that out for the casts.
             initial_delay: probe.initial_delay().max(0) as f64,
-            // A non-positive period is invalid (another rule says so); 1 s keeps time moving.
             period: probe.period().max(1) as f64,
-            success_threshold: probe.success_threshold.get(1).max(1) as u32,
-            failure_threshold: probe.failure_threshold().max(1) as u32,
+            success_threshold: probe.success_threshold().clamp(1, i64::from(u32::MAX)) as u32,
+            failure_threshold: probe.failure_threshold().clamp(1, i64::from(u32::MAX)) as u32,
             tcp: matches!(probe.handler, Handler::TcpSocket { .. }),
         }
     }
@@ -471,5 +474,40 @@ mod tests {
         let out = simulate(&scenario(None, Some(r), None, 0.0));
         // Ticks at 0, 10, 20 are skipped; 30 and 40 succeed.
         assert_eq!(out.first_ready_seconds, Some(40.0));
+    }
+
+    #[test]
+    fn zero_fields_simulate_exactly_as_the_apiserver_defaults() {
+        use crate::probe::Probe;
+        use serde_json::json;
+        let handler = json!({"path": "/health", "port": 8000});
+        let zeros = json!({"httpGet": handler, "periodSeconds": 0, "timeoutSeconds": 0,
+            "successThreshold": 0, "failureThreshold": 0, "initialDelaySeconds": 0});
+        let defaults = json!({"httpGet": handler, "periodSeconds": 10, "timeoutSeconds": 1,
+            "successThreshold": 1, "failureThreshold": 3});
+        let absent = json!({"httpGet": handler});
+        let timing = |kind, v| ProbeTiming::from_probe(&Probe::from_value(kind, "/p".into(), v));
+        for kind in ProbeKind::ALL {
+            assert_eq!(timing(kind, &zeros), timing(kind, &defaults), "{kind:?}");
+            assert_eq!(timing(kind, &absent), timing(kind, &defaults), "{kind:?}");
+        }
+        let run = |v| {
+            simulate(&scenario(
+                Some(timing(ProbeKind::Startup, v)),
+                Some(timing(ProbeKind::Readiness, v)),
+                Some(timing(ProbeKind::Liveness, v)),
+                120.0,
+            ))
+        };
+        let with_zeros = run(&zeros);
+        assert_eq!(with_zeros, run(&defaults));
+        // 3 × 10 s of startup budget against a 120 s load: the default restart loop.
+        assert!(with_zeros.restarts > 0);
+        assert!(
+            with_zeros
+                .transitions
+                .iter()
+                .any(|t| t.event == "killed: startup probe failed 3 times")
+        );
     }
 }
