@@ -82,7 +82,7 @@ impl fmt::Display for Undecodable {
                 let (lo, hi) = t.range();
                 write!(
                     f,
-                    "does not fit the field's type, {} ({lo} to {hi}): the apiserver cannot decode it",
+                    "does not fit the field's type, {} ({lo} to {hi})",
                     t.name()
                 )
             }
@@ -234,7 +234,7 @@ impl PortProblem<'_> {
                 )
             }
             PortProblem::NameNotAllowed(_) => {
-                format!("set {field} to the port number the gRPC health service listens on")
+                format!("set {field} to a port number (1–65535): it cannot be a name")
             }
             PortProblem::BadName(_) => format!(
                 "use a port number (1–65535) or the name of a declared containerPort \
@@ -325,7 +325,7 @@ mod tests {
         );
         assert_eq!(
             Undecodable::OutOfRange(i32_).to_string(),
-            "does not fit the field's type, int32 (-2147483648 to 2147483647): the apiserver cannot decode it"
+            "does not fit the field's type, int32 (-2147483648 to 2147483647)"
         );
     }
 

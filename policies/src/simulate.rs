@@ -15,7 +15,10 @@
 //! - A killed container is restarted after CrashLoopBackOff: 10 s, doubling, capped at 300 s;
 //!   the back-off resets once a container has run for 10 minutes.
 
-use crate::probe::{Handler, Probe, ProbeKind};
+use crate::probe::{
+    DEFAULT_FAILURE_THRESHOLD, DEFAULT_INITIAL_DELAY, DEFAULT_PERIOD, DEFAULT_SUCCESS_THRESHOLD,
+    DEFAULT_TIMEOUT, Field, Handler, Probe, ProbeKind,
+};
 use serde::Serialize;
 
 /// CrashLoopBackOff's first delay, cap, and the run time after which it resets.
@@ -347,6 +350,51 @@ pub fn scenario_for(
     }
 }
 
+/// What a simulation of `container` assumes that its manifest does not spell out, for the
+/// timeline to say: a probe field written as 0 runs as the apiserver's default
+/// (`SetDefaults_Probe`), and a field the apiserver rejects is simulated with the default.
+pub fn assumptions(container: &crate::workload::Container<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for probe in container.probes() {
+        let fields = [
+            (
+                "initialDelaySeconds",
+                probe.initial_delay_seconds,
+                DEFAULT_INITIAL_DELAY,
+            ),
+            ("periodSeconds", probe.period_seconds, DEFAULT_PERIOD),
+            ("timeoutSeconds", probe.timeout_seconds, DEFAULT_TIMEOUT),
+            (
+                "successThreshold",
+                probe.success_threshold,
+                DEFAULT_SUCCESS_THRESHOLD,
+            ),
+            (
+                "failureThreshold",
+                probe.failure_threshold,
+                DEFAULT_FAILURE_THRESHOLD,
+            ),
+        ];
+        for (name, field, default) in fields {
+            match field {
+                Field::Zero(d) => out.push(format!(
+                    "{}.{name}: 0 runs as {d}, the apiserver's default",
+                    probe.kind.field()
+                )),
+                Field::Invalid(_) => out.push(format!(
+                    "{}.{name}: {} is rejected by the apiserver (probe-threshold-invalid); \
+                     simulated as the default, {default}",
+                    probe.kind.field(),
+                    crate::fields::get(probe.value, name)
+                        .map_or_else(String::new, ToString::to_string)
+                )),
+                Field::Default(_) | Field::Set(_) => {}
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +556,25 @@ mod tests {
                 .transitions
                 .iter()
                 .any(|t| t.event == "killed: startup probe failed 3 times")
+        );
+    }
+
+    #[test]
+    fn assumptions_say_which_numbers_are_defaults_the_manifest_did_not_write() {
+        use serde_json::json;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "m",
+            "startupProbe": {"httpGet": {"path": "/h", "port": 1}, "periodSeconds": 0,
+                "failureThreshold": -1, "timeoutSeconds": 5},
+            "readinessProbe": {"httpGet": {"path": "/h", "port": 1}}}]}});
+        let policy = crate::Policy::default();
+        let w = crate::workload::Workload::analyse(0, &pod, &policy);
+        assert_eq!(
+            assumptions(&w.pod_specs[0].containers[0]),
+            [
+                "startupProbe.periodSeconds: 0 runs as 10, the apiserver's default",
+                "startupProbe.failureThreshold: -1 is rejected by the apiserver \
+                 (probe-threshold-invalid); simulated as the default, 3",
+            ]
         );
     }
 }

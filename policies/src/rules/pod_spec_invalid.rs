@@ -273,7 +273,10 @@ fn check_ports(
                 report,
                 field("containerPort"),
                 format!("ports[{i}].containerPort {problem}"),
-                problem.help("containerPort"),
+                match problem {
+                    PortProblem::NameNotAllowed(_) => problem.help("containerPort"),
+                    _ => "set containerPort to the port the server listens on (1–65535)".to_owned(),
+                },
             ),
         }
         match name {
@@ -331,7 +334,7 @@ fn check_ports(
                     report,
                     field("hostPort"),
                     format!("ports[{i}].hostPort {problem}"),
-                    problem.help("hostPort"),
+                    "set hostPort to a port number (1–65535), or leave it out".to_owned(),
                 ),
             }
         }
