@@ -6,7 +6,7 @@ use crate::engine::{Analysis, ContainerContext};
 use crate::fields::{self, pick};
 use crate::finding::Severity;
 use crate::pointer;
-use crate::probe::{Handler, PortRef, ProbeKind};
+use crate::probe::{PortRef, Probe, ProbeKind};
 use crate::text::shown;
 use crate::workload::{PodSpec, Workload};
 use serde_json::Value;
@@ -351,15 +351,8 @@ const HANDLERS: [&str; 4] = ["exec", "httpGet", "tcpSocket", "grpc"];
 
 /// One probe of an analysed container: a map with exactly one handler, which must be a map with
 /// what the apiserver requires of it (for `core`, see [`check_ports`]).
-fn check_probe(
-    report: &mut Report<'_>,
-    subject: &Subject<'_, '_>,
-    (kind, core): (ProbeKind, bool),
-    probe_ptr: &str,
-    value: &Value,
-    handler: Option<&Handler<'_>>,
-) {
-    let name = kind.field();
+fn check_probe(report: &mut Report<'_>, subject: &Subject<'_, '_>, probe: &Probe<'_>, core: bool) {
+    let (name, value, probe_ptr) = (probe.kind.field(), probe.value, probe.pointer.as_str());
     if !value.is_object() {
         subject.report(
             report,
@@ -372,13 +365,17 @@ fn check_probe(
         );
         return;
     }
-    let found = pick(value, HANDLERS);
-    let set: Vec<(&str, &Value)> = HANDLERS
-        .iter()
-        .zip(found)
-        .filter_map(|(k, v)| v.filter(|v| !v.is_null()).map(|v| (*k, v)))
-        .collect();
-    let (key, h) = match set.as_slice() {
+    // The handlers set (present and not null), without allocating for the usual one.
+    static NULL: Value = Value::Null;
+    let mut set = [("", &NULL); HANDLERS.len()];
+    let mut count = 0;
+    for (key, found) in HANDLERS.into_iter().zip(pick(value, HANDLERS)) {
+        if let Some(h) = found.filter(|h| !h.is_null()) {
+            set[count] = (key, h);
+            count += 1;
+        }
+    }
+    let (key, h) = match &set[..count] {
         // KServe and LLMInferenceService merge a probe's handler from their defaults.
         [] if !core => return,
         [] => {
@@ -405,11 +402,12 @@ fn check_probe(
             return;
         }
     };
-    let h_ptr = pointer::join(probe_ptr, key);
+    // Built only for a finding: most handlers are fine.
+    let h_ptr = || pointer::join(probe_ptr, key);
     if !h.is_object() {
         subject.report(
             report,
-            h_ptr,
+            h_ptr(),
             format!(
                 "{name}.{key} is {}, not a map: the apiserver cannot decode this object",
                 kind_of(h)
@@ -424,13 +422,13 @@ fn check_probe(
             None | Some(Value::Null | Value::Array(_)) if !core => {}
             None | Some(Value::Null | Value::Array(_)) => subject.report(
                 report,
-                h_ptr,
+                h_ptr(),
                 format!("{name}.exec.command is empty: the apiserver requires a command"),
                 format!("give {name}.exec.command the command to run, as a list"),
             ),
             Some(other) => subject.report(
                 report,
-                pointer::join(&h_ptr, "command"),
+                pointer::join(&h_ptr(), "command"),
                 format!(
                     "{name}.exec.command is {}, not a list: the apiserver cannot decode this object",
                     kind_of(other)
@@ -440,12 +438,12 @@ fn check_probe(
         }
         return;
     }
-    if let Some(PortRef::Invalid(problem)) = handler.and_then(Handler::port)
+    if let Some(PortRef::Invalid(problem)) = probe.handler.port()
         && (core || !matches!(problem, PortProblem::Missing | PortProblem::OutOfRange(0)))
     {
         let port_ptr = match fields::get(h, "port") {
-            Some(_) => pointer::join(&h_ptr, "port"),
-            None => h_ptr.clone(),
+            Some(_) => pointer::join(&h_ptr(), "port"),
+            None => h_ptr(),
         };
         subject.report(
             report,
@@ -463,7 +461,7 @@ fn check_probe(
         Some(Value::String(s)) if matches!(s.as_str(), "" | "HTTP" | "HTTPS") => {}
         Some(other) => subject.report(
             report,
-            pointer::join(&h_ptr, "scheme"),
+            pointer::join(&h_ptr(), "scheme"),
             format!(
                 "{name}.httpGet.scheme {other} is not supported: the apiserver accepts \"HTTP\" and \"HTTPS\""
             ),
@@ -480,7 +478,7 @@ fn check_probe(
                 {
                     continue;
                 }
-                let ptr = pointer::join_index(&pointer::join(&h_ptr, "httpHeaders"), i);
+                let ptr = pointer::join_index(&pointer::join(&h_ptr(), "httpHeaders"), i);
                 let shown = match (header.is_object(), header_name) {
                     (false, _) => format!("is {}, not a header (a map)", kind_of(header)),
                     (true, Some(Value::String(n))) => format!(
@@ -499,7 +497,7 @@ fn check_probe(
         }
         Some(other) => subject.report(
             report,
-            pointer::join(&h_ptr, "httpHeaders"),
+            pointer::join(&h_ptr(), "httpHeaders"),
             format!(
                 "{name}.httpGet.httpHeaders is {}, not a list: the apiserver cannot decode this object",
                 kind_of(other)
@@ -548,34 +546,11 @@ impl Rule for PodSpecInvalid {
                         container,
                     };
                     let subject = Subject::Container(cx);
-                    let [ports, startup, readiness, liveness] = pick(
-                        container.value,
-                        [
-                            "ports",
-                            ProbeKind::Startup.field(),
-                            ProbeKind::Readiness.field(),
-                            ProbeKind::Liveness.field(),
-                        ],
-                    );
-                    if let Some(ports) = ports {
+                    if let Some(ports) = fields::get(container.value, "ports") {
                         check_ports(report, &subject, &container.pointer, ports, pod.core);
                     }
-                    for (kind, value) in ProbeKind::ALL
-                        .into_iter()
-                        .zip([startup, readiness, liveness])
-                    {
-                        let Some(value) = value.filter(|v| !v.is_null()) else {
-                            continue;
-                        };
-                        let probe = container.probe(kind);
-                        check_probe(
-                            report,
-                            &subject,
-                            (kind, pod.core),
-                            &pointer::join(&container.pointer, kind.field()),
-                            value,
-                            probe.map(|p| &p.handler),
-                        );
+                    for probe in container.probes() {
+                        check_probe(report, &subject, probe, pod.core);
                     }
                 }
                 // Plain init containers (native sidecars are among `pod.containers`).
@@ -583,31 +558,45 @@ impl Rule for PodSpecInvalid {
                     continue;
                 };
                 for (i, item) in init.iter().enumerate() {
-                    let [restart, name, ports] = pick(item, ["restartPolicy", "name", "ports"]);
+                    let [restart, name, ports, startup, readiness, liveness] = pick(
+                        item,
+                        [
+                            "restartPolicy",
+                            "name",
+                            "ports",
+                            ProbeKind::Startup.field(),
+                            ProbeKind::Readiness.field(),
+                            ProbeKind::Liveness.field(),
+                        ],
+                    );
                     if !item.is_object() || restart.and_then(Value::as_str) == Some("Always") {
                         continue;
                     }
                     let ptr =
-                        pointer::join_index(&pointer::join(&pod.pointer, "initContainers"), i);
+                        || pointer::join_index(&pointer::join(&pod.pointer, "initContainers"), i);
                     let subject = Subject::Init {
                         workload,
                         name: name.and_then(Value::as_str),
                     };
                     if let Some(ports) = ports {
-                        check_ports(report, &subject, &ptr, ports, pod.core);
+                        check_ports(report, &subject, &ptr(), ports, pod.core);
                     }
-                    for kind in ProbeKind::ALL {
-                        if fields::get(item, kind.field()).is_some_and(|v| !v.is_null()) {
-                            subject.report(
-                                report,
-                                pointer::join(&ptr, kind.field()),
-                                format!(
-                                    "{} may not be set for init containers without restartPolicy=Always: the apiserver refuses it",
-                                    kind.field()
-                                ),
-                                "remove the probe, or make the container a native sidecar with restartPolicy: Always".to_owned(),
-                            );
-                        }
+                    let probes = ProbeKind::ALL
+                        .into_iter()
+                        .zip([startup, readiness, liveness]);
+                    for (kind, _) in probes.filter(|(_, v)| v.is_some_and(|v| !v.is_null())) {
+                        subject.report(
+                            report,
+                            pointer::join(&ptr(), kind.field()),
+                            format!(
+                                "{} may not be set for init containers without restartPolicy=Always: \
+                                 the apiserver refuses it",
+                                kind.field()
+                            ),
+                            "remove the probe, or make the container a native sidecar with \
+                             restartPolicy: Always"
+                                .to_owned(),
+                        );
                     }
                 }
             }
