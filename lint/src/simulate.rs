@@ -5,7 +5,7 @@ use crate::inputs::Input;
 use crate::lint::read_input;
 use crate::yaml::{self, Limits};
 use probelint_policies::engine::Analysis;
-use probelint_policies::simulate::{Outcome, scenario_for, simulate};
+use probelint_policies::simulate::{Outcome, assumptions, scenario_for, simulate};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::Write;
@@ -67,6 +67,7 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
             cx.container.name.clone(),
             load,
             outcome,
+            assumptions(cx.container),
         ));
     }
     if results.is_empty() {
@@ -82,11 +83,12 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
     let text = if req.json {
         let containers: Vec<Value> = results
             .iter()
-            .map(|(object, container, load, o)| {
+            .map(|(object, container, load, o, assumed)| {
                 json!({
                     "object": object,
                     "container": container,
                     "load_seconds": load,
+                    "assumptions": assumed,
                     "restarts": o.restarts,
                     "first_ready_seconds": o.first_ready_seconds,
                     "ready_while_loading_seconds": o.ready_while_loading_seconds,
@@ -99,13 +101,13 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
             + "\n"
     } else {
         let mut text = String::new();
-        for (object, container, load, outcome) in &results {
+        for (object, container, load, outcome, assumed) in &results {
             human(
                 &mut text,
                 &object.to_string(),
                 container,
-                *load,
-                req.duration,
+                (*load, req.duration),
+                assumed,
                 outcome,
             );
         }
@@ -118,11 +120,21 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
     Ok(0)
 }
 
-fn human(out: &mut String, object: &str, container: &str, load: f64, duration: f64, o: &Outcome) {
+fn human(
+    out: &mut String,
+    object: &str,
+    container: &str,
+    (load, duration): (f64, f64),
+    assumed: &[String],
+    o: &Outcome,
+) {
     let _ = writeln!(
         out,
         "{object}, container {container:?} (model load {load} s, {duration} s simulated)"
     );
+    for a in assumed {
+        let _ = writeln!(out, "  note: {a}");
+    }
     let _ = writeln!(out, "  {:>7}  {:<9}  {:<7}  event", "t", "probe", "result");
     for t in &o.transitions {
         let _ = writeln!(

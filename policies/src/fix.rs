@@ -282,7 +282,11 @@ impl std::fmt::Display for CheckSource<'_, '_> {
 fn startup_handler<'p, 'a>(
     cx: &ContainerContext<'p, 'a>,
 ) -> Option<(Map<String, Value>, Option<Value>, CheckSource<'p, 'a>)> {
-    let usable = |probe: &Probe<'_>| !matches!(probe.handler, Handler::Invalid);
+    // A check the apiserver refuses (no handler, a bad port) is not worth copying.
+    let usable = |probe: &Probe<'_>| {
+        !matches!(probe.handler, Handler::Invalid)
+            && !matches!(probe.handler.port(), Some(PortRef::Invalid(_)))
+    };
     // A recognised server whose endpoint this container is known to serve.
     let server = cx
         .container
@@ -375,10 +379,7 @@ fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option
 pub(crate) fn raise_failure_threshold(probe: &Probe<'_>, needed: i64) -> Option<Fix> {
     let period = probe.period();
     // A probe that is not a mapping (`startupProbe: []`) has nowhere to put the field.
-    if period <= 0
-        || probe.period_seconds == crate::probe::Field::Invalid
-        || !probe.value.is_object()
-    {
+    if period <= 0 || probe.period_seconds.is_invalid() || !probe.value.is_object() {
         return None;
     }
     let remaining = (needed - probe.initial_delay().max(0)).max(period);
@@ -417,7 +418,7 @@ pub(crate) fn readiness_to_server_endpoint(
             let port = match port {
                 PortRef::Number(n) => json!(n),
                 PortRef::Name(n) => json!(n),
-                PortRef::Missing => return None,
+                PortRef::Invalid(_) => return None,
             };
             ops.push(remove(pointer::join(&probe.pointer, "tcpSocket")));
             ops.push(add(

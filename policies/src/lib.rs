@@ -4,6 +4,7 @@
 //! linted) and a [`Policy`], and returns [`Finding`]s. It knows nothing of files, HTTP or
 //! terminals: the CLI adds files and spans, the webhook adds AdmissionReview and TLS.
 
+pub mod apiserver;
 pub mod cross;
 pub mod custom;
 pub mod engine;

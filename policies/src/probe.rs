@@ -1,5 +1,6 @@
 //! A read-only view of a container probe with Kubernetes' defaults applied.
 
+use crate::apiserver::{self, FieldProblem, IntType, Port, PortKind, PortProblem};
 use crate::fields::pick;
 use crate::text::shown;
 use serde_json::Value;
@@ -37,21 +38,24 @@ impl ProbeKind {
     }
 }
 
-/// A probe's port: `port: 8080` or `port: http`. YAML `"8080"` is a name, as the apiserver sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A probe's port: `port: 8080` or `port: http`, or a port the apiserver refuses. YAML `"8080"`
+/// is a name, as the apiserver sees it, and not a valid one (a name needs a letter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortRef<'a> {
+    /// 1–65535.
     Number(i64),
+    /// A valid port name, resolved among the container's declared ports.
     Name(&'a str),
-    /// No port given (or not a number or string).
-    Missing,
+    /// What the apiserver refuses: absent, out of range, not a number or name, a bad name.
+    Invalid(PortProblem<'a>),
 }
 
 impl<'a> PortRef<'a> {
-    fn from_value(value: Option<&'a Value>) -> Self {
-        match value {
-            Some(Value::Number(n)) => n.as_i64().map_or(PortRef::Missing, PortRef::Number),
-            Some(Value::String(s)) => PortRef::Name(s),
-            _ => PortRef::Missing,
+    fn from_value(value: Option<&'a Value>, kind: PortKind) -> Self {
+        match apiserver::port(value, kind) {
+            Ok(Port::Number(n)) => PortRef::Number(n),
+            Ok(Port::Name(name)) => PortRef::Name(name),
+            Err(problem) => PortRef::Invalid(problem),
         }
     }
 }
@@ -61,7 +65,12 @@ impl std::fmt::Display for PortRef<'_> {
         match self {
             PortRef::Number(n) => write!(f, "{n}"),
             PortRef::Name(s) => write!(f, "{s:?}"),
-            PortRef::Missing => f.write_str("(none)"),
+            PortRef::Invalid(PortProblem::Missing) => f.write_str("(none)"),
+            PortRef::Invalid(PortProblem::BadName(s) | PortProblem::NameNotAllowed(s)) => {
+                write!(f, "{s:?}")
+            }
+            PortRef::Invalid(PortProblem::OutOfRange(n)) => write!(f, "{n}"),
+            PortRef::Invalid(PortProblem::Undecodable(v, _)) => write!(f, "{v}"),
         }
     }
 }
@@ -137,21 +146,44 @@ impl<'a> Handler<'a> {
     }
 }
 
-/// A probe timing field: what the manifest says, with Kubernetes' default when it says nothing.
+/// A probe timing field as the apiserver stores it: what the manifest says, Kubernetes' default
+/// when it says nothing (or, for the fields `SetDefaults_Probe` defaults, says 0), or why the
+/// apiserver refuses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
+    /// Absent or null.
     Default(i64),
+    /// Written as 0, which the apiserver replaces with this default.
+    Zero(i64),
     Set(i64),
-    /// Present but not an integer (a string, a float, ...): the apiserver would reject it.
-    Invalid,
+    /// Negative or not decodable: the apiserver refuses the pod.
+    Invalid(FieldProblem),
 }
 
 impl Field {
     /// The effective value (for invalid fields, the default, so arithmetic stays meaningful).
     pub fn get(self, default: i64) -> i64 {
         match self {
-            Field::Default(v) | Field::Set(v) => v,
-            Field::Invalid => default,
+            Field::Default(v) | Field::Zero(v) | Field::Set(v) => v,
+            Field::Invalid(_) => default,
+        }
+    }
+
+    pub fn is_invalid(self) -> bool {
+        matches!(self, Field::Invalid(_))
+    }
+
+    /// A timing field (int32, not negative) from its value; `zero_default` for the fields whose
+    /// 0 the apiserver replaces with the default (all but initialDelaySeconds, whose default is 0).
+    fn from_value(found: Option<&Value>, default: i64, zero_default: bool) -> Self {
+        match found {
+            None | Some(Value::Null) => Field::Default(default),
+            Some(v) => match apiserver::integer(v, IntType::Int32) {
+                Ok(0) if zero_default => Field::Zero(default),
+                Ok(n) if n < 0 => Field::Invalid(FieldProblem::Negative(n)),
+                Ok(n) => Field::Set(n),
+                Err(why) => Field::Invalid(FieldProblem::Undecodable(why)),
+            },
         }
     }
 }
@@ -171,7 +203,8 @@ pub struct Probe<'a> {
     pub failure_threshold: Field,
 }
 
-/// Kubernetes' probe defaults.
+/// Kubernetes' probe defaults (`SetDefaults_Probe` in kubernetes/kubernetes
+/// `pkg/apis/core/v1/defaults.go`; initialDelaySeconds is simply 0 when unset).
 pub const DEFAULT_INITIAL_DELAY: i64 = 0;
 pub const DEFAULT_PERIOD: i64 = 10;
 pub const DEFAULT_TIMEOUT: i64 = 1;
@@ -204,20 +237,16 @@ impl<'a> Probe<'a> {
                 "exec",
             ],
         );
-        let field = |found: Option<&Value>, default: i64| match found {
-            None | Some(Value::Null) => Field::Default(default),
-            Some(v) => v.as_i64().map_or(Field::Invalid, Field::Set),
-        };
         Probe {
             kind,
             pointer,
             value,
             handler: handler_of([http_get, tcp_socket, grpc, exec]),
-            initial_delay_seconds: field(initial_delay, DEFAULT_INITIAL_DELAY),
-            period_seconds: field(period, DEFAULT_PERIOD),
-            timeout_seconds: field(timeout, DEFAULT_TIMEOUT),
-            success_threshold: field(success, DEFAULT_SUCCESS_THRESHOLD),
-            failure_threshold: field(failure, DEFAULT_FAILURE_THRESHOLD),
+            initial_delay_seconds: Field::from_value(initial_delay, DEFAULT_INITIAL_DELAY, false),
+            period_seconds: Field::from_value(period, DEFAULT_PERIOD, true),
+            timeout_seconds: Field::from_value(timeout, DEFAULT_TIMEOUT, true),
+            success_threshold: Field::from_value(success, DEFAULT_SUCCESS_THRESHOLD, true),
+            failure_threshold: Field::from_value(failure, DEFAULT_FAILURE_THRESHOLD, true),
         }
     }
 
@@ -233,11 +262,29 @@ impl<'a> Probe<'a> {
     pub fn failure_threshold(&self) -> i64 {
         self.failure_threshold.get(DEFAULT_FAILURE_THRESHOLD)
     }
+    pub fn success_threshold(&self) -> i64 {
+        self.success_threshold.get(DEFAULT_SUCCESS_THRESHOLD)
+    }
+
+    /// Whether every timing field is one the apiserver accepts. Rules that judge a probe's
+    /// timing skip a probe that fails this: `probe-threshold-invalid` reports it, and arithmetic
+    /// with a default in place of what the manifest says would contradict the manifest.
+    pub fn timings_valid(&self) -> bool {
+        ![
+            self.initial_delay_seconds,
+            self.period_seconds,
+            self.timeout_seconds,
+            self.success_threshold,
+            self.failure_threshold,
+        ]
+        .iter()
+        .any(|f| f.is_invalid())
+    }
 
     /// How long the kubelet lets this probe fail from container start before acting:
     /// `initialDelaySeconds + failureThreshold × periodSeconds`.
     pub fn budget_seconds(&self) -> i64 {
-        // Saturating: the fields are int32 in Kubernetes, but a manifest can hold any integer.
+        // Valid fields are int32s, whose product fits an i64; saturating keeps that obvious.
         let per_failures = self
             .failure_threshold()
             .max(0)
@@ -286,17 +333,17 @@ fn handler_of<'a>(handlers: [Option<&'a Value>; 4]) -> Handler<'a> {
             let [path, port, host] = pick(h, ["path", "port", "host"]);
             Handler::HttpGet {
                 path: path.and_then(Value::as_str).unwrap_or("/"),
-                port: PortRef::from_value(port),
+                port: PortRef::from_value(port, PortKind::NumberOrName),
                 host: host.and_then(Value::as_str),
             }
         }
         1 => Handler::TcpSocket {
-            port: PortRef::from_value(h.get("port")),
+            port: PortRef::from_value(crate::fields::get(h, "port"), PortKind::NumberOrName),
         },
         2 => {
             let [port, service] = pick(h, ["port", "service"]);
             Handler::Grpc {
-                port: PortRef::from_value(port),
+                port: PortRef::from_value(port, PortKind::Number),
                 service: service.and_then(Value::as_str),
             }
         }
@@ -336,20 +383,54 @@ mod tests {
     }
 
     #[test]
-    fn quoted_port_is_a_name_and_string_thresholds_are_invalid() {
+    fn quoted_port_is_an_invalid_name_and_string_thresholds_are_invalid() {
         let v = json!({"tcpSocket": {"port": "8080"}, "failureThreshold": "30", "initialDelaySeconds": 5});
         let p = Probe::from_value(ProbeKind::Readiness, "/p".into(), &v);
         assert_eq!(
             p.handler,
             Handler::TcpSocket {
-                port: PortRef::Name("8080")
+                port: PortRef::Invalid(PortProblem::BadName("8080"))
             }
         );
-        assert_eq!(p.failure_threshold, Field::Invalid);
+        assert!(p.failure_threshold.is_invalid());
+        assert!(!p.timings_valid());
         assert_eq!(
             p.budget_arithmetic().to_string(),
             "35 s (5 s delay + 3 × 10 s)"
         );
+    }
+
+    #[test]
+    fn zero_fields_are_the_apiserver_defaults_and_zero_delay_is_just_zero() {
+        let v = json!({"httpGet": {"path": "/h", "port": 8000}, "initialDelaySeconds": 0,
+            "periodSeconds": 0, "timeoutSeconds": 0, "successThreshold": 0, "failureThreshold": 0});
+        let p = Probe::from_value(ProbeKind::Startup, "/p".into(), &v);
+        assert_eq!(p.initial_delay_seconds, Field::Set(0));
+        assert_eq!(p.period_seconds, Field::Zero(DEFAULT_PERIOD));
+        assert_eq!(p.timeout_seconds, Field::Zero(DEFAULT_TIMEOUT));
+        assert_eq!(p.success_threshold, Field::Zero(DEFAULT_SUCCESS_THRESHOLD));
+        assert_eq!(p.failure_threshold, Field::Zero(DEFAULT_FAILURE_THRESHOLD));
+        assert!(p.timings_valid());
+        assert_eq!((p.period(), p.timeout(), p.success_threshold()), (10, 1, 1));
+        assert_eq!(p.budget_arithmetic().to_string(), "30 s (3 × 10 s)");
+    }
+
+    #[test]
+    fn negative_and_out_of_int32_fields_are_invalid_and_budgets_use_defaults() {
+        use crate::apiserver::{IntType, Undecodable};
+        let v = json!({"exec": {"command": ["true"]}, "periodSeconds": -5,
+            "failureThreshold": 2147483648u64, "initialDelaySeconds": 1e300, "timeoutSeconds": 2.0});
+        let p = Probe::from_value(ProbeKind::Liveness, "/p".into(), &v);
+        assert_eq!(p.period_seconds, Field::Invalid(FieldProblem::Negative(-5)));
+        assert_eq!(
+            p.failure_threshold,
+            Field::Invalid(FieldProblem::Undecodable(Undecodable::OutOfRange(
+                IntType::Int32
+            )))
+        );
+        assert!(p.initial_delay_seconds.is_invalid());
+        assert_eq!(p.timeout_seconds, Field::Set(2), "kubectl sends 2.0 as 2");
+        assert_eq!(p.budget_seconds(), 30);
     }
 
     #[test]

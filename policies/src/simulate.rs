@@ -15,7 +15,10 @@
 //! - A killed container is restarted after CrashLoopBackOff: 10 s, doubling, capped at 300 s;
 //!   the back-off resets once a container has run for 10 minutes.
 
-use crate::probe::{Handler, Probe, ProbeKind};
+use crate::probe::{
+    DEFAULT_FAILURE_THRESHOLD, DEFAULT_INITIAL_DELAY, DEFAULT_PERIOD, DEFAULT_SUCCESS_THRESHOLD,
+    DEFAULT_TIMEOUT, Field, Handler, Probe, ProbeKind,
+};
 use serde::Serialize;
 
 /// CrashLoopBackOff's first delay, cap, and the run time after which it resets.
@@ -23,7 +26,9 @@ pub const BACKOFF_INITIAL_SECONDS: f64 = 10.0;
 pub const BACKOFF_MAX_SECONDS: f64 = 300.0;
 pub const BACKOFF_RESET_SECONDS: f64 = 600.0;
 
-/// Probe timings in seconds, with Kubernetes' defaults applied.
+/// Probe timings in seconds, with Kubernetes' defaults applied: an absent field, and a 0 that
+/// `SetDefaults_Probe` replaces, both run as the default (a field the apiserver rejects too: the
+/// pod would not exist, so the simulation shows the probe as it would run once corrected).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeTiming {
     pub initial_delay: f64,
@@ -37,11 +42,12 @@ pub struct ProbeTiming {
 impl ProbeTiming {
     pub fn from_probe(probe: &Probe<'_>) -> Self {
         ProbeTiming {
+            // Valid fields are int32s ≥ 0 (≥ 1 after defaulting, but for the delay); the clamps only
+            // spell that out for the casts.
             initial_delay: probe.initial_delay().max(0) as f64,
-            // A non-positive period is invalid (another rule says so); 1 s keeps time moving.
             period: probe.period().max(1) as f64,
-            success_threshold: probe.success_threshold.get(1).max(1) as u32,
-            failure_threshold: probe.failure_threshold().max(1) as u32,
+            success_threshold: probe.success_threshold().clamp(1, i64::from(u32::MAX)) as u32,
+            failure_threshold: probe.failure_threshold().clamp(1, i64::from(u32::MAX)) as u32,
             tcp: matches!(probe.handler, Handler::TcpSocket { .. }),
         }
     }
@@ -344,6 +350,51 @@ pub fn scenario_for(
     }
 }
 
+/// What a simulation of `container` assumes that its manifest does not spell out, for the
+/// timeline to say: a probe field written as 0 runs as the apiserver's default
+/// (`SetDefaults_Probe`), and a field the apiserver rejects is simulated with the default.
+pub fn assumptions(container: &crate::workload::Container<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for probe in container.probes() {
+        let fields = [
+            (
+                "initialDelaySeconds",
+                probe.initial_delay_seconds,
+                DEFAULT_INITIAL_DELAY,
+            ),
+            ("periodSeconds", probe.period_seconds, DEFAULT_PERIOD),
+            ("timeoutSeconds", probe.timeout_seconds, DEFAULT_TIMEOUT),
+            (
+                "successThreshold",
+                probe.success_threshold,
+                DEFAULT_SUCCESS_THRESHOLD,
+            ),
+            (
+                "failureThreshold",
+                probe.failure_threshold,
+                DEFAULT_FAILURE_THRESHOLD,
+            ),
+        ];
+        for (name, field, default) in fields {
+            match field {
+                Field::Zero(d) => out.push(format!(
+                    "{}.{name}: 0 runs as {d}, the apiserver's default",
+                    probe.kind.field()
+                )),
+                Field::Invalid(_) => out.push(format!(
+                    "{}.{name}: {} is rejected by the apiserver (probe-threshold-invalid); \
+                     simulated as the default, {default}",
+                    probe.kind.field(),
+                    crate::fields::get(probe.value, name)
+                        .map_or_else(String::new, ToString::to_string)
+                )),
+                Field::Default(_) | Field::Set(_) => {}
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,5 +522,59 @@ mod tests {
         let out = simulate(&scenario(None, Some(r), None, 0.0));
         // Ticks at 0, 10, 20 are skipped; 30 and 40 succeed.
         assert_eq!(out.first_ready_seconds, Some(40.0));
+    }
+
+    #[test]
+    fn zero_fields_simulate_exactly_as_the_apiserver_defaults() {
+        use crate::probe::Probe;
+        use serde_json::json;
+        let handler = json!({"path": "/health", "port": 8000});
+        let zeros = json!({"httpGet": handler, "periodSeconds": 0, "timeoutSeconds": 0,
+            "successThreshold": 0, "failureThreshold": 0, "initialDelaySeconds": 0});
+        let defaults = json!({"httpGet": handler, "periodSeconds": 10, "timeoutSeconds": 1,
+            "successThreshold": 1, "failureThreshold": 3});
+        let absent = json!({"httpGet": handler});
+        let timing = |kind, v| ProbeTiming::from_probe(&Probe::from_value(kind, "/p".into(), v));
+        for kind in ProbeKind::ALL {
+            assert_eq!(timing(kind, &zeros), timing(kind, &defaults), "{kind:?}");
+            assert_eq!(timing(kind, &absent), timing(kind, &defaults), "{kind:?}");
+        }
+        let run = |v| {
+            simulate(&scenario(
+                Some(timing(ProbeKind::Startup, v)),
+                Some(timing(ProbeKind::Readiness, v)),
+                Some(timing(ProbeKind::Liveness, v)),
+                120.0,
+            ))
+        };
+        let with_zeros = run(&zeros);
+        assert_eq!(with_zeros, run(&defaults));
+        // 3 × 10 s of startup budget against a 120 s load: the default restart loop.
+        assert!(with_zeros.restarts > 0);
+        assert!(
+            with_zeros
+                .transitions
+                .iter()
+                .any(|t| t.event == "killed: startup probe failed 3 times")
+        );
+    }
+
+    #[test]
+    fn assumptions_say_which_numbers_are_defaults_the_manifest_did_not_write() {
+        use serde_json::json;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "m",
+            "startupProbe": {"httpGet": {"path": "/h", "port": 1}, "periodSeconds": 0,
+                "failureThreshold": -1, "timeoutSeconds": 5},
+            "readinessProbe": {"httpGet": {"path": "/h", "port": 1}}}]}});
+        let policy = crate::Policy::default();
+        let w = crate::workload::Workload::analyse(0, &pod, &policy);
+        assert_eq!(
+            assumptions(&w.pod_specs[0].containers[0]),
+            [
+                "startupProbe.periodSeconds: 0 runs as 10, the apiserver's default",
+                "startupProbe.failureThreshold: -1 is rejected by the apiserver \
+                 (probe-threshold-invalid); simulated as the default, 3",
+            ]
+        );
     }
 }

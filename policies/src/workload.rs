@@ -20,6 +20,8 @@ struct Layout {
     /// Pointers to pod specs; `*` expands to every item of an array (or value of a map).
     pod_specs: &'static [&'static str],
     batch: bool,
+    /// A core PodSpec, which the apiserver itself decodes and validates (not a custom resource's).
+    core: bool,
 }
 
 /// The built-in workload kinds. `group` is matched against the apiVersion's group when the kind
@@ -27,12 +29,32 @@ struct Layout {
 fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let template = &["/spec/template/spec"][..];
-    let layout = |pod_specs, batch| Some(Layout { pod_specs, batch });
+    let layout = |pod_specs, batch| {
+        Some(Layout {
+            pod_specs,
+            batch,
+            core: false,
+        })
+    };
+    let core = |pod_specs, batch| {
+        Some(Layout {
+            pod_specs,
+            batch,
+            core: true,
+        })
+    };
     match kind {
-        "Pod" if group.is_empty() => layout(&["/spec"], false),
+        "Pod" if group.is_empty() => core(&["/spec"], false),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+            if matches!(group, "apps" | "extensions") =>
+        {
+            core(template, false)
+        }
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => layout(template, false),
-        "ReplicationController" if group.is_empty() => layout(template, false),
+        "ReplicationController" if group.is_empty() => core(template, false),
+        "Job" if group == "batch" => core(template, true),
         "Job" => layout(template, true),
+        "CronJob" if group == "batch" => core(&["/spec/jobTemplate/spec/template/spec"], true),
         "CronJob" => layout(&["/spec/jobTemplate/spec/template/spec"], true),
         "LeaderWorkerSet" => layout(
             &[
@@ -156,7 +178,11 @@ impl<'a> ContainerPort<'a> {
         let [name, number, protocol] = pick(port, ["name", "containerPort", "protocol"]);
         ContainerPort {
             name: name.and_then(Value::as_str),
-            number: number.and_then(Value::as_i64),
+            // Only a port the apiserver accepts: `pod-spec-invalid` reports the others.
+            number: match crate::apiserver::port(number, crate::apiserver::PortKind::Number) {
+                Ok(crate::apiserver::Port::Number(n)) => Some(n),
+                _ => None,
+            },
             protocol: protocol.and_then(Value::as_str).unwrap_or("TCP"),
         }
     }
@@ -230,6 +256,10 @@ pub struct PodSpec<'a> {
     pub template_annotations: Option<&'a serde_json::Map<String, Value>>,
     /// Serves traffic (false for Jobs, CronJobs, JobSets, run-to-completion Pods).
     pub serving: bool,
+    /// A core PodSpec (Pod, Deployment, ..., CronJob), which the apiserver decodes and validates
+    /// itself; false in a custom resource, whose schema may be partial (KServe, LLMInferenceService
+    /// merge theirs over defaults).
+    pub core: bool,
     pub containers: Vec<Container<'a>>,
     /// Expected worst-case model load, in seconds.
     pub load_seconds: f64,
@@ -258,6 +288,9 @@ pub struct Workload<'a> {
     pub annotations: Option<&'a serde_json::Map<String, Value>>,
     /// Empty for objects without pod specs (Services, HPAs, PDBs...).
     pub pod_specs: Vec<PodSpec<'a>>,
+    /// Values where a pod spec belongs that are not maps (`spec: []`, `template: {spec: null}`),
+    /// with their pointers and whether they are core PodSpecs: no pod can be made from them.
+    pub malformed_pod_specs: Vec<(String, &'a Value, bool)>,
 }
 
 impl<'a> Workload<'a> {
@@ -267,7 +300,8 @@ impl<'a> Workload<'a> {
             .and_then(|m| fields::get(m, "annotations"))
             .and_then(Value::as_object);
         let mut pod_specs = Vec::new();
-        let mut add_pattern = |pattern: &str, batch: bool| {
+        let mut malformed_pod_specs = Vec::new();
+        let mut add_pattern = |pattern: &str, batch: bool, core: bool| {
             for (ptr, value) in expand(object, pattern) {
                 if value.is_object() {
                     pod_specs.push(analyse_pod_spec(
@@ -276,16 +310,18 @@ impl<'a> Workload<'a> {
                         annotations,
                         ptr,
                         value,
-                        batch,
+                        (batch, core),
                         policy,
                     ));
+                } else {
+                    malformed_pod_specs.push((ptr, value, core));
                 }
             }
         };
         match builtin_layout(&object_ref.api_version, &object_ref.kind) {
             Some(layout) => {
                 for pattern in layout.pod_specs {
-                    add_pattern(pattern, layout.batch);
+                    add_pattern(pattern, layout.batch, layout.core);
                 }
             }
             // A kind the policy declares: the first matching declaration says batch or not;
@@ -298,7 +334,7 @@ impl<'a> Workload<'a> {
                     .peekable();
                 if let Some(batch) = matching.peek().map(|w| w.batch) {
                     for pattern in matching.flat_map(|w| &w.pod_specs) {
-                        add_pattern(pattern, batch);
+                        add_pattern(pattern, batch, false);
                     }
                 }
             }
@@ -309,6 +345,7 @@ impl<'a> Workload<'a> {
             object_ref,
             annotations,
             pod_specs,
+            malformed_pod_specs,
         }
     }
 }
@@ -365,7 +402,7 @@ fn analyse_pod_spec<'a>(
     object_annotations: Option<&'a serde_json::Map<String, Value>>,
     pointer: String,
     spec: &'a Value,
-    batch_kind: bool,
+    (batch_kind, core): (bool, bool),
     policy: &Policy,
 ) -> PodSpec<'a> {
     let [
@@ -464,6 +501,7 @@ fn analyse_pod_spec<'a>(
         value: spec,
         template_annotations,
         serving: !batch,
+        core,
         containers,
         load_seconds,
         load_source,

@@ -95,7 +95,13 @@ impl Rule for LivenessRestartLoop {
             if cx.container.probe(ProbeKind::Startup).is_some() {
                 continue;
             }
-            let Some(liveness) = cx.container.probe(ProbeKind::Liveness) else {
+            // A liveness probe with a rejected timing is probe-threshold-invalid's to report: its
+            // budget with defaults in place would contradict the manifest.
+            let Some(liveness) = cx
+                .container
+                .probe(ProbeKind::Liveness)
+                .filter(|p| p.timings_valid())
+            else {
                 continue;
             };
             let load = cx.pod.load_seconds;

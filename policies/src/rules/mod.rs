@@ -17,6 +17,7 @@ mod hpa_cpu_metric_on_gpu_workload;
 mod known_server_endpoint;
 mod liveness_checks_readiness;
 mod liveness_restart_loop;
+mod pod_spec_invalid;
 mod probe_port_undeclared;
 mod probe_threshold_invalid;
 mod readiness_port_open;
@@ -69,6 +70,7 @@ static REGISTRY: &[&dyn Rule] = &[
     &liveness_checks_readiness::LivenessChecksReadiness,
     &probe_port_undeclared::ProbePortUndeclared,
     &probe_threshold_invalid::ProbeThresholdInvalid,
+    &pod_spec_invalid::PodSpecInvalid,
     &exec_probe_heavy::ExecProbeHeavy,
     &known_server_endpoint::KnownServerEndpoint,
     &readiness_timeout_too_short::ReadinessTimeoutTooShort,
@@ -125,6 +127,19 @@ impl<'f> Report<'f> {
         help: String,
     ) -> &mut Finding {
         self.push(workload, None, pointer, message, help)
+    }
+
+    /// A finding about a container the engine does not analyse (a plain init container), known
+    /// by its name, so that per-container exemptions apply to it.
+    pub fn named_container(
+        &mut self,
+        workload: &Workload<'_>,
+        container: Option<String>,
+        pointer: String,
+        message: String,
+        help: String,
+    ) -> &mut Finding {
+        self.push(workload, container, pointer, message, help)
     }
 
     /// A cross-object finding about an object known by its facts.
@@ -257,7 +272,7 @@ mod tests {
                 "{id} is not kebab-case"
             );
         }
-        assert_eq!(seen.len(), 15);
+        assert_eq!(seen.len(), 16);
     }
 
     #[test]

@@ -14,7 +14,7 @@ static META: RuleMeta = RuleMeta {
     summary: "A probe targets a port the container does not declare",
     rationale: "A probe on a named port that the container does not declare can never succeed: the \
 kubelet cannot resolve the name, the probe fails, and a startup or liveness probe then restarts the \
-container forever (quoting a number makes it a name: port: \"8080\" is a named port). A probe on a UDP \
+container forever. A probe on a UDP \
 port can never be reached by an HTTP, TCP or gRPC check. A numeric port that matches no declared TCP \
 containerPort usually means the server moved (a --port flag changed) and the probe did not: a warning, \
 since declaring ports is optional.",
@@ -117,7 +117,6 @@ impl Rule for ProbePortUndeclared {
                         let found = ports.iter().find(|p| p.name == Some(*name));
                         match found {
                             None => {
-                                let quoted_number = name.parse::<u16>().is_ok();
                                 report.container(
                                     &cx,
                                     pointer(),
@@ -128,11 +127,7 @@ impl Rule for ProbePortUndeclared {
                                         probe.kind.noun(),
                                         declared(ports)
                                     ),
-                                    if quoted_number {
-                                        format!("write the port as a number (port: {name}), not a quoted string")
-                                    } else {
-                                        format!("declare a containerPort named {name:?}, or use a declared name or number")
-                                    },
+                                    format!("declare a containerPort named {name:?}, or use a declared name or number"),
                                 );
                             }
                             Some(p) if !p.protocol.eq_ignore_ascii_case("TCP") => {
@@ -174,7 +169,8 @@ impl Rule for ProbePortUndeclared {
                                 .severity = Severity::Warning;
                         }
                     }
-                    PortRef::Missing => {}
+                    // A port the apiserver refuses is pod-spec-invalid's, not "undeclared".
+                    PortRef::Invalid(_) => {}
                 }
             }
         }
@@ -234,11 +230,20 @@ mod tests {
     }
 
     #[test]
-    fn quoted_number_is_a_name_and_help_says_so() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      ports: [{containerPort: 8080}]\n      readinessProbe: {httpGet: {path: /h, port: \"8080\"}}\n";
+    fn undeclared_name_is_an_error_and_an_invalid_port_is_left_to_pod_spec_invalid() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      ports: [{containerPort: 8080, name: web}]\n      readinessProbe: {httpGet: {path: /h, port: api}}\n      livenessProbe: {httpGet: {path: /h, port: \"8080\"}}\n";
         let f: Vec<_> = lint(pod).into_iter().filter(|f| f.rule == ID).collect();
+        assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].severity, Severity::Error);
-        assert!(f[0].help.contains("port: 8080"), "{}", f[0].help);
+        assert_eq!(
+            f[0].pointer,
+            "/spec/containers/0/readinessProbe/httpGet/port"
+        );
+        assert!(
+            f[0].message.contains("declared: web=8080/TCP"),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]

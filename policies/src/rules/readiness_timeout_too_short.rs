@@ -96,13 +96,17 @@ impl Rule for ReadinessTimeoutTooShort {
                     .container
                     .server
                     .is_some_and(|s| s.ready_runs_generation && s.is_ready_path(path));
-            if !generates || readiness.timeout() > 1 {
+            if !generates || readiness.timeout() > 1 || readiness.timeout_seconds.is_invalid() {
                 continue;
             }
             let (pointer, shown) = match readiness.timeout_seconds {
                 Field::Set(v) => (
                     format!("{}/timeoutSeconds", readiness.pointer),
                     format!("timeoutSeconds: {v}"),
+                ),
+                Field::Zero(v) => (
+                    format!("{}/timeoutSeconds", readiness.pointer),
+                    format!("timeoutSeconds: 0 (which the apiserver turns into its default, {v})"),
                 ),
                 _ => (
                     readiness.pointer.clone(),
@@ -141,5 +145,20 @@ mod tests {
             fired(pod, ID)[0].1,
             "/spec/containers/0/readinessProbe/timeoutSeconds"
         );
+        // 0 is the default of 1 (SetDefaults_Probe), and says so; a rejected value is
+        // probe-threshold-invalid's alone.
+        let zero = pod.replace("timeoutSeconds: 1", "timeoutSeconds: 0");
+        let f = crate::rules::testing::findings_of(&zero, ID);
+        assert_eq!(
+            f[0].pointer,
+            "/spec/containers/0/readinessProbe/timeoutSeconds"
+        );
+        assert!(
+            f[0].message
+                .contains("timeoutSeconds: 0 (which the apiserver turns into its default, 1)"),
+            "{}",
+            f[0].message
+        );
+        assert!(fired(&pod.replace("timeoutSeconds: 1", "timeoutSeconds: -1"), ID).is_empty());
     }
 }

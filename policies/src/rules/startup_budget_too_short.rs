@@ -89,11 +89,17 @@ impl Rule for StartupBudgetTooShort {
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let margin = analysis.policy.startup_margin;
         for cx in analysis.accelerated_containers() {
-            let Some(probe) = cx.container.probe(ProbeKind::Startup) else {
+            // A startupProbe with a rejected timing is probe-threshold-invalid's to report: its
+            // budget with defaults in place would contradict the manifest.
+            let Some(probe) = cx
+                .container
+                .probe(ProbeKind::Startup)
+                .filter(|p| p.timings_valid())
+            else {
                 continue;
             };
             let needed = required_startup_seconds(cx.pod.load_seconds, margin);
-            if probe.budget_seconds() >= needed || probe.period() <= 0 {
+            if probe.budget_seconds() >= needed {
                 continue;
             }
             let remaining = needed - probe.initial_delay().max(0);
@@ -147,6 +153,27 @@ mod tests {
             f.message.contains("30 s (3 × 10 s) < 375 s"),
             "{}",
             f.message
+        );
+    }
+
+    #[test]
+    fn zero_fields_count_as_the_apiserver_defaults_and_the_fix_keeps_period_ten() {
+        // periodSeconds: 0 and failureThreshold: 0 run as 10 and 3 (SetDefaults_Probe): the
+        // same 30 s budget as no fields at all, not a budget of 0.
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {probelint.io/model-load-seconds: '100'}}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n        periodSeconds: 0\n        failureThreshold: 0\n";
+        let f = &findings_of(pod, ID)[0];
+        assert!(
+            f.message.contains("30 s (3 × 10 s) < 125 s"),
+            "{}",
+            f.message
+        );
+        // 125 s at the defaulted 10 s period: failureThreshold 13, replacing the 0.
+        assert!(f.help.contains("failureThreshold to 13"), "{}", f.help);
+        let fix = f.fix.as_ref().expect("a fix");
+        let ops = serde_json::to_value(&fix.patch).unwrap();
+        assert_eq!(
+            ops,
+            serde_json::json!([{"op": "replace", "path": "/spec/containers/0/startupProbe/failureThreshold", "value": 13}])
         );
     }
 
