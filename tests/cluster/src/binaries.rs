@@ -1,0 +1,180 @@
+//! The control plane's binaries: built with `go build` from the modules pinned in
+//! `tests/cluster/go/`, once per machine and version, into `<target>/k8s/<versions>/`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The Go module that pins `k8s.io/kubernetes` and its staging modules.
+pub const KUBE_MODULE: &str = "go/kube";
+/// The Go module that pins etcd.
+pub const ETCD_MODULE: &str = "go/etcd";
+
+/// Paths of the built binaries.
+pub struct Binaries {
+    pub apiserver: PathBuf,
+    pub controller_manager: PathBuf,
+    pub etcd: PathBuf,
+    /// `v1.34.4`, from `go/kube/go.mod`.
+    pub kube_version: String,
+}
+
+impl Binaries {
+    /// The binaries for the pinned versions, built first when this machine has not built them.
+    pub fn ensure() -> Result<Binaries, String> {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let kube_version = required_version(&source.join(KUBE_MODULE), "k8s.io/kubernetes")?;
+        let etcd_version =
+            required_version(&source.join(ETCD_MODULE), "go.etcd.io/etcd/server/v3")?;
+        let cache = target_dir().join("k8s");
+        let dir = cache.join(format!("kube-{kube_version}-etcd-{etcd_version}"));
+        let binaries = Binaries {
+            apiserver: dir.join("kube-apiserver"),
+            controller_manager: dir.join("kube-controller-manager"),
+            etcd: dir.join("etcd"),
+            kube_version: kube_version.clone(),
+        };
+        if binaries.all_present() {
+            return Ok(binaries);
+        }
+        std::fs::create_dir_all(&cache)
+            .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+        // Several test binaries may start at once: one builds, the others wait for it.
+        let lock_path = cache.join(".build.lock");
+        let lock = File::create(&lock_path)
+            .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+        lock.lock()
+            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+        if binaries.all_present() {
+            return Ok(binaries);
+        }
+        super::require_tool("go", &["version"])?;
+        let started = Instant::now();
+        eprintln!(
+            "probelint-cluster: building kube-apiserver and kube-controller-manager {kube_version} \
+             and etcd {etcd_version} with Go (once per machine; a few minutes cold)…"
+        );
+        let staging = cache.join(format!(".building-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging)
+            .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
+        // A directory output (trailing `/`) names each binary after its package.
+        go_build(
+            &source.join(KUBE_MODULE),
+            &format!("{}/", staging.display()),
+            &[
+                "k8s.io/kubernetes/cmd/kube-apiserver",
+                "k8s.io/kubernetes/cmd/kube-controller-manager",
+            ],
+        )?;
+        go_build(
+            &source.join(ETCD_MODULE),
+            &staging.join("etcd").display().to_string(),
+            &["go.etcd.io/etcd/server/v3"],
+        )?;
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(&staging, &dir).map_err(|e| {
+            format!(
+                "cannot move {} to {}: {e}",
+                staging.display(),
+                dir.display()
+            )
+        })?;
+        eprintln!(
+            "probelint-cluster: built in {:.0?} (cold build), cached in {}",
+            started.elapsed(),
+            dir.display()
+        );
+        Ok(binaries)
+    }
+
+    fn all_present(&self) -> bool {
+        [&self.apiserver, &self.controller_manager, &self.etcd]
+            .iter()
+            .all(|p| p.is_file())
+    }
+}
+
+/// `go build -o out packages` in `module`. The modules come from the Go module proxy, checked
+/// against the committed go.sum (`-mod=readonly`); the module cache is left writable
+/// (`-modcacherw`) so that it can be cleaned like any cache.
+fn go_build(module: &Path, out: &str, packages: &[&str]) -> Result<(), String> {
+    let output = Command::new("go")
+        .current_dir(module)
+        .env("GOFLAGS", "-mod=readonly -modcacherw -buildvcs=false")
+        .env("CGO_ENABLED", "0")
+        .args(["build", "-trimpath", "-ldflags=-s -w", "-o", out])
+        .args(packages)
+        .output()
+        .map_err(|e| format!("cannot run go: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`go build {}` in {} failed ({}):\n{}",
+            packages.join(" "),
+            module.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// The version `module`'s go.mod requires of `path` (`require path vX.Y.Z`).
+fn required_version(module: &Path, path: &str) -> Result<String, String> {
+    let go_mod = module.join("go.mod");
+    let text = std::fs::read_to_string(&go_mod)
+        .map_err(|e| format!("cannot read {}: {e}", go_mod.display()))?;
+    text.lines()
+        .map(|line| line.trim().trim_start_matches("require").trim())
+        .find_map(|line| {
+            let (name, version) = line.split_once(' ')?;
+            (name == path).then(|| version.split_whitespace().next().unwrap_or("").to_owned())
+        })
+        .filter(|v| v.starts_with('v'))
+        .ok_or_else(|| format!("{} requires no version of {path}", go_mod.display()))
+}
+
+/// The cargo target directory the tests were built in: `CARGO_TARGET_DIR` when set, else the
+/// ancestor of the running test binary (`<target>/debug/deps/<test>`).
+pub fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .find(|p| p.file_name().is_some_and(|n| n == "deps"))
+                .and_then(|deps| deps.parent()?.parent().map(Path::to_path_buf))
+        })
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_versions_are_read_from_go_mod() {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let kube = required_version(&source.join(KUBE_MODULE), "k8s.io/kubernetes").unwrap();
+        assert!(kube.starts_with("v1."), "{kube}");
+        let etcd =
+            required_version(&source.join(ETCD_MODULE), "go.etcd.io/etcd/server/v3").unwrap();
+        assert!(etcd.starts_with("v3."), "{etcd}");
+        // Every staging module is pinned to the matching v0 version, or `go build` would mix
+        // Kubernetes versions.
+        let go_mod = std::fs::read_to_string(source.join(KUBE_MODULE).join("go.mod")).unwrap();
+        let staging = format!("v0.{}", kube.trim_start_matches("v1."));
+        let replaces: Vec<&str> = go_mod.lines().filter(|l| l.contains(" => ")).collect();
+        assert!(replaces.len() >= 30, "{replaces:?}");
+        for line in replaces {
+            assert!(
+                line.trim_end().ends_with(&staging),
+                "{line} is not {staging}"
+            );
+        }
+    }
+}
