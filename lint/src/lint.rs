@@ -347,13 +347,17 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
         findings.extend(evaluation.findings.into_iter().map(|f| place(object, f)));
         if let Some((patch, applied)) = planned {
             patches.push((object.document, object.prefix.clone(), patch.0));
+            // A set, not a scan of `applied` per finding: an object with thousands of fixable
+            // containers has thousands of each.
+            let applied: std::collections::HashSet<(&str, Option<&str>)> = applied
+                .iter()
+                .map(|a| (a.rule.as_str(), a.container.as_deref()))
+                .collect();
             fixed_findings.extend(
                 findings[start..]
                     .iter()
                     .filter(|l| {
-                        applied
-                            .iter()
-                            .any(|a| a.rule == l.finding.rule && a.container == l.finding.container)
+                        applied.contains(&(l.finding.rule.as_str(), l.finding.container.as_deref()))
                     })
                     .cloned(),
             );
