@@ -322,6 +322,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
             input: Input::File(PathBuf::from(&name)),
             name,
             bytes: Err(why),
+            stamp: None,
         })
     }));
 
@@ -343,6 +344,8 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         lint::lint_sources(sources, &policy, &limits)
     };
 
+    // A report that cannot be written does not stop the others.
+    let mut unwritten = false;
     for (format, path) in &destinations {
         let color = match args.color {
             ColorChoice::Always => true,
@@ -366,10 +369,20 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
                     .and_then(|()| out.flush())
                     .map_err(|e| format!("cannot write output: {e}"))?;
             }
-            Some(path) => probelint::atomic::write_with(path, |out| {
-                output::render(*format, &report, &options, out)
-            })
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+            Some(path) => {
+                let written = probelint::atomic::write_with(path, |out| {
+                    output::render(*format, &report, &options, out)
+                });
+                if let Err(e) = written {
+                    unwritten = true;
+                    let _ = writeln!(
+                        anstream::stderr(),
+                        "probelint: error: cannot write the {} report to {}: {e}",
+                        format!("{format:?}").to_lowercase(),
+                        inputs::display_path(path)
+                    );
+                }
+            }
         }
     }
 
@@ -378,7 +391,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         .findings
         .iter()
         .any(|f| !f.finding.is_suppressed() && f.finding.severity >= threshold);
-    Ok(if !report.errors.is_empty() {
+    Ok(if !report.errors.is_empty() || unwritten {
         EXIT_ERROR
     } else if failing {
         EXIT_FINDINGS
