@@ -303,7 +303,8 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
                 .to_owned(),
         );
     }
-    let policy = probelint::config::load_or_discover(args.config.as_deref())?;
+    let policy_path = probelint::config::path(args.config.as_deref());
+    let policy = probelint::config::load(policy_path.as_deref())?;
     let excludes = inputs::exclude_set(&args.exclude)?;
     let limits = Limits::default();
 
@@ -315,6 +316,15 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         paths = rest;
     }
     let discovery = inputs::discover(&paths, &excludes);
+    // Before anything is read or written: no report may land on a file this run reads.
+    let writes = probelint::overlap::Writes {
+        outputs: destinations
+            .iter()
+            .filter_map(|(_, o)| o.as_deref())
+            .collect(),
+        stdout: args.dry_run || destinations.iter().any(|(_, o)| o.is_none()),
+    };
+    probelint::overlap::check(&writes, &discovery.inputs, policy_path.as_deref())?;
     // Read by the workers that parse them.
     sources.extend(discovery.inputs.into_iter().map(Pending::from));
     sources.extend(discovery.errors.into_iter().map(|(name, why)| {
