@@ -97,7 +97,7 @@ pub fn check(writes: &Writes<'_>, inputs: &[Input], policy: Option<&Path>) -> Re
         .chain(policy)
         .filter_map(|path| {
             let meta = std::fs::metadata(path).ok()?;
-            Some((key(path, &meta), display_path(path)))
+            Some((key(path, &meta), shown(path)))
         })
         .collect();
     for (what, target) in &targets {
@@ -117,6 +117,15 @@ pub fn check(writes: &Writes<'_>, inputs: &[Input], policy: Option<&Path>) -> Re
         }
     }
     Ok(())
+}
+
+/// A path as the user would write it: relative to the current directory when under it (the
+/// discovered policy file is found by an absolute path).
+fn shown(path: &Path) -> String {
+    let relative = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf));
+    display_path(relative.as_deref().unwrap_or(path))
 }
 
 /// Standard output's metadata when it is a regular file (a shell redirection); a terminal, a
