@@ -40,7 +40,7 @@ pub fn apply_plans(
     let mut failures = Vec::new();
     let mut fixed_count = 0;
     // The same file reached by two names (a symlink and its target): written once.
-    let mut written: Vec<(FileId, String)> = Vec::new();
+    let mut written: HashMap<FileId, String> = HashMap::new();
     for plan in plans {
         let not_fixed = |why: String| crate::report::InputError {
             file: plan.name.clone(),
@@ -67,11 +67,8 @@ pub fn apply_plans(
                 .write_all(text.as_bytes())
                 .map_err(|e| format!("cannot write the diff: {e}"))?;
         } else if let Some(path) = &plan.path {
-            let id = plan.stamp.map(|s| s.id);
-            if let Some((_, first)) = written
-                .iter()
-                .find(|(w, _)| id.is_some_and(|id| id.same(w)))
-            {
+            let id = plan.stamp.map(|s| s.id).filter(FileId::is_known);
+            if let Some(first) = id.and_then(|id| written.get(&id)) {
                 failures.push(not_fixed(format!(
                     "it is the same file as {first}, which was fixed"
                 )));
@@ -86,7 +83,7 @@ pub fn apply_plans(
                 continue;
             }
             if let Some(id) = id {
-                written.push((id, plan.name.clone()));
+                written.insert(id, plan.name.clone());
             }
         }
         for f in &plan.fixed_findings {
