@@ -104,18 +104,37 @@ pub fn merge_fixes(
     (json_patch::Patch(ops), applied)
 }
 
-/// The engine's `patch` plus the operations that record the `applied` fixes in the
-/// `probelint.io/mutated` annotation. Fails when `patch` does not apply to `object` (which it
-/// consumes: the object is patched in place to see where the annotation goes).
+/// What the mutating webhook sends for one object: [`mutation_patch`]'s answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationPatch {
+    /// RFC 6902 operations against the original object; empty when nothing changes.
+    pub patch: Patch,
+    /// The object's probelint annotations copied into its pod templates
+    /// ([`crate::reach::propagation`]), so that its Pods carry them.
+    pub propagated: Vec<String>,
+}
+
+/// The engine's `patch`, plus the operations that record the `applied` fixes in the
+/// `probelint.io/mutated` annotation and copy the object's probelint annotations into its pod
+/// templates. Fails when `patch` does not apply to `object` (which it consumes: the object is
+/// patched in place to see where the annotations go).
 pub fn mutation_patch(
     mut object: Value,
     patch: Patch,
     applied: &[AppliedFix],
-) -> Result<Patch, json_patch::PatchError> {
+    policy: &Policy,
+) -> Result<MutationPatch, json_patch::PatchError> {
     json_patch::patch(&mut object, &patch)?;
     let mut ops = patch.0;
+    // Both against the patched object: one writes the object's metadata, the other the metadata
+    // of its templates, so neither moves what the other addresses.
+    let propagation = crate::reach::propagation(&object, policy);
     ops.extend(annotation_ops(&object, applied));
-    Ok(Patch(ops))
+    ops.extend(propagation.ops);
+    Ok(MutationPatch {
+        patch: Patch(ops),
+        propagated: propagation.keys,
+    })
 }
 
 /// Operations that set `probelint.io/mutated` to the comma-separated `rule:container` pairs of
@@ -541,9 +560,16 @@ mod tests {
             applied: vec![applied("gpu-startup-probe-missing", Some("vllm"))],
             findings: Vec::new(),
         };
-        let patch = mutation_patch(object.clone(), mutation.patch.clone(), &mutation.applied)
-            .expect("applies");
+        let policy = Policy::default();
+        let MutationPatch { patch, propagated } = mutation_patch(
+            object.clone(),
+            mutation.patch.clone(),
+            &mutation.applied,
+            &policy,
+        )
+        .expect("applies");
         assert_eq!(patch.0.len(), 2);
+        assert!(propagated.is_empty());
         let mut doc = object.clone();
         json_patch::patch(&mut doc, &patch).expect("applies");
         assert_eq!(
@@ -562,6 +588,30 @@ mod tests {
             .expect("patch"),
             ..mutation
         };
-        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied).is_err());
+        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied, &policy).is_err());
+    }
+
+    #[test]
+    fn mutation_patch_copies_the_objects_exemption_into_the_template() {
+        let object = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "annotations": {"probelint.io/ignore": "all"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "vllm"}]}}}
+        });
+        let policy = Policy::default();
+        let out = mutation_patch(object.clone(), Patch(Vec::new()), &[], &policy).expect("applies");
+        assert_eq!(out.propagated, ["probelint.io/ignore"]);
+        let mut doc = object;
+        json_patch::patch(&mut doc, &out.patch).expect("applies");
+        assert_eq!(
+            doc["spec"]["template"]["metadata"]["annotations"]["probelint.io/ignore"],
+            "all"
+        );
+        assert!(
+            doc["metadata"]["annotations"]
+                .get(MUTATED_ANNOTATION)
+                .is_none()
+        );
     }
 }

@@ -12,7 +12,7 @@
 
 use base64::Engine as _;
 use json_patch::Patch;
-use probelint_policies::fix::{self, AppliedFix, Mutation, mutation_patch};
+use probelint_policies::fix::{self, AppliedFix, Mutation, MutationPatch, mutation_patch};
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, Suppression};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -392,8 +392,8 @@ fn mutate(outcome: &mut Outcome, object: Value, policy: &Policy) {
     let response = &mut outcome.review.response;
     response.audit_annotations = audit_annotations(&findings);
     if !patch.0.is_empty() {
-        match mutation_patch(object, patch, &applied) {
-            Ok(patch) => {
+        match mutation_patch(object, patch, &applied, policy) {
+            Ok(MutationPatch { patch, .. }) => {
                 response.set_patch(&patch);
                 response.warnings = fix_warnings(&applied);
                 outcome.decision = Decision::Patched;
