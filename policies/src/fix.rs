@@ -158,6 +158,7 @@ pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOpera
         .unwrap_or_default();
     // A set beside the list: an object with thousands of containers has thousands of entries.
     let mut seen: std::collections::HashSet<String> = entries.iter().cloned().collect();
+    let recorded = entries.len();
     for fix in applied {
         let entry = match &fix.container {
             Some(container) => format!("{}:{container}", fix.rule),
@@ -167,7 +168,9 @@ pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOpera
             entries.push(entry);
         }
     }
-    if entries.is_empty() {
+    // Nothing new to record: rewriting the annotation with the value it has would make a patch
+    // of an object that needs none.
+    if entries.len() == recorded {
         return Vec::new();
     }
     let value = Value::String(entries.join(","));
@@ -547,6 +550,10 @@ mod tests {
             );
         }
         assert!(annotation_ops(&json!({}), &[]).is_empty());
+        let recorded =
+            json!({"metadata": {"annotations": {"probelint.io/mutated": "some-object-rule"}}});
+        assert!(annotation_ops(&recorded, &[]).is_empty());
+        assert!(annotation_ops(&recorded, &[applied("some-object-rule", None)]).is_empty());
     }
 
     #[test]
