@@ -369,7 +369,16 @@ pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) 
 
 fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
     let (mut probe, timeout, source) = startup_handler(cx)?;
-    let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin);
+    // Never shorten the kill deadline the container has: until now liveness was the first to
+    // kill it, at its budget, and that may be longer than the load time the engine knows of (a
+    // Deployment that predates the webhook, sized by hand with initialDelaySeconds, whose Pods
+    // the mutating webhook fixes on a scale-up).
+    let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin)
+        .max(
+            cx.container
+                .probe(ProbeKind::Liveness)
+                .map_or(0, Probe::budget_seconds),
+        );
     // Rounded up without an addition that overflows for an absurd load time; failureThreshold
     // is an int32, so a budget it cannot express gets no fix (the finding stays).
     let threshold = (needed.max(1) - 1) / STARTUP_PERIOD_SECONDS + 1;
