@@ -350,7 +350,7 @@ enum Scope {
     Evaluate { controller: Option<String> },
 }
 
-/// Decides what a request gets; see the README's "What is checked". In short:
+/// Decides what a request gets (webhook/README.md, "What is judged, and what is left alone"):
 ///
 /// - DELETE, CONNECT and subresources (`scale`, `status`, `eviction`...) carry no pod template:
 ///   allowed. An HPA scales through `scale`.
