@@ -77,6 +77,10 @@ timeout 600 "$BIN/bench-run" lint \
     --runs "$RUNS" --small "$SMALL" --small-runs "$SMALL_RUNS" \
     --out "$RESULTS/lint.json"
 
+step "linter: --fix and human output on one file of 500 / 1,000 / 2,000 / 8,000 fixable containers"
+timeout 300 "$BIN/bench-run" fix --probelint "$BIN/probelint" \
+    --containers 500,1000,2000,8000 --runs 3 --out "$RESULTS/fix.json"
+
 step "probelint findings on 1,000 files (JSON)"
 rc=0
 "$BIN/probelint" "$CORPUS/n1000" --format json --output "$WORK/probelint-1000.json" || rc=$?
@@ -162,6 +166,11 @@ NOTES=$WORK/notes.md
   rayon-parallel YAML parsing (\`probelint::yaml::parse_stream_partial\`), nothing else.
   $RUNS interleaved runs each after a warm-up, median wall time; peak RSS from \`wait4\`.
   µs/file is (lint time − \`probelint --version\` time) / files.
+- **Fixes and findings per file**: one Pod with N GPU containers whose readiness probe only
+  opens a port (\`probelint_bench::corpus::fixable_pod\`; 2 findings and 2 fixes each, all in
+  one document), N = 500, 1,000, 2,000, 8,000: \`probelint --fix --format json FILE\` on a
+  fresh copy and \`probelint FILE\` (human output), 3 interleaved rounds, medians, minus
+  \`probelint --version\`, per container and per finding.
 - **Single file**: \`probelint FILE\` for one $(wc -c <"$SMALL") B GPU Deployment against
   \`probelint --version\`, $SMALL_RUNS interleaved runs each, medians.
 - **Checkov** $CHECKOV_VERSION in a venv: \`checkov -d DIR --framework kubernetes --check

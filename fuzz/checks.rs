@@ -179,6 +179,7 @@ fn source(bytes: Vec<u8>) -> Source {
         name: "fuzz.yaml".to_owned(),
         input: Input::File(PathBuf::from("fuzz.yaml")),
         bytes: Ok(bytes),
+        stamp: None,
     }
 }
 

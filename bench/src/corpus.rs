@@ -682,6 +682,25 @@ spec:
 "#;
 }
 
+/// One Pod with `containers` GPU containers (vLLM) that have only a port-open readiness probe:
+/// each gets a startupProbe and an HTTP readiness probe from `--fix`, so the file has
+/// 2 × `containers` findings and as many fixes, all in one document. For the benchmark of
+/// `--fix` and of the human output as the fixes and findings per file grow.
+pub fn fixable_pod(containers: usize) -> String {
+    let mut text = String::from(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: many-gpus\nspec:\n  containers:\n",
+    );
+    for i in 0..containers {
+        let _ = write!(
+            text,
+            "    - name: vllm-{i}\n      image: vllm/vllm-openai:v0.6.3\n      resources:\n        \
+             limits:\n          nvidia.com/gpu: 1\n      readinessProbe:\n        tcpSocket:\n          \
+             port: 8000\n"
+        );
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,11 +32,16 @@ pub fn load(path: Option<&Path>) -> Result<Policy, String> {
     Policy::with_user_yaml(&text).map_err(|e| format!("{shown}: invalid policy: {e}"))
 }
 
-/// `--config FILE` when given, else the nearest `.probelint.yaml` above the current directory.
-pub fn load_or_discover(explicit: Option<&Path>) -> Result<Policy, String> {
-    let path = match explicit {
+/// The policy file in use: `--config FILE` when given, else the nearest `.probelint.yaml` above
+/// the current directory.
+pub fn path(explicit: Option<&Path>) -> Option<PathBuf> {
+    match explicit {
         Some(path) => Some(path.to_path_buf()),
         None => std::env::current_dir().ok().and_then(|d| discover(&d)),
-    };
-    load(path.as_deref())
+    }
+}
+
+/// `--config FILE` when given, else the nearest `.probelint.yaml` above the current directory.
+pub fn load_or_discover(explicit: Option<&Path>) -> Result<Policy, String> {
+    load(path(explicit).as_deref())
 }

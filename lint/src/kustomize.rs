@@ -54,6 +54,7 @@ pub fn render_all(paths: &[String]) -> Result<(Vec<Source>, Vec<String>), String
             name,
             input: Input::Stdin,
             bytes: render(&dir),
+            stamp: None,
         });
     }
     if sources.is_empty() {

@@ -9,6 +9,7 @@ pub mod kustomize;
 pub mod lint;
 pub mod mutate;
 pub mod output;
+pub mod overlap;
 pub mod report;
 pub mod simulate;
 pub mod textfix;

@@ -2,6 +2,7 @@
 //! findings placed in it, in parallel; the few facts the cross-object rules need (so that an HPA
 //! in one file sees the Deployment in another) are kept and judged once every file is done.
 
+use crate::atomic::FileStamp;
 use crate::inputs::{Input, describe_io, is_helm_template};
 use crate::report::{InputError, LocatedFinding, Report, Skipped};
 use crate::yaml::{self, Limits, Locations};
@@ -16,34 +17,44 @@ pub struct Source {
     pub name: String,
     pub input: Input,
     pub bytes: Result<Vec<u8>, String>,
+    /// What the file was when `bytes` were read (a file read from disk), so that `--fix` can
+    /// tell whether it changed before replacing it.
+    pub stamp: Option<FileStamp>,
 }
 
 /// Reads an input, refusing files over the size limit before reading them.
 pub fn read_input(input: &Input, limits: &Limits) -> Source {
     let name = input.display_name();
-    let bytes = match input {
-        Input::Stdin => match read_capped(std::io::stdin().lock(), limits.max_file_bytes, 0) {
-            Ok(Some(bytes)) => Ok(bytes),
-            Ok(None) => Err(format!(
-                "standard input is longer than the {}-byte limit",
-                limits.max_file_bytes
-            )),
-            Err(e) => Err(format!("cannot read standard input: {}", describe_io(&e))),
+    let (bytes, stamp) = match input {
+        Input::Stdin => (
+            match read_capped(std::io::stdin().lock(), limits.max_file_bytes, 0) {
+                Ok(Some(bytes)) => Ok(bytes),
+                Ok(None) => Err(format!(
+                    "standard input is longer than the {}-byte limit",
+                    limits.max_file_bytes
+                )),
+                Err(e) => Err(format!("cannot read standard input: {}", describe_io(&e))),
+            },
+            None,
+        ),
+        Input::File(path) => match read_file(path, limits.max_file_bytes) {
+            Ok((bytes, stamp)) => (Ok(bytes), Some(stamp)),
+            Err(e) => (Err(e), None),
         },
-        Input::File(path) => read_file(path, limits.max_file_bytes),
     };
     Source {
         name,
         input: input.clone(),
         bytes,
+        stamp,
     }
 }
 
 /// Reads a regular file of at most `max` bytes. Anything else is refused before it is opened:
 /// opening a named pipe without a writer would block the whole run forever, and a device may
 /// never end. A file over the limit is refused by its size, without reading it; the `take` still
-/// bounds a file that grows while it is read.
-fn read_file(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
+/// bounds a file that grows while it is read. The stamp is the open file's, taken after reading.
+fn read_file(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, FileStamp), String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read file: {}", describe_io(&e)))?;
     if !meta.is_file() {
@@ -58,10 +69,14 @@ fn read_file(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
             meta.len()
         ));
     }
-    match std::fs::File::open(path).and_then(|f| read_capped(f, max, meta.len() as usize)) {
-        Ok(Some(bytes)) => Ok(bytes),
+    let read = std::fs::File::open(path).and_then(|mut f| {
+        let bytes = read_capped(&mut f, max, meta.len() as usize)?;
+        Ok((bytes, FileStamp::of(&f.metadata()?)))
+    });
+    match read {
+        Ok((Some(bytes), stamp)) => Ok((bytes, stamp)),
         // It grew while it was read.
-        Ok(None) => Err(format!("the file is more than the {max}-byte limit")),
+        Ok((None, _)) => Err(format!("the file is more than the {max}-byte limit")),
         Err(e) => Err(format!("cannot read file: {}", describe_io(&e))),
     }
 }
@@ -154,6 +169,7 @@ struct FoundObject {
 struct ParsedFile {
     name: String,
     input: Input,
+    stamp: Option<FileStamp>,
     text: Option<Arc<str>>,
     locations: Vec<Locations>,
     objects: Vec<FoundObject>,
@@ -168,6 +184,7 @@ fn parse_source(source: Source, limits: &Limits) -> ParsedFile {
     let mut file = ParsedFile {
         name: source.name,
         input: source.input.clone(),
+        stamp: source.stamp,
         text: None,
         locations: Vec::new(),
         objects: Vec::new(),
@@ -347,13 +364,17 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
         findings.extend(evaluation.findings.into_iter().map(|f| place(object, f)));
         if let Some((patch, applied)) = planned {
             patches.push((object.document, object.prefix.clone(), patch.0));
+            // A set, not a scan of `applied` per finding: an object with thousands of fixable
+            // containers has thousands of each.
+            let applied: std::collections::HashSet<(&str, Option<&str>)> = applied
+                .iter()
+                .map(|a| (a.rule.as_str(), a.container.as_deref()))
+                .collect();
             fixed_findings.extend(
                 findings[start..]
                     .iter()
                     .filter(|l| {
-                        applied
-                            .iter()
-                            .any(|a| a.rule == l.finding.rule && a.container == l.finding.container)
+                        applied.contains(&(l.finding.rule.as_str(), l.finding.container.as_deref()))
                     })
                     .cloned(),
             );
@@ -376,6 +397,7 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
                     Input::Stdin => None,
                 },
                 original: text.clone(),
+                stamp: file.stamp,
                 fixed: crate::textfix::apply(text, &object_patches, limits)
                     .map_err(|e| e.to_string()),
                 fixed_findings,
@@ -477,6 +499,8 @@ pub struct FileFix {
     pub name: String,
     pub path: Option<std::path::PathBuf>,
     pub original: Arc<str>,
+    /// What the file was when `original` was read.
+    pub stamp: Option<FileStamp>,
     /// The fixed text, or why the file could not be fixed (it is then left untouched).
     pub fixed: Result<String, String>,
     /// The findings the new text fixes, located in the original file.
@@ -502,6 +526,7 @@ mod tests {
             name: name.to_owned(),
             input: Input::File(name.into()),
             bytes: Ok(text.as_bytes().to_vec()),
+            stamp: None,
         }
     }
 

@@ -303,7 +303,8 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
                 .to_owned(),
         );
     }
-    let policy = probelint::config::load_or_discover(args.config.as_deref())?;
+    let policy_path = probelint::config::path(args.config.as_deref());
+    let policy = probelint::config::load(policy_path.as_deref())?;
     let excludes = inputs::exclude_set(&args.exclude)?;
     let limits = Limits::default();
 
@@ -315,6 +316,15 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         paths = rest;
     }
     let discovery = inputs::discover(&paths, &excludes);
+    // Before anything is read or written: no report may land on a file this run reads.
+    let writes = probelint::overlap::Writes {
+        outputs: destinations
+            .iter()
+            .filter_map(|(_, o)| o.as_deref())
+            .collect(),
+        stdout: args.dry_run || destinations.iter().any(|(_, o)| o.is_none()),
+    };
+    probelint::overlap::check(&writes, &discovery.inputs, policy_path.as_deref())?;
     // Read by the workers that parse them.
     sources.extend(discovery.inputs.into_iter().map(Pending::from));
     sources.extend(discovery.errors.into_iter().map(|(name, why)| {
@@ -322,6 +332,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
             input: Input::File(PathBuf::from(&name)),
             name,
             bytes: Err(why),
+            stamp: None,
         })
     }));
 
@@ -343,6 +354,8 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         lint::lint_sources(sources, &policy, &limits)
     };
 
+    // A report that cannot be written does not stop the others.
+    let mut unwritten = false;
     for (format, path) in &destinations {
         let color = match args.color {
             ColorChoice::Always => true,
@@ -366,10 +379,20 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
                     .and_then(|()| out.flush())
                     .map_err(|e| format!("cannot write output: {e}"))?;
             }
-            Some(path) => probelint::atomic::write_with(path, |out| {
-                output::render(*format, &report, &options, out)
-            })
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+            Some(path) => {
+                let written = probelint::atomic::write_with(path, |out| {
+                    output::render(*format, &report, &options, out)
+                });
+                if let Err(e) = written {
+                    unwritten = true;
+                    let _ = writeln!(
+                        anstream::stderr(),
+                        "probelint: error: cannot write the {} report to {}: {e}",
+                        format!("{format:?}").to_lowercase(),
+                        inputs::display_path(path)
+                    );
+                }
+            }
         }
     }
 
@@ -378,7 +401,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         .findings
         .iter()
         .any(|f| !f.finding.is_suppressed() && f.finding.severity >= threshold);
-    Ok(if !report.errors.is_empty() {
+    Ok(if !report.errors.is_empty() || unwritten {
         EXIT_ERROR
     } else if failing {
         EXIT_FINDINGS

@@ -37,8 +37,9 @@ pub fn run(file: &str, patch_only: bool, config: Option<&Path>) -> Result<u8, St
     for object in objects(documents) {
         let mutation = mutate(&object, &policy);
         // Exactly the patch the webhook's /mutate returns.
-        let ops = mutation_patch(object.clone(), mutation.patch, &mutation.applied)
+        let ops = mutation_patch(object.clone(), mutation.patch, &mutation.applied, &policy)
             .map_err(|e| format!("internal error: a fix does not apply: {e}"))?
+            .patch
             .0;
         if patch_only {
             patches.push(json!({

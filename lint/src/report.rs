@@ -2,7 +2,7 @@
 //! Every output format renders this one structure.
 
 use probelint_policies::{Finding, Severity};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// A finding placed in a file.
@@ -73,10 +73,19 @@ impl Report {
         s
     }
 
-    /// The source line (without its newline) at a 1-based line number, if the file is known.
-    pub fn source_line(&self, file: &str, line: usize) -> Option<&str> {
-        let text = self.sources.get(file)?;
-        text.lines().nth(line.checked_sub(1)?)
+    /// The lines of every file that has an active finding, each file indexed once, so that a
+    /// file with thousands of findings is not scanned from its first line for each of them.
+    pub fn source_lines(&self) -> SourceLines<'_> {
+        let mut files: HashMap<&str, LineIndex<'_>> = HashMap::new();
+        for f in self.findings.iter().filter(|f| !f.finding.is_suppressed()) {
+            if files.contains_key(f.file.as_str()) {
+                continue;
+            }
+            if let Some((name, text)) = self.sources.get_key_value(&f.file) {
+                files.insert(name.as_str(), LineIndex::new(text));
+            }
+        }
+        SourceLines { files }
     }
 
     /// Puts findings and errors in the deterministic order every format prints.
@@ -100,5 +109,71 @@ impl Report {
         self.errors
             .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
         self.skipped.sort_by(|a, b| a.file.cmp(&b.file));
+    }
+}
+
+/// Where each line of a text starts. Lines end at `\n`, `\r\n` or a lone `\r`, and the first
+/// starts after a byte order mark: the lines and columns the YAML layer reports.
+#[derive(Debug, Clone)]
+pub struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    /// Indexes `text` in one pass.
+    #[must_use]
+    pub fn new(text: &'a str) -> Self {
+        let bytes = text.as_bytes();
+        let mut starts = vec![if text.starts_with('\u{feff}') { 3 } else { 0 }];
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+                starts.push(i + 1);
+            }
+        }
+        LineIndex { text, starts }
+    }
+
+    /// The 1-based line `line`, without its line break.
+    #[must_use]
+    pub fn line(&self, line: usize) -> Option<&'a str> {
+        let start = *self.starts.get(line.checked_sub(1)?)?;
+        let end = self.starts.get(line).copied().unwrap_or(self.text.len());
+        let text = self.text.get(start..end)?;
+        Some(
+            text.strip_suffix("\r\n")
+                .or_else(|| text.strip_suffix(['\n', '\r']))
+                .unwrap_or(text),
+        )
+    }
+}
+
+/// The indexed lines of a report's files; see [`Report::source_lines`].
+pub struct SourceLines<'a> {
+    files: HashMap<&'a str, LineIndex<'a>>,
+}
+
+impl<'a> SourceLines<'a> {
+    /// The source line (without its line break) at a 1-based line number, if the file is known.
+    #[must_use]
+    pub fn line(&self, file: &str, line: usize) -> Option<&'a str> {
+        self.files.get(file)?.line(line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_end_where_the_yaml_layer_ends_them() {
+        let index = LineIndex::new("\u{feff}a: 1\r\nb: 2\rc: 3\nd: 4");
+        let lines: Vec<_> = (1..=5).map(|n| index.line(n)).collect();
+        assert_eq!(
+            lines,
+            [Some("a: 1"), Some("b: 2"), Some("c: 3"), Some("d: 4"), None]
+        );
+        assert_eq!(index.line(0), None);
+        assert_eq!(LineIndex::new("x\n").line(2), Some(""));
     }
 }

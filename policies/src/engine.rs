@@ -125,7 +125,7 @@ pub fn evaluate_cross(facts: &[ObjectFacts], policy: &Policy) -> Vec<Finding> {
         for finding in &mut findings[start..] {
             finding.severity = severity;
             let exemptions = by_index.get(&finding.object_index).map(|f| &f.exemptions);
-            finding.suppressed = suppression(policy, finding, [exemptions, None]);
+            finding.suppressed = suppression(policy, finding, [exemptions, None], &[]);
         }
     }
     sort(&mut findings);
@@ -159,8 +159,12 @@ fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -
     }
     run_custom_rules(&analysis, &mut findings);
     let workload = &analysis.workloads[0];
+    // A Pod's (or ReplicaSet's) policy exemptions include those of the workloads it belongs to:
+    // the Pods of an exempted Deployment are exempt too.
+    let owners = crate::reach::owners(object);
     for finding in &mut findings {
-        finding.suppressed = suppression(policy, finding, annotation_sets(workload, finding));
+        finding.suppressed =
+            suppression(policy, finding, annotation_sets(workload, finding), &owners);
     }
     sort(&mut findings);
     ObjectEvaluation {
@@ -263,14 +267,19 @@ fn may_hold_exemption(annotations: &serde_json::Map<String, Value>) -> bool {
 }
 
 /// Whether a finding is exempted, and by what. Policy exemptions are checked first: they hold
-/// even in strict mode.
+/// even in strict mode. A policy exemption matches the finding's object or one of its `owners`
+/// ([`crate::reach::owners`]).
 fn suppression(
     policy: &Policy,
     finding: &Finding,
     annotation_sets: [Option<&serde_json::Map<String, Value>>; 2],
+    owners: &[ObjectRef],
 ) -> Option<Suppression> {
+    let container = finding.container.as_deref();
     if let Some(exemption) = policy.exemptions.iter().find(|e| {
-        e.covers_rule(&finding.rule) && e.matches(&finding.object, finding.container.as_deref())
+        e.covers_rule(&finding.rule)
+            && (e.matches(&finding.object, container)
+                || owners.iter().any(|o| e.matches(o, container)))
     }) {
         return Some(Suppression {
             source: SuppressionSource::Policy,
@@ -412,6 +421,53 @@ spec:
             SuppressionSource::Policy
         );
         assert!(rules_of(&findings, false).contains(&"gpu-startup-probe-missing".to_owned()));
+    }
+
+    #[test]
+    fn a_policy_exemption_of_a_deployment_covers_the_pods_of_its_replicasets() {
+        let pod = |owner_controller: bool| {
+            format!(
+                r#"apiVersion: v1
+kind: Pod
+metadata:
+  generateName: llm-6b8f9d7c5-
+  namespace: serving
+  labels: {{app: llm, pod-template-hash: 6b8f9d7c5}}
+  ownerReferences:
+    - {{apiVersion: apps/v1, kind: ReplicaSet, name: llm-6b8f9d7c5, uid: u, controller: {owner_controller}}}
+spec:
+  containers:
+    - name: server
+      image: vllm/vllm-openai:v0.6.3
+      resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"#
+            )
+        };
+        let policy = Policy::with_user_yaml(
+            "exemptions:\n  - rules: [gpu-readiness-probe-missing]\n    kinds: [Deployment]\n    names: [llm]\n    reason: behind a queue\n",
+        )
+        .unwrap();
+        let findings = lint_with(&pod(true), &policy);
+        let readiness = findings
+            .iter()
+            .find(|f| f.rule == "gpu-readiness-probe-missing")
+            .expect("finding");
+        assert_eq!(
+            readiness.suppressed.as_ref().map(|s| s.reason.as_str()),
+            Some("behind a queue")
+        );
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.rule == "gpu-startup-probe-missing" && !f.is_suppressed()),
+            "only the exempted rule: {findings:#?}"
+        );
+        // Without a controller nothing is traced: the Pod is only itself.
+        assert!(
+            lint_with(&pod(false), &policy)
+                .iter()
+                .all(|f| !f.is_suppressed())
+        );
     }
 
     #[test]

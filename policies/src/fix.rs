@@ -104,18 +104,37 @@ pub fn merge_fixes(
     (json_patch::Patch(ops), applied)
 }
 
-/// The engine's `patch` plus the operations that record the `applied` fixes in the
-/// `probelint.io/mutated` annotation. Fails when `patch` does not apply to `object` (which it
-/// consumes: the object is patched in place to see where the annotation goes).
+/// What the mutating webhook sends for one object: [`mutation_patch`]'s answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationPatch {
+    /// RFC 6902 operations against the original object; empty when nothing changes.
+    pub patch: Patch,
+    /// The object's probelint annotations copied into its pod templates
+    /// ([`crate::reach::propagation`]), so that its Pods carry them.
+    pub propagated: Vec<String>,
+}
+
+/// The engine's `patch`, plus the operations that record the `applied` fixes in the
+/// `probelint.io/mutated` annotation and copy the object's probelint annotations into its pod
+/// templates. Fails when `patch` does not apply to `object` (which it consumes: the object is
+/// patched in place to see where the annotations go).
 pub fn mutation_patch(
     mut object: Value,
     patch: Patch,
     applied: &[AppliedFix],
-) -> Result<Patch, json_patch::PatchError> {
+    policy: &Policy,
+) -> Result<MutationPatch, json_patch::PatchError> {
     json_patch::patch(&mut object, &patch)?;
     let mut ops = patch.0;
+    // Both against the patched object: one writes the object's metadata, the other the metadata
+    // of its templates, so neither moves what the other addresses.
+    let propagation = crate::reach::propagation(&object, policy);
     ops.extend(annotation_ops(&object, applied));
-    Ok(Patch(ops))
+    ops.extend(propagation.ops);
+    Ok(MutationPatch {
+        patch: Patch(ops),
+        propagated: propagation.keys,
+    })
 }
 
 /// Operations that set `probelint.io/mutated` to the comma-separated `rule:container` pairs of
@@ -139,6 +158,7 @@ pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOpera
         .unwrap_or_default();
     // A set beside the list: an object with thousands of containers has thousands of entries.
     let mut seen: std::collections::HashSet<String> = entries.iter().cloned().collect();
+    let recorded = entries.len();
     for fix in applied {
         let entry = match &fix.container {
             Some(container) => format!("{}:{container}", fix.rule),
@@ -148,7 +168,9 @@ pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOpera
             entries.push(entry);
         }
     }
-    if entries.is_empty() {
+    // Nothing new to record: rewriting the annotation with the value it has would make a patch
+    // of an object that needs none.
+    if entries.len() == recorded {
         return Vec::new();
     }
     let value = Value::String(entries.join(","));
@@ -351,7 +373,16 @@ pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) 
 
 fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
     let (mut probe, timeout, source) = startup_handler(cx)?;
-    let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin);
+    // Never shorten the kill deadline the container has: until now liveness was the first to
+    // kill it, at its budget, and that may be longer than the load time the engine knows of (a
+    // Deployment that predates the webhook, sized by hand with initialDelaySeconds, whose Pods
+    // the mutating webhook fixes on a scale-up).
+    let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin)
+        .max(
+            cx.container
+                .probe(ProbeKind::Liveness)
+                .map_or(0, Probe::budget_seconds),
+        );
     // Rounded up without an addition that overflows for an absurd load time; failureThreshold
     // is an int32, so a budget it cannot express gets no fix (the finding stays).
     let threshold = (needed.max(1) - 1) / STARTUP_PERIOD_SECONDS + 1;
@@ -529,6 +560,10 @@ mod tests {
             );
         }
         assert!(annotation_ops(&json!({}), &[]).is_empty());
+        let recorded =
+            json!({"metadata": {"annotations": {"probelint.io/mutated": "some-object-rule"}}});
+        assert!(annotation_ops(&recorded, &[]).is_empty());
+        assert!(annotation_ops(&recorded, &[applied("some-object-rule", None)]).is_empty());
     }
 
     #[test]
@@ -542,9 +577,16 @@ mod tests {
             applied: vec![applied("gpu-startup-probe-missing", Some("vllm"))],
             findings: Vec::new(),
         };
-        let patch = mutation_patch(object.clone(), mutation.patch.clone(), &mutation.applied)
-            .expect("applies");
+        let policy = Policy::default();
+        let MutationPatch { patch, propagated } = mutation_patch(
+            object.clone(),
+            mutation.patch.clone(),
+            &mutation.applied,
+            &policy,
+        )
+        .expect("applies");
         assert_eq!(patch.0.len(), 2);
+        assert!(propagated.is_empty());
         let mut doc = object.clone();
         json_patch::patch(&mut doc, &patch).expect("applies");
         assert_eq!(
@@ -563,6 +605,30 @@ mod tests {
             .expect("patch"),
             ..mutation
         };
-        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied).is_err());
+        assert!(mutation_patch(object.clone(), broken.patch, &broken.applied, &policy).is_err());
+    }
+
+    #[test]
+    fn mutation_patch_copies_the_objects_exemption_into_the_template() {
+        let object = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "annotations": {"probelint.io/ignore": "all"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "vllm"}]}}}
+        });
+        let policy = Policy::default();
+        let out = mutation_patch(object.clone(), Patch(Vec::new()), &[], &policy).expect("applies");
+        assert_eq!(out.propagated, ["probelint.io/ignore"]);
+        let mut doc = object;
+        json_patch::patch(&mut doc, &out.patch).expect("applies");
+        assert_eq!(
+            doc["spec"]["template"]["metadata"]["annotations"]["probelint.io/ignore"],
+            "all"
+        );
+        assert!(
+            doc["metadata"]["annotations"]
+                .get(MUTATED_ANNOTATION)
+                .is_none()
+        );
     }
 }

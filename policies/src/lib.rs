@@ -15,6 +15,7 @@ mod glob;
 pub mod pointer;
 pub mod policy;
 pub mod probe;
+pub mod reach;
 pub mod rules;
 pub mod servers;
 pub mod simulate;

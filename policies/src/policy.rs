@@ -114,15 +114,20 @@ impl Exemption {
     }
 
     pub fn matches(&self, object: &crate::ObjectRef, container: Option<&str>) -> bool {
-        let any = |patterns: &[String], value: Option<&str>| {
-            patterns.is_empty()
-                || value.is_some_and(|v| patterns.iter().any(|p| glob::matches(p, v)))
-        };
-        any(&self.namespaces, object.namespace.as_deref())
-            && any(&self.names, object.name.as_deref())
-            && any(&self.kinds, Some(&object.kind))
-            && any(&self.containers, container)
+        self.matches_workload(object) && any_matches(&self.containers, container)
     }
+
+    /// Whether the namespace, name and kind selectors match `object` (the containers aside).
+    pub fn matches_workload(&self, object: &crate::ObjectRef) -> bool {
+        any_matches(&self.namespaces, object.namespace.as_deref())
+            && any_matches(&self.names, object.name.as_deref())
+            && any_matches(&self.kinds, Some(&object.kind))
+    }
+}
+
+/// An empty selector matches everything; otherwise one of its patterns must match the value.
+fn any_matches(patterns: &[String], value: Option<&str>) -> bool {
+    patterns.is_empty() || value.is_some_and(|v| patterns.iter().any(|p| glob::matches(p, v)))
 }
 
 /// Where pod specs live inside a custom resource the engine does not know.

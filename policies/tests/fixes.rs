@@ -411,3 +411,37 @@ proptest! {
         check_properties(&pod, &Policy::default(), "generated pod");
     }
 }
+
+/// The startupProbe a fix adds never kills sooner than the container's liveness would have: a
+/// Deployment that predates the webhook, sized by hand with a long `initialDelaySeconds` and no
+/// load-time annotation, gets the fix on its Pods at the next scale-up.
+#[test]
+fn an_added_startup_probe_keeps_at_least_the_deadline_liveness_gave() {
+    let object = |initial_delay: i64| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "slow"},
+            "spec": {"containers": [{
+                "name": "vllm",
+                "image": "vllm/vllm-openai:v0.6.3",
+                "ports": [{"name": "http", "containerPort": 8000}],
+                "resources": {"limits": {"nvidia.com/gpu": 1}},
+                "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}},
+                "livenessProbe": {"httpGet": {"path": "/health", "port": "http"}, "initialDelaySeconds": initial_delay}
+            }]}
+        })
+    };
+    let policy = Policy::default();
+    let budget = |fixed: &Value| {
+        let startup = &fixed["spec"]["containers"][0]["startupProbe"];
+        startup["failureThreshold"].as_i64().expect("threshold")
+            * startup["periodSeconds"].as_i64().expect("period")
+    };
+    // Liveness tolerated 930 s (900 s delay + 3 × 10 s); the policy's load time is 300 s.
+    let slow = object(900);
+    assert_eq!(budget(&apply(&slow, &mutate(&slow, &policy).patch)), 930);
+    // A short liveness does not shrink the budget the load time needs (300 s + 25 %).
+    let quick = object(0);
+    assert_eq!(budget(&apply(&quick, &mutate(&quick, &policy).patch)), 380);
+}

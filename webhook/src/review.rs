@@ -12,8 +12,11 @@
 
 use base64::Engine as _;
 use json_patch::Patch;
-use probelint_policies::fix::{self, AppliedFix, Mutation, mutation_patch};
-use probelint_policies::{Finding, ObjectRef, Policy, Severity, Suppression};
+use probelint_policies::fix::{
+    self, AppliedFix, MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch,
+};
+use probelint_policies::workload::Workload;
+use probelint_policies::{Finding, ObjectRef, Policy, Severity, Suppression, reach};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -270,8 +273,10 @@ pub fn admit(body: &[u8], mode: Mode, policy: &Policy) -> Result<Outcome, Review
 
 /// Answers one request. Takes it by value: the object is evaluated (and patched) in place.
 pub fn respond(mut request: Request<'_>, mode: Mode, policy: &Policy) -> Outcome {
-    let skip = skip_reason(&request);
-    let object = request.object.take();
+    let object = request.object.take().map(Value::Object);
+    let old_object = request.old_object.take().map(Value::Object);
+    let scope = scope(&request, object.as_ref(), old_object.as_ref(), mode, policy);
+    drop(old_object);
     let mut outcome = Outcome {
         review: ReviewOut::new(Response::allow(&request.uid)),
         decision: Decision::Allowed,
@@ -279,13 +284,18 @@ pub fn respond(mut request: Request<'_>, mode: Mode, policy: &Policy) -> Outcome
         summary: summarize(request),
         internal_error: None,
     };
-    if let Some(reason) = skip {
-        outcome.decision = Decision::Skipped(reason);
-        return outcome;
-    }
+    let (controller, annotations_only) = match scope {
+        Scope::Skip(reason) => return outcome.skipped(reason),
+        Scope::Unchanged {
+            annotations_changed: false,
+        } => return outcome.skipped(UNCHANGED.into()),
+        Scope::Unchanged {
+            annotations_changed: true,
+        } => (None, true),
+        Scope::Evaluate { controller } => (controller, false),
+    };
     let Some(mut object) = object else {
-        outcome.decision = Decision::Skipped("the request carries no object".into());
-        return outcome;
+        return outcome.skipped("the request carries no object".into());
     };
     // Policy exemptions and messages name the namespace. The apiserver copies it from the URL
     // into the object before admission, but a review from another client may only carry it in
@@ -301,69 +311,263 @@ pub fn respond(mut request: Request<'_>, mode: Mode, policy: &Policy) -> Outcome
     {
         metadata.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
     }
-    let object = Value::Object(object);
+    if annotations_only {
+        // The object's own probelint annotations changed, its pod specs did not: nothing to
+        // judge, but whoever changed them should learn whether its Pods will see them.
+        if mode != Mode::Mutate {
+            outcome.review.response.warnings = reach::unreached(&object, policy)
+                .iter()
+                .map(|w| shorten(w))
+                .collect();
+        }
+        if outcome.review.response.warnings.is_empty() {
+            return outcome.skipped(UNCHANGED.into());
+        }
+        outcome.decision = Decision::Warned;
+        return outcome;
+    }
     match mode {
-        Mode::Validate | Mode::Warn => validate(&mut outcome, &object, mode, policy),
+        Mode::Validate | Mode::Warn => validate(&mut outcome, &object, mode, controller, policy),
         Mode::Mutate => mutate(&mut outcome, object, policy),
     }
     outcome
 }
 
-/// Requests answered without looking at the object. Deleting or connecting to something cannot
-/// start a pod; subresources (`status`, `scale`, `eviction`...) do not carry a pod template; and
-/// an UPDATE that leaves everything but metadata and status alone does not change what runs, so
-/// an object admitted before the webhook existed can still be labelled or scaled.
-fn skip_reason(request: &Request<'_>) -> Option<String> {
+/// Why an UPDATE that changes no pod spec is not evaluated.
+const UNCHANGED: &str = "the UPDATE leaves every pod spec unchanged";
+
+/// What a review gets, decided from the request before any rule runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Scope {
+    /// Allowed at once, unevaluated, for this reason.
+    Skip(String),
+    /// An UPDATE that leaves every pod spec (and the probelint annotations of its templates)
+    /// as it was: what runs does not change, so it is neither judged nor mutated. Whether it
+    /// changes the object's own probelint annotations decides whether the validating webhook
+    /// says if those reach the Pods.
+    Unchanged { annotations_changed: bool },
+    /// Judged or mutated. `controller` names the controller of a Pod that one created.
+    Evaluate { controller: Option<String> },
+}
+
+/// Decides what a request gets (webhook/README.md, "What is judged, and what is left alone"):
+///
+/// - DELETE, CONNECT and subresources (`scale`, `status`, `eviction`...) carry no pod template:
+///   allowed. An HPA scales through `scale`.
+/// - An object with a controller (`ownerReferences[].controller: true`) other than a Pod: a
+///   ReplicaSet of a Deployment or Rollout, a CronJob's Job, a LeaderWorkerSet's StatefulSet, a
+///   KServe Deployment. Its controller recreates it whenever its template differs from the one
+///   the controller wants (the Deployment controller compares templates and makes a new
+///   ReplicaSet), so mutating it loops, and refusing it blocks the controller's scaling and
+///   rollouts with an error no person sees. What it was made from was judged when a person
+///   applied it, and its Pods are judged when they are created.
+/// - UPDATE of a Pod, a Job, a JobSet or a RayJob: their Pods come from the spec they were
+///   created with (a Pod's containers and probes, a Job's and a JobSet's templates are
+///   immutable; Kueue changes only where they are scheduled), which was judged at CREATE. A patch would be refused by the apiserver, and a denial would keep a
+///   queued workload from ever starting.
+/// - Any other UPDATE that leaves every pod spec unchanged (`replicas`, labels, a rollout
+///   restart's annotation, a KServe component's scaling bounds): what runs does not change, so
+///   a workload that predates the webhook can still be scaled, or stopped with `replicas: 0`,
+///   and a mutation cannot restart its Pods unasked.
+/// - Everything else is evaluated; a Pod a controller creates is judged but never refused
+///   (see [`validate`]).
+fn scope(
+    request: &Request<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    mode: Mode,
+    policy: &Policy,
+) -> Scope {
     match request.operation {
-        Operation::Delete => return Some("DELETE is not checked".into()),
-        Operation::Connect => return Some("CONNECT is not checked".into()),
+        Operation::Delete => return Scope::Skip("DELETE is not checked".into()),
+        Operation::Connect => return Scope::Skip("CONNECT is not checked".into()),
         Operation::Create | Operation::Update => {}
     }
     if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
-        return Some(format!("subresource {sub:?} is not checked"));
+        return Scope::Skip(format!("subresource {sub:?} is not checked"));
     }
-    if request.operation == Operation::Update
-        && let (Some(new), Some(old)) = (&request.object, &request.old_object)
-        && type_of(new) == type_of(old)
-        && same_except_metadata_and_status(new, old)
-    {
-        return Some("the UPDATE changes only metadata or status".into());
+    let Some(object) = object else {
+        return Scope::Skip("the request carries no object".into());
+    };
+    let kind = &request.kind;
+    let is_pod = kind.group.is_empty() && kind.kind == "Pod";
+    let controller = reach::controller_of(object);
+    if let Some(controller) = controller.filter(|_| !is_pod) {
+        return Scope::Skip(match mode {
+            Mode::Mutate => format!(
+                "managed by {controller}: changing its pod template would fight that controller; its Pods get the fixes"
+            ),
+            Mode::Validate | Mode::Warn => {
+                format!("managed by {controller}: judged as what it was made from, and by its Pods")
+            }
+        });
     }
-    None
+    if request.operation == Operation::Update {
+        if let Some(reason) = judged_at_create(kind) {
+            return Scope::Skip(reason);
+        }
+        if let Some(old) = old
+            && !pod_specs_changed(object, old, policy)
+        {
+            return Scope::Unchanged {
+                annotations_changed: probelint_annotations(object_annotations(object))
+                    != probelint_annotations(object_annotations(old)),
+            };
+        }
+    }
+    Scope::Evaluate {
+        controller: controller.map(|c| c.to_string()),
+    }
 }
 
-/// `apiVersion` and `kind`, when both are strings.
-fn type_of(object: &Map<String, Value>) -> Option<(&str, &str)> {
-    Some((
-        object.get("apiVersion")?.as_str()?,
-        object.get("kind")?.as_str()?,
-    ))
+/// Why an UPDATE of this kind is never evaluated: its Pods come from the spec it was created
+/// with (see [`scope`]).
+fn judged_at_create(kind: &GroupVersionKind<'_>) -> Option<String> {
+    match (kind.group.as_ref(), kind.kind.as_ref()) {
+        ("", "Pod") => Some(
+            "a Pod's containers and probes cannot change after it is created: it was judged at CREATE"
+                .into(),
+        ),
+        ("batch", "Job") | ("jobset.x-k8s.io", "JobSet") | ("ray.io", "RayJob") => Some(format!(
+            "a {}'s Pods come from the template it was created with: it was judged at CREATE",
+            kind.kind
+        )),
+        _ => None,
+    }
 }
 
-/// Whether two objects' bodies (everything but `apiVersion`, `kind` and `metadata`) are equal
-/// once `status` is ignored. Key order is irrelevant.
-fn same_except_metadata_and_status(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    let body = |k: &String| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status");
-    a.keys().filter(|k| body(k)).count() == b.keys().filter(|k| body(k)).count()
-        && a.iter()
-            .filter(|(k, _)| body(k))
-            .all(|(k, v)| b.get(k) == Some(v))
+/// Fields of a KServe component (a pod spec with more fields beside it) that do not go into
+/// its Pods: scaling, traffic split, the Pods' labels and annotations (beside a template's
+/// metadata, which is not compared either), and the worker spec, which is a pod spec of its own.
+/// (`ComponentExtensionSpec`, kserve `pkg/apis/serving/v1beta1/component.go`.)
+const COMPONENT_NON_POD_KEYS: &[&str] = &[
+    "minReplicas",
+    "maxReplicas",
+    "scaleTarget",
+    "scaleMetric",
+    "scaleMetricType",
+    "autoScaling",
+    "canaryTrafficPercent",
+    "labels",
+    "annotations",
+    "workerSpec",
+];
+
+/// Whether an UPDATE changes what the object's Pods are made of: a pod spec (at any of the
+/// places the engine finds them: both LeaderWorkerSet templates, every Ray worker group...), the
+/// set of pod specs, or the probelint annotations of a template (the engine reads them). A
+/// template's other metadata (a rollout restart's `restartedAt`, labels) and everything outside
+/// the pod specs (`replicas`, `paused`, strategies) is not compared.
+fn pod_specs_changed(new: &Value, old: &Value, policy: &Policy) -> bool {
+    let new = Workload::analyse(0, new, policy);
+    let old = Workload::analyse(0, old, policy);
+    let (new_specs, old_specs) = (pod_specs_by_pointer(&new), pod_specs_by_pointer(&old));
+    if new_specs.len() != old_specs.len() {
+        return true;
+    }
+    new_specs.iter().any(|(pointer, (spec, annotations))| {
+        let Some((old_spec, old_annotations)) = old_specs.get(pointer) else {
+            return true;
+        };
+        annotations != old_annotations || !same_pod_spec(pointer, spec, old_spec)
+    })
+}
+
+/// A pod spec and its template's probelint annotations.
+type PodSpecView<'w> = (&'w Value, Vec<(&'w String, &'w Value)>);
+
+/// The workload's pod specs by pointer.
+fn pod_specs_by_pointer<'w>(workload: &'w Workload<'_>) -> BTreeMap<&'w str, PodSpecView<'w>> {
+    workload
+        .pod_specs
+        .iter()
+        .map(|p| {
+            (
+                p.pointer.as_str(),
+                (p.value, probelint_annotations(p.template_annotations)),
+            )
+        })
+        .collect()
+}
+
+/// Two pod specs at `pointer`, equal as the Pods they make. A pod spec beside its template's
+/// metadata (`…/template/spec`) is compared whole; any other (a KServe component) without the
+/// fields in [`COMPONENT_NON_POD_KEYS`]. Key order never matters.
+fn same_pod_spec(pointer: &str, new: &Value, old: &Value) -> bool {
+    let in_template = pointer.strip_suffix("/spec").is_some_and(|t| !t.is_empty());
+    match (new.as_object(), old.as_object()) {
+        (Some(new), Some(old)) if !in_template => {
+            let pod = |k: &&String| !COMPONENT_NON_POD_KEYS.contains(&k.as_str());
+            new.keys().filter(pod).count() == old.keys().filter(pod).count()
+                && new
+                    .iter()
+                    .filter(|(k, _)| pod(k))
+                    .all(|(k, v)| old.get(k) == Some(v))
+        }
+        _ => new == old,
+    }
+}
+
+/// `metadata.annotations` of an object.
+fn object_annotations(object: &Value) -> Option<&Map<String, Value>> {
+    object.get("metadata")?.get("annotations")?.as_object()
+}
+
+/// The `probelint.io/` annotations of a map, sorted, without `probelint.io/mutated` (which the
+/// mutating webhook writes on the object, and which changes nothing that is judged).
+fn probelint_annotations(annotations: Option<&Map<String, Value>>) -> Vec<(&String, &Value)> {
+    let mut found: Vec<(&String, &Value)> = annotations
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("probelint.io/") && k.as_str() != MUTATED_ANNOTATION)
+        .collect();
+    found.sort_by_key(|(k, _)| *k);
+    found
 }
 
 /// `/validate` and `/validate/warn`. Suppressed findings never deny and never warn (the user
 /// asked for silence and gave a reason); they are still written to the audit annotation.
-fn validate(outcome: &mut Outcome, object: &Value, mode: Mode, policy: &Policy) {
+///
+/// A Pod that a `controller` creates is judged but never refused: it comes from a template that
+/// was judged when a person applied it, or that predates the webhook or the policy; refusing it
+/// reaches no person (the controller retries, the error is in its events) and blocks what the
+/// controller is for: scaling up, replacing the Pods of a drained node, finishing the rollout
+/// that fixes the template. Its errors become warnings, in the audit log and the metrics.
+///
+/// For a workload, warns also about its exemptions and load time that will not reach its Pods
+/// ([`reach::unreached`]).
+fn validate(
+    outcome: &mut Outcome,
+    object: &Value,
+    mode: Mode,
+    controller: Option<String>,
+    policy: &Policy,
+) {
     let mut findings = probelint_policies::evaluate_one(object, policy);
     // Most severe first: in the denial message and in kubectl's list of warnings.
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let active: Vec<&Finding> = findings.iter().filter(|f| !f.is_suppressed()).collect();
+    let refuses = mode == Mode::Validate && controller.is_none();
     let (errors, rest): (Vec<&Finding>, Vec<&Finding>) = active
         .iter()
-        .partition(|f| f.severity == Severity::Error && mode == Mode::Validate);
+        .partition(|f| f.severity == Severity::Error && refuses);
 
     let response = &mut outcome.review.response;
     response.audit_annotations = audit_annotations(&findings);
     response.warnings = rest.iter().map(|f| finding_warning(f)).collect();
+    match &controller {
+        Some(controller)
+            if mode == Mode::Validate && rest.iter().any(|f| f.severity == Severity::Error) =>
+        {
+            response.warnings.push(shorten(&format!(
+                "not refused: probelint never refuses the Pods a controller ({controller}) creates"
+            )));
+        }
+        Some(_) => {}
+        None => response
+            .warnings
+            .extend(reach::unreached(object, policy).iter().map(|w| shorten(w))),
+    }
     outcome.decision = if !errors.is_empty() {
         response.allowed = false;
         response.status = Some(Status::forbidden(denial_message(
@@ -382,7 +586,9 @@ fn validate(outcome: &mut Outcome, object: &Value, mode: Mode, policy: &Policy) 
 
 /// `/mutate`: never denies (refusing is the validating webhook's job, and it runs after us on the
 /// mutated object). Warns only about what it changed, so that nobody is surprised by a probe they
-/// did not write; the findings go to the audit annotation.
+/// did not write; the findings go to the audit annotation. Besides the fixes, copies the
+/// object's probelint annotations into its pod templates ([`reach::propagation`]), so that an
+/// exemption or load time declared on a workload reaches its Pods.
 fn mutate(outcome: &mut Outcome, object: Value, policy: &Policy) {
     let Mutation {
         patch,
@@ -391,24 +597,29 @@ fn mutate(outcome: &mut Outcome, object: Value, policy: &Policy) {
     } = fix::mutate(&object, policy);
     let response = &mut outcome.review.response;
     response.audit_annotations = audit_annotations(&findings);
-    if !patch.0.is_empty() {
-        match mutation_patch(object, patch, &applied) {
-            Ok(patch) => {
-                response.set_patch(&patch);
-                response.warnings = fix_warnings(&applied);
-                outcome.decision = Decision::Patched;
+    outcome.findings = findings;
+    match mutation_patch(object, patch, &applied, policy) {
+        Ok(MutationPatch { patch, .. }) if patch.0.is_empty() => {}
+        Ok(MutationPatch { patch, propagated }) => {
+            response.set_patch(&patch);
+            response.warnings = fix_warnings(&applied);
+            if !propagated.is_empty() {
+                response.warnings.push(shorten(&format!(
+                    "probelint copied {} into the pod template, so that its Pods carry it",
+                    propagated.join(", ")
+                )));
             }
-            Err(e) => {
-                // Never send a patch the apiserver would fail to apply: that fails the request.
-                response.warnings =
-                    vec!["probelint could not apply its fixes; the object is unchanged".into()];
-                outcome.internal_error = Some(format!(
-                    "the engine's patch does not apply to the object it was computed for: {e}"
-                ));
-            }
+            outcome.decision = Decision::Patched;
+        }
+        Err(e) => {
+            // Never send a patch the apiserver would fail to apply: that fails the request.
+            response.warnings =
+                vec!["probelint could not apply its fixes; the object is unchanged".into()];
+            outcome.internal_error = Some(format!(
+                "the engine's patch does not apply to the object it was computed for: {e}"
+            ));
         }
     }
-    outcome.findings = findings;
 }
 
 /// `auditAnnotations`: the findings as compact JSON (suppressed ones included, with who
@@ -566,6 +777,14 @@ fn summarize(request: Request<'_>) -> Summary {
     }
 }
 
+impl Outcome {
+    /// The outcome, allowed unevaluated for `reason`.
+    fn skipped(mut self, reason: String) -> Self {
+        self.decision = Decision::Skipped(reason);
+        self
+    }
+}
+
 impl ReviewOut {
     pub fn new(response: Response) -> Self {
         ReviewOut {
@@ -654,6 +873,368 @@ mod tests {
 
     fn answer(name: &str, mode: Mode) -> Outcome {
         admit(&fixture(name), mode, &policy()).expect("fixture parses")
+    }
+
+    fn fixture_json(name: &str) -> Value {
+        serde_json::from_slice(&fixture(name)).expect("fixture JSON")
+    }
+
+    fn admit_json(review: &Value, mode: Mode) -> Outcome {
+        admit(&serde_json::to_vec(review).expect("json"), mode, &policy()).expect("parses")
+    }
+
+    /// What `scope` decides for a review.
+    fn scope_of(review: &Value, mode: Mode) -> Scope {
+        let body = serde_json::to_vec(review).expect("json");
+        let mut request = parse(&body).expect("parses");
+        let object = request.object.take().map(Value::Object);
+        let old = request.old_object.take().map(Value::Object);
+        scope(&request, object.as_ref(), old.as_ref(), mode, &policy())
+    }
+
+    const MODES: [Mode; 3] = [Mode::Validate, Mode::Warn, Mode::Mutate];
+
+    #[test]
+    fn what_a_controller_manages_is_neither_mutated_nor_judged() {
+        for name in [
+            "allow-replicaset-create-by-deployment-controller",
+            "allow-replicaset-scale-by-deployment-controller",
+        ] {
+            let review = fixture_json(name);
+            for mode in MODES {
+                let Scope::Skip(reason) = scope_of(&review, mode) else {
+                    panic!("{name} is evaluated in {mode:?}");
+                };
+                assert!(
+                    reason.starts_with("managed by Deployment llama-3-70b: "),
+                    "{reason}"
+                );
+                let out = admit_json(&review, mode);
+                assert!(out.review.response.allowed, "{name} {mode:?}");
+                assert!(out.review.response.patch.is_none(), "{name} {mode:?}");
+                assert!(out.review.response.warnings.is_empty(), "{name} {mode:?}");
+            }
+        }
+        // The same ReplicaSet on its own is what someone applied: judged and fixed.
+        let mut alone = fixture_json("allow-replicaset-create-by-deployment-controller");
+        alone["request"]["object"]["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("ownerReferences");
+        assert_eq!(
+            scope_of(&alone, Mode::Mutate),
+            Scope::Evaluate { controller: None }
+        );
+        assert_eq!(admit_json(&alone, Mode::Mutate).decision, Decision::Patched);
+        assert_eq!(
+            admit_json(&alone, Mode::Validate).decision,
+            Decision::Denied
+        );
+        // An ownerReference that is not a controller's (garbage collection only) changes nothing.
+        let mut collected = fixture_json("allow-replicaset-create-by-deployment-controller");
+        collected["request"]["object"]["metadata"]["ownerReferences"][0]["controller"] =
+            json!(false);
+        assert_eq!(
+            scope_of(&collected, Mode::Mutate),
+            Scope::Evaluate { controller: None }
+        );
+    }
+
+    #[test]
+    fn a_pod_a_controller_creates_is_fixed_and_judged_but_never_refused() {
+        let review = fixture_json("warn-pod-created-by-replicaset");
+        assert_eq!(
+            scope_of(&review, Mode::Validate),
+            Scope::Evaluate {
+                controller: Some("ReplicaSet llama-3-70b-5d8f7c9b4".into())
+            }
+        );
+        let out = admit_json(&review, Mode::Validate);
+        assert_eq!(out.decision, Decision::Warned);
+        let response = &out.review.response;
+        assert!(response.allowed && response.status.is_none());
+        assert_eq!(
+            response.warnings.last().map(String::as_str),
+            Some(
+                "not refused: probelint never refuses the Pods a controller (ReplicaSet llama-3-70b-5d8f7c9b4) creates"
+            )
+        );
+        assert!(
+            response.warnings[0].starts_with("error "),
+            "{:?}",
+            response.warnings
+        );
+        assert!(response.audit_annotations.contains_key(FINDINGS_AUDIT_KEY));
+        // In warn mode there is nothing to explain.
+        let warned = admit_json(&review, Mode::Warn);
+        assert!(
+            !warned
+                .review
+                .response
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("not refused"))
+        );
+        // The fixes land on the Pod.
+        assert_eq!(
+            admit_json(&review, Mode::Mutate).decision,
+            Decision::Patched
+        );
+        // A Pod nobody manages is refused.
+        let mut bare = review.clone();
+        bare["request"]["object"]["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("ownerReferences");
+        assert_eq!(admit_json(&bare, Mode::Validate).decision, Decision::Denied);
+    }
+
+    #[test]
+    fn updates_of_pods_and_batch_workloads_are_judged_at_create_only() {
+        for (name, reason) in [
+            (
+                "allow-pod-ungate-by-kueue",
+                "a Pod's containers and probes cannot change after it is created: it was judged at CREATE",
+            ),
+            (
+                "allow-pod-set-image",
+                "a Pod's containers and probes cannot change after it is created: it was judged at CREATE",
+            ),
+            (
+                "allow-job-unsuspend-by-kueue",
+                "a Job's Pods come from the template it was created with: it was judged at CREATE",
+            ),
+        ] {
+            let review = fixture_json(name);
+            for mode in MODES {
+                let out = admit_json(&review, mode);
+                assert_eq!(out.decision, Decision::Skipped(reason.into()), "{name}");
+                assert!(out.review.response.allowed);
+                assert!(out.review.response.patch.is_none());
+            }
+            // As a CREATE the same object would be fixed: the UPDATE is what keeps it unpatched.
+            let mut create = review.clone();
+            create["request"]["operation"] = json!("CREATE");
+            create["request"]["oldObject"] = Value::Null;
+            assert_eq!(
+                admit_json(&create, Mode::Mutate).decision,
+                Decision::Patched,
+                "{name}"
+            );
+        }
+        let gvk = |group, kind| GroupVersionKind {
+            group: Cow::Borrowed(group),
+            version: Cow::Borrowed("v1"),
+            kind: Cow::Borrowed(kind),
+        };
+        for (group, kind, immutable) in [
+            ("jobset.x-k8s.io", "JobSet", true),
+            ("ray.io", "RayJob", true),
+            ("batch", "CronJob", false),
+            ("apps", "Deployment", false),
+            ("ray.io", "RayCluster", false),
+            ("example.com", "Job", false),
+            ("example.com", "Pod", false),
+        ] {
+            assert_eq!(
+                judged_at_create(&gvk(group, kind)).is_some(),
+                immutable,
+                "{group} {kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn replicas_only_updates_are_neither_judged_nor_patched() {
+        for name in [
+            "allow-deployment-replicas-update",
+            "allow-deployment-scale-to-zero",
+        ] {
+            let review = fixture_json(name);
+            for mode in MODES {
+                let out = admit_json(&review, mode);
+                assert_eq!(out.decision, Decision::Skipped(UNCHANGED.into()), "{name}");
+                assert!(out.review.response.allowed);
+                assert!(out.review.response.patch.is_none());
+            }
+            // The template is one that a CREATE would be refused for.
+            let mut create = review.clone();
+            create["request"]["operation"] = json!("CREATE");
+            create["request"]["oldObject"] = Value::Null;
+            assert_eq!(
+                admit_json(&create, Mode::Validate).decision,
+                Decision::Denied
+            );
+        }
+    }
+
+    #[test]
+    fn pod_specs_changed_compares_every_template_and_only_what_makes_the_pods() {
+        let policy = policy();
+        let changed = |old: &Value, edit: &dyn Fn(&mut Value)| {
+            let mut new = old.clone();
+            edit(&mut new);
+            pod_specs_changed(&new, old, &policy)
+        };
+        let pod = |image: &str| json!({"containers": [{"name": "vllm", "image": image}]});
+        let lws = json!({
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws"},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {
+                "size": 4,
+                "leaderTemplate": {"spec": pod("vllm:1")},
+                "workerTemplate": {"spec": pod("vllm:1")}
+            }}
+        });
+        assert!(!changed(&lws, &|o| o["spec"]["replicas"] = json!(3)));
+        assert!(!changed(
+            &lws,
+            &|o| o["spec"]["leaderWorkerTemplate"]["size"] = json!(8)
+        ));
+        assert!(changed(&lws, &|o| {
+            o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] =
+                json!("vllm:2")
+        }));
+        assert!(changed(&lws, &|o| {
+            o["spec"]["leaderWorkerTemplate"]
+                .as_object_mut()
+                .expect("lws")
+                .remove("leaderTemplate");
+        }));
+        let ray = json!({
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "ray"},
+            "spec": {
+                "headGroupSpec": {"template": {"spec": pod("ray:1")}},
+                "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 0, "maxReplicas": 8, "template": {"spec": pod("ray:1")}}]
+            }
+        });
+        // The Ray autoscaler writes replicas and workersToDelete.
+        assert!(!changed(&ray, &|o| {
+            o["spec"]["workerGroupSpecs"][0]["replicas"] = json!(4);
+            o["spec"]["workerGroupSpecs"][0]["scaleStrategy"] =
+                json!({"workersToDelete": ["ray-gpu-x"]});
+        }));
+        assert!(changed(&ray, &|o| {
+            let group = o["spec"]["workerGroupSpecs"][0].clone();
+            o["spec"]["workerGroupSpecs"]
+                .as_array_mut()
+                .expect("groups")
+                .push(group);
+        }));
+        let isvc = json!({
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "isvc"},
+            "spec": {"predictor": {
+                "minReplicas": 1,
+                "maxReplicas": 2,
+                "model": {"modelFormat": {"name": "huggingface"}, "storageUri": "hf://meta-llama/a"},
+                "containers": []
+            }}
+        });
+        assert!(!changed(&isvc, &|o| {
+            o["spec"]["predictor"]["minReplicas"] = json!(2);
+            o["spec"]["predictor"]["maxReplicas"] = json!(6);
+            o["spec"]["predictor"]["canaryTrafficPercent"] = json!(10);
+        }));
+        assert!(changed(&isvc, &|o| {
+            o["spec"]["predictor"]["model"]["storageUri"] = json!("hf://meta-llama/b")
+        }));
+        assert!(changed(&isvc, &|o| {
+            o["spec"]["predictor"]["annotations"] =
+                json!({"probelint.io/model-load-seconds": "900"})
+        }));
+        assert!(!changed(&isvc, &|o| {
+            o["spec"]["predictor"]["annotations"] = json!({"team": "a"})
+        }));
+        // Objects without pod specs never change any.
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}});
+        assert!(!changed(&cm, &|o| o["data"]["a"] = json!("2")));
+    }
+
+    #[test]
+    fn a_metadata_update_warns_when_the_workloads_own_probelint_annotations_miss_the_pods() {
+        let mut review = fixture_json("allow-update-labels-only");
+        review["request"]["object"]["metadata"]["annotations"] = json!({
+            "probelint.io/ignore": "gpu-readiness-probe-missing",
+            "probelint.io/ignore-reason": "behind a queue"
+        });
+        let out = admit_json(&review, Mode::Validate);
+        assert_eq!(out.decision, Decision::Warned);
+        assert_eq!(
+            out.review.response.warnings,
+            [
+                "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+            ]
+        );
+        // Never judged, never patched: the template is what it was.
+        assert!(out.findings.is_empty());
+        let mutated = admit_json(&review, Mode::Mutate);
+        assert_eq!(mutated.decision, Decision::Skipped(UNCHANGED.into()));
+        assert!(mutated.review.response.patch.is_none());
+        // Already there before this UPDATE: nothing new to say.
+        review["request"]["oldObject"]["metadata"]["annotations"] =
+            review["request"]["object"]["metadata"]["annotations"].clone();
+        assert_eq!(
+            admit_json(&review, Mode::Validate).decision,
+            Decision::Skipped(UNCHANGED.into())
+        );
+    }
+
+    #[test]
+    fn mutation_carries_a_workloads_exemption_to_its_pods() {
+        let review = fixture_json("warn-deployment-exemption-not-on-template");
+        let out = admit_json(&review, Mode::Validate);
+        assert_eq!(out.decision, Decision::Warned);
+        assert_eq!(
+            out.review.response.warnings,
+            [
+                "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+            ]
+        );
+        let out = admit_json(&review, Mode::Mutate);
+        assert_eq!(out.decision, Decision::Patched);
+        assert_eq!(
+            out.review.response.warnings,
+            [
+                "probelint copied probelint.io/ignore, probelint.io/ignore-reason into the pod template, so that its Pods carry it"
+            ]
+        );
+        let patch = base64::engine::general_purpose::STANDARD
+            .decode(out.review.response.patch.as_deref().expect("patch"))
+            .expect("base64");
+        let patch: Patch = serde_json::from_slice(&patch).expect("patch json");
+        let mut mutated = review.clone();
+        json_patch::patch(&mut mutated["request"]["object"], &patch).expect("applies");
+        let template = &mutated["request"]["object"]["spec"]["template"]["metadata"];
+        assert_eq!(template["annotations"]["probelint.io/ignore"], "all");
+        assert_eq!(
+            template["annotations"]["probelint.io/model-load-seconds"],
+            "480"
+        );
+        assert_eq!(
+            admit_json(&mutated, Mode::Validate).decision,
+            Decision::Allowed
+        );
+        assert_eq!(
+            admit_json(&mutated, Mode::Mutate).decision,
+            Decision::Allowed
+        );
+    }
+
+    #[test]
+    fn the_pods_of_an_exempted_workload_are_neither_warned_about_nor_fixed() {
+        let review = fixture_json("allow-pod-of-exempted-deployment");
+        for mode in MODES {
+            let out = admit_json(&review, mode);
+            assert_eq!(out.decision, Decision::Allowed, "{mode:?}");
+            assert!(out.review.response.patch.is_none());
+            assert!(out.review.response.warnings.is_empty());
+            assert!(!out.findings.is_empty() && out.findings.iter().all(Finding::is_suppressed));
+        }
     }
 
     #[test]
@@ -753,7 +1334,15 @@ mod tests {
         });
         let body = serde_json::to_vec(&review).expect("json");
         let out = admit(&body, Mode::Validate, &policy()).expect("parses");
-        assert_eq!(out.decision, Decision::Allowed, "{:?}", out.review);
+        // Allowed; the one warning says that the Deployment's Pods will not be exempt.
+        assert_eq!(out.decision, Decision::Warned, "{:?}", out.review);
+        assert!(out.review.response.allowed);
+        assert_eq!(
+            out.review.response.warnings,
+            [
+                "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+            ]
+        );
         let audit = &out.review.response.audit_annotations[FINDINGS_AUDIT_KEY];
         assert!(
             audit.contains(
@@ -761,6 +1350,12 @@ mod tests {
             ),
             "{audit}"
         );
+        // On the template as well: the Pods carry it, nothing to say.
+        review["request"]["object"]["spec"]["template"]["metadata"]["annotations"]["probelint.io/ignore"] =
+            json!("all");
+        let body = serde_json::to_vec(&review).expect("json");
+        let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+        assert_eq!(out.decision, Decision::Allowed, "{:?}", out.review);
     }
 
     #[test]
@@ -805,10 +1400,7 @@ mod tests {
                 "allow-scale-subresource",
                 "subresource \"scale\" is not checked",
             ),
-            (
-                "allow-update-labels-only",
-                "the UPDATE changes only metadata or status",
-            ),
+            ("allow-update-labels-only", UNCHANGED),
         ] {
             for mode in [Mode::Validate, Mode::Warn, Mode::Mutate] {
                 let out = answer(name, mode);
@@ -930,7 +1522,7 @@ mod tests {
     }
 
     #[test]
-    fn update_skip_ignores_metadata_and_status_but_not_the_body_or_type() {
+    fn an_update_is_judged_only_when_a_pod_spec_or_a_template_probelint_annotation_changes() {
         let review: Value =
             serde_json::from_slice(&fixture("allow-update-labels-only")).expect("json");
         let decide = |review: &Value| {
@@ -942,21 +1534,52 @@ mod tests {
             .expect("parses")
             .decision
         };
-        let skipped = Decision::Skipped("the UPDATE changes only metadata or status".into());
+        let skipped = Decision::Skipped(UNCHANGED.into());
         assert_eq!(decide(&review), skipped);
-
-        let mut status = review.clone();
-        status["request"]["object"]["status"] = json!({"replicas": 3});
-        status["request"]["object"]["metadata"]["annotations"] = json!({"a": "b"});
-        assert_eq!(decide(&status), skipped);
-
-        let mut body = review.clone();
-        body["request"]["object"]["spec"]["paused"] = json!(true);
-        assert_ne!(decide(&body), skipped);
-
-        let mut kind = review.clone();
-        kind["request"]["oldObject"]["apiVersion"] = json!("apps/v1beta2");
-        assert_ne!(decide(&kind), skipped);
+        for (path, value, judged) in [
+            ("/request/object/status", json!({"replicas": 3}), false),
+            (
+                "/request/object/metadata/annotations",
+                json!({"a": "b"}),
+                false,
+            ),
+            ("/request/object/spec/paused", json!(true), false),
+            ("/request/object/spec/replicas", json!(7), false),
+            // `kubectl rollout restart`: the Pods restart as they were.
+            (
+                "/request/object/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
+                json!("2026-11-02T10:00:00Z"),
+                false,
+            ),
+            (
+                "/request/object/spec/template/metadata/labels/version",
+                json!("2"),
+                false,
+            ),
+            (
+                "/request/object/spec/template/metadata/annotations/probelint.io~1model-load-seconds",
+                json!("1200"),
+                true,
+            ),
+            (
+                "/request/object/spec/template/spec/containers/0/image",
+                json!("vllm/vllm-openai:v0.6.4"),
+                true,
+            ),
+            (
+                "/request/object/spec/template/spec/nodeSelector",
+                json!({"gpu": "h100"}),
+                true,
+            ),
+        ] {
+            let mut changed = review.clone();
+            let (parent, key) = path.rsplit_once('/').expect("path");
+            if changed.pointer(parent).is_none_or(Value::is_null) {
+                *changed.pointer_mut(parent).expect("grandparent exists") = json!({});
+            }
+            changed.pointer_mut(parent).expect("parent")[key.replace("~1", "/")] = value;
+            assert_eq!(decide(&changed) != skipped, judged, "{path}");
+        }
     }
 
     #[test]

@@ -969,3 +969,276 @@ async fn http2_clients_are_served() {
         assert_eq!(review["response"]["allowed"], false);
     }
 }
+
+// --- The cluster's own controllers --------------------------------------------------------
+//
+// Reviews shaped as the apiserver sends them for what controllers do all day: the Deployment
+// controller creating and scaling ReplicaSets, the ReplicaSet controller creating Pods, Kueue
+// admitting queued Pods and Jobs, an HPA scaling. None of them may be patched in a way the
+// apiserver refuses or the controller undoes, nor refused where that blocks scaling.
+
+/// The answer that lets a request through untouched, with nothing to say.
+fn untouched(name: &str) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": fixture_json(name)["request"]["uid"], "allowed": true}
+    })
+}
+
+/// The review with `edit` applied.
+fn edited(name: &str, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut review = fixture_json(name);
+    edit(&mut review);
+    serde_json::to_vec(&review).expect("json")
+}
+
+/// Waits for the review log line of `uid` (the log is written after the answer).
+async fn review_log(webhook: &Webhook, uid: &Value) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(line) = webhook
+            .log_lines()
+            .into_iter()
+            .find(|l| l["message"] == "review" && l["uid"] == *uid)
+        {
+            return line;
+        }
+        assert!(Instant::now() < deadline, "no review log line for {uid}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_deployment_controllers_replicasets_are_neither_patched_nor_refused() {
+    let webhook = Webhook::start().await;
+    for name in [
+        "allow-replicaset-create-by-deployment-controller",
+        "allow-replicaset-scale-by-deployment-controller",
+    ] {
+        for path in ["/mutate", "/validate", "/validate/warn"] {
+            assert_eq!(
+                webhook.review(path, name).await,
+                untouched(name),
+                "{name} on {path}"
+            );
+        }
+        let line = review_log(&webhook, &fixture_json(name)["request"]["uid"]).await;
+        assert_eq!(line["decision"], "skipped", "{line}");
+        assert!(
+            line["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("managed by Deployment llama-3-70b: ")),
+            "{line}"
+        );
+    }
+    // The same ReplicaSet without its owner is what someone applied: it is fixed, and refused.
+    let alone = edited("allow-replicaset-create-by-deployment-controller", |r| {
+        r["request"]["object"]["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("ownerReferences");
+    });
+    let review = webhook.post("/mutate", &alone).await.json();
+    assert!(review["response"]["patch"].is_string(), "{review}");
+    let review = webhook.post("/validate", &alone).await.json();
+    assert_eq!(review["response"]["allowed"], false, "{review}");
+}
+
+#[tokio::test]
+async fn replicas_only_updates_of_a_bad_deployment_are_admitted_unpatched() {
+    let webhook = Webhook::start().await;
+    for name in [
+        "allow-deployment-replicas-update",
+        "allow-deployment-scale-to-zero",
+        "allow-scale-subresource",
+    ] {
+        for path in ["/validate", "/mutate"] {
+            assert_eq!(
+                webhook.review(path, name).await,
+                untouched(name),
+                "{name} on {path}"
+            );
+        }
+    }
+    // The template they keep is one that a CREATE is refused for, and patched.
+    let create = edited("allow-deployment-replicas-update", |r| {
+        r["request"]["operation"] = json!("CREATE");
+        r["request"]["oldObject"] = Value::Null;
+    });
+    let review = webhook.post("/validate", &create).await.json();
+    assert_eq!(review["response"]["allowed"], false, "{review}");
+    let review = webhook.post("/mutate", &create).await.json();
+    assert!(review["response"]["patch"].is_string(), "{review}");
+}
+
+#[tokio::test]
+async fn an_image_update_of_a_bad_deployment_is_judged_and_patched() {
+    let webhook = Webhook::start().await;
+    let name = "deny-update-new-image";
+    let review = webhook.review("/validate", name).await;
+    assert_eq!(review["response"]["allowed"], false);
+    let review = webhook.review("/mutate", name).await;
+    let object = apply_patch(&review, name);
+    let container = &object["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "vllm/vllm-openai:v0.6.4");
+    assert_eq!(container["startupProbe"]["httpGet"]["path"], "/health");
+    let mut mutated = fixture_json(name);
+    mutated["request"]["object"] = object;
+    let review = webhook
+        .post("/validate", &serde_json::to_vec(&mutated).expect("json"))
+        .await
+        .json();
+    let message = review["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!message.contains("gpu-startup-probe-missing"), "{message}");
+}
+
+#[tokio::test]
+async fn pod_and_job_updates_from_kueue_and_kubectl_get_no_patch_and_are_admitted() {
+    let webhook = Webhook::start().await;
+    for name in [
+        "allow-pod-ungate-by-kueue",
+        "allow-pod-set-image",
+        "allow-job-unsuspend-by-kueue",
+    ] {
+        for path in ["/mutate", "/validate", "/validate/warn"] {
+            assert_eq!(
+                webhook.review(path, name).await,
+                untouched(name),
+                "{name} on {path}"
+            );
+        }
+        // Created like this, the object would have been patched: what protects it is the
+        // operation.
+        let create = edited(name, |r| {
+            r["request"]["operation"] = json!("CREATE");
+            r["request"]["oldObject"] = Value::Null;
+        });
+        let review = webhook.post("/mutate", &create).await.json();
+        assert!(review["response"]["patch"].is_string(), "{name}: {review}");
+    }
+}
+
+#[tokio::test]
+async fn the_pods_a_replicaset_creates_are_fixed_and_never_refused() {
+    let webhook = Webhook::start().await;
+    let name = "warn-pod-created-by-replicaset";
+    let review = webhook.review("/validate", name).await;
+    assert_eq!(review["response"]["allowed"], true, "{review}");
+    let list = warnings(&review);
+    assert!(list[0].starts_with("error "), "{list:?}");
+    assert_eq!(
+        list.last().map(String::as_str),
+        Some(
+            "not refused: probelint never refuses the Pods a controller (ReplicaSet llama-3-70b-5d8f7c9b4) creates"
+        )
+    );
+    assert!(review["response"]["auditAnnotations"]["findings"].is_string());
+    let review = webhook.review("/mutate", name).await;
+    let pod = apply_patch(&review, name);
+    assert_eq!(
+        pod["spec"]["containers"][0]["startupProbe"]["httpGet"]["path"],
+        "/health"
+    );
+}
+
+#[tokio::test]
+async fn the_pods_of_an_exempted_deployment_are_admitted_unchanged_in_enforce_mode() {
+    // Exempted by annotation: the mutating webhook copied it from the Deployment into the
+    // template, so its ReplicaSet's Pods carry it.
+    let webhook = Webhook::start().await;
+    let name = "allow-pod-of-exempted-deployment";
+    for path in ["/validate", "/mutate"] {
+        let review = webhook.review(path, name).await;
+        let response = &review["response"];
+        assert_eq!(response["allowed"], true, "{path}: {review}");
+        assert!(response.get("patch").is_none(), "{path}: {review}");
+        assert!(warnings(&review).is_empty(), "{path}: {review}");
+        let audit: Value = serde_json::from_str(
+            response["auditAnnotations"]["findings"]
+                .as_str()
+                .expect("audited"),
+        )
+        .expect("audit JSON");
+        assert!(
+            audit
+                .as_array()
+                .is_some_and(|a| !a.is_empty()
+                    && a.iter().all(|f| f["suppressed"]["source"] == "annotation")),
+            "{audit}"
+        );
+    }
+
+    // Exempted by a policy exemption naming the Deployment: its Pods are traced to it through
+    // their ReplicaSet.
+    let webhook = Webhook::start_with(Options {
+        policy: Some(
+            "exemptions:\n  - rules: [all]\n    kinds: [Deployment]\n    names: [llama-3-70b]\n    reason: load test, scaled to zero after the run\n"
+                .to_owned(),
+        ),
+        ..Options::default()
+    })
+    .await;
+    let name = "warn-pod-created-by-replicaset";
+    let review = webhook.review("/validate", name).await;
+    assert_eq!(review["response"]["allowed"], true);
+    assert!(warnings(&review).is_empty(), "{review}");
+    assert!(
+        review["response"]["auditAnnotations"]["findings"]
+            .as_str()
+            .is_some_and(|a| a.contains(
+                r#""source":"policy","reason":"load test, scaled to zero after the run""#
+            )),
+        "{review}"
+    );
+    let review = webhook.review("/mutate", name).await;
+    assert!(review["response"].get("patch").is_none(), "{review}");
+    // A Pod of another Deployment is not exempt.
+    let other = edited(name, |r| {
+        let metadata = &mut r["request"]["object"]["metadata"];
+        metadata["ownerReferences"][0]["name"] = json!("mistral-7b-5d8f7c9b4");
+        metadata["generateName"] = json!("mistral-7b-5d8f7c9b4-");
+    });
+    let review = webhook.post("/mutate", &other).await.json();
+    assert!(review["response"]["patch"].is_string(), "{review}");
+}
+
+#[tokio::test]
+async fn an_exemption_on_the_deployments_metadata_alone_is_warned_about_and_carried_to_the_pods() {
+    let webhook = Webhook::start().await;
+    let name = "warn-deployment-exemption-not-on-template";
+    // What the validating webhook sees when nothing copied it (mutation off, podsOnly).
+    let review = webhook.review("/validate", name).await;
+    assert_eq!(review["response"]["allowed"], true);
+    assert_eq!(
+        warnings(&review),
+        [
+            "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+        ]
+    );
+    // The mutating webhook copies it into the template, and says so.
+    let review = webhook.review("/mutate", name).await;
+    assert_eq!(
+        warnings(&review),
+        [
+            "probelint copied probelint.io/ignore, probelint.io/ignore-reason into the pod template, so that its Pods carry it"
+        ]
+    );
+    let object = apply_patch(&review, name);
+    let template = &object["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(template["probelint.io/ignore"], "all");
+    assert_eq!(
+        template["probelint.io/ignore-reason"],
+        "load test, scaled to zero after the run"
+    );
+    let mut mutated = fixture_json(name);
+    mutated["request"]["object"] = object;
+    let review = webhook
+        .post("/validate", &serde_json::to_vec(&mutated).expect("json"))
+        .await
+        .json();
+    assert_eq!(review["response"]["allowed"], true);
+    assert!(warnings(&review).is_empty(), "{review}");
+}

@@ -28,6 +28,8 @@ struct Cli {
 enum Cmd {
     /// Full lint against parse-only at each corpus size, and the single-file case.
     Lint(LintArgs),
+    /// `--fix` and the human output on one file of more and more fixable containers.
+    Fix(FixArgs),
     /// Times a command: median wall time over runs, peak RSS.
     Time(TimeArgs),
     /// Counts what probelint (JSON output) and Checkov (JSON output) report on the files whose
@@ -42,6 +44,7 @@ enum Cmd {
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Cmd::Lint(a) => lint(&a),
+        Cmd::Fix(a) => fix(&a),
         Cmd::Time(a) => time(&a),
         Cmd::Findings(a) => findings(&a),
         Cmd::Webhook(a) => webhook_bench(&a),
@@ -215,6 +218,109 @@ fn lint(a: &LintArgs) -> Result<(), String> {
             },
             "sizes": sizes,
         }),
+    )
+}
+
+#[derive(Args)]
+struct FixArgs {
+    #[arg(long)]
+    probelint: String,
+    /// Fixable GPU containers in the one file, smallest first.
+    #[arg(long, value_delimiter = ',', default_value = "500,1000,2000,8000")]
+    containers: Vec<usize>,
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// For each size, interleaved: `probelint --fix --format json` on a fresh copy of the file, and
+/// `probelint FILE` (human output, 2 findings per container), each minus `probelint
+/// --version`. Flat per-container and per-finding times mean both grow linearly.
+fn fix(a: &FixArgs) -> Result<(), String> {
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("probelint-bench-fix-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).map_err(|e| e.to_string())?;
+    let ok = [0, 1];
+    let mut sizes = Vec::new();
+    for &n in &a.containers {
+        let original = dir.0.join(format!("pod-{n}.yaml"));
+        std::fs::write(&original, probelint_bench::corpus::fixable_pod(n))
+            .map_err(|e| e.to_string())?;
+        sizes.push((n, original, dir.0.join(format!("fix-{n}.yaml"))));
+    }
+    let fresh = |original: &Path, work: &Path| {
+        std::fs::copy(original, work)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    // Warm-up, and a check that --fix fixes every container.
+    for (n, original, work) in &sizes {
+        fresh(original, work)?;
+        process::run_checked(&a.probelint, &["--fix", "--format", "json", &s(work)], &ok)?;
+        let fixed = std::fs::read_to_string(work).map_err(|e| e.to_string())?;
+        let probes = fixed.matches("startupProbe:").count();
+        if probes != *n {
+            return Err(format!(
+                "--fix added {probes} startup probes to {n} containers"
+            ));
+        }
+    }
+    let mut version = Vec::new();
+    let mut fix_ms: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    let mut human_ms: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    for round in 0..a.runs {
+        version.push(ms(process::run_checked(
+            &a.probelint,
+            &["--version"],
+            &[0],
+        )?
+        .wall));
+        // Alternate the order, so no size always runs on a cache another warmed.
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..sizes.len()).collect()
+        } else {
+            (0..sizes.len()).rev().collect()
+        };
+        for i in order {
+            let (_, original, work) = &sizes[i];
+            fresh(original, work)?;
+            let run =
+                process::run_checked(&a.probelint, &["--fix", "--format", "json", &s(work)], &ok)?;
+            fix_ms[i].push(ms(run.wall));
+            human_ms[i].push(ms(process::run_checked(
+                &a.probelint,
+                &[&s(original)],
+                &ok,
+            )?
+            .wall));
+        }
+    }
+    let version_ms = median(&version);
+    let mut results = Vec::new();
+    for (i, (n, _, _)) in sizes.iter().enumerate() {
+        let (fix, human) = (median(&fix_ms[i]), median(&human_ms[i]));
+        let findings = 2 * n;
+        let per_container = (fix - version_ms).max(0.0) * 1e3 / *n as f64;
+        let per_finding = (human - version_ms).max(0.0) * 1e3 / findings as f64;
+        eprintln!(
+            "  {n:>6} containers: --fix {fix:9.1} ms ({per_container:6.1} us/container), human output {human:8.1} ms ({per_finding:5.1} us/finding)"
+        );
+        results.push(json!({
+            "containers": n,
+            "findings": findings,
+            "fix_ms": fix,
+            "fix_us_per_container": per_container,
+            "human_ms": human,
+            "human_us_per_finding": per_finding,
+            "fix_runs_ms": fix_ms[i],
+            "human_runs_ms": human_ms[i],
+        }));
+    }
+    write_json(
+        &a.out,
+        &json!({"runs": a.runs, "version_ms": version_ms, "sizes": results}),
     )
 }
 
@@ -947,6 +1053,47 @@ fn report(a: &ReportArgs) -> Result<(), String> {
             target: "< 2x".into(),
             verdict: verdict(ratio < 2.0),
         });
+    }
+
+    if let Some(fx) = r("fix.json") {
+        let sizes = fx["sizes"].as_array().cloned().unwrap_or_default();
+        for (figure, key, unit) in [
+            (
+                "--fix µs/container, one file (minus start-up)",
+                "fix_us_per_container",
+                "containers",
+            ),
+            (
+                "human output µs/finding, one file (minus start-up)",
+                "human_us_per_finding",
+                "containers",
+            ),
+        ] {
+            let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
+                continue;
+            };
+            let per: Vec<String> = sizes
+                .iter()
+                .map(|s| format!("{}: {:.1}", s["containers"], f(&s[key])))
+                .collect();
+            // As for the lint: the largest against the cheapest smaller size.
+            let reference = sizes[..sizes.len() - 1]
+                .iter()
+                .min_by(|a, b| f(&a[key]).total_cmp(&f(&b[key])))
+                .unwrap_or(first);
+            let ratio = f(&last[key]) / f(&reference[key]);
+            rows.push(Row {
+                figure: figure.into(),
+                value: per.join(", "),
+                baseline: format!("{} {unit}", reference["containers"]),
+                ratio: format!("{ratio:.2}x"),
+                target: format!(
+                    "{} {unit} ≤ 1.5x the cheaper smaller size",
+                    last["containers"]
+                ),
+                verdict: verdict(ratio <= 1.5),
+            });
+        }
     }
 
     let lint_sizes = r("lint.json")

@@ -87,66 +87,121 @@ certificate once --client-ca is set, and the kubelet has none. */}}
 
 {{/*
 The rules of both webhooks: Pods and every workload kind whose pod templates the engine reads
-(policies/src/workload.rs), on CREATE and UPDATE. CRD versions are "*": the apiserver matches
-whichever version a cluster serves. Rules for CRDs a cluster does not have are harmless.
+(policies/src/workload.rs). CRD versions are "*": the apiserver matches whichever version a
+cluster serves. Rules for CRDs a cluster does not have are harmless.
+
+Operations follow what the webhook evaluates (webhook/src/review.rs, `scope`): Pods, Jobs,
+JobSets and RayJobs on CREATE only. Their Pods come from the spec they were created with (a
+Pod's containers and probes and a Job's or JobSet's template are immutable; Kueue changes only
+where they are scheduled), the webhook never evaluates their UPDATEs, and sending those to it
+would only make Kueue's admissions, `kubectl label pod` and every other Pod UPDATE wait on it,
+or fail with it under failurePolicy Fail. Every other kind on CREATE and UPDATE: an UPDATE that
+changes a pod template is judged and mutated, one that does not is answered at once.
+
+What a controller creates (objects with a controller ownerReference) is kept away from the
+webhooks by matchConditions ("probelint.controllerCondition"), not by these rules.
 Argument: a dict with "root" (the chart context) and "podsOnly".
 */}}
 {{- define "probelint.webhookRules" -}}
-{{- $ops := list "CREATE" "UPDATE" }}
+{{- $both := list "CREATE" "UPDATE" }}
+{{- $create := list "CREATE" }}
 - apiGroups: [""]
   apiVersions: ["v1"]
-  operations: {{ toJson $ops }}
-  resources: {{ if .podsOnly }}["pods"]{{ else }}["pods", "replicationcontrollers"]{{ end }}
+  operations: {{ toJson $create }}
+  resources: ["pods"]
   scope: Namespaced
 {{- if not .podsOnly }}
+- apiGroups: [""]
+  apiVersions: ["v1"]
+  operations: {{ toJson $both }}
+  resources: ["replicationcontrollers"]
+  scope: Namespaced
 - apiGroups: ["apps"]
   apiVersions: ["v1"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $both }}
   resources: ["deployments", "statefulsets", "daemonsets", "replicasets"]
   scope: Namespaced
 - apiGroups: ["batch"]
   apiVersions: ["v1"]
-  operations: {{ toJson $ops }}
-  resources: ["jobs", "cronjobs"]
+  operations: {{ toJson $create }}
+  resources: ["jobs"]
+  scope: Namespaced
+- apiGroups: ["batch"]
+  apiVersions: ["v1"]
+  operations: {{ toJson $both }}
+  resources: ["cronjobs"]
   scope: Namespaced
 - apiGroups: ["leaderworkerset.x-k8s.io"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $both }}
   resources: ["leaderworkersets"]
   scope: Namespaced
 - apiGroups: ["serving.kserve.io"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $both }}
   resources: ["inferenceservices", "servingruntimes", "llminferenceservices"]
   scope: Namespaced
 - apiGroups: ["serving.kserve.io"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $both }}
   resources: ["clusterservingruntimes"]
   scope: Cluster
 - apiGroups: ["ray.io"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
-  resources: ["rayservices", "rayclusters", "rayjobs"]
+  operations: {{ toJson $both }}
+  resources: ["rayservices", "rayclusters"]
+  scope: Namespaced
+- apiGroups: ["ray.io"]
+  apiVersions: ["*"]
+  operations: {{ toJson $create }}
+  resources: ["rayjobs"]
   scope: Namespaced
 - apiGroups: ["argoproj.io"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $both }}
   resources: ["rollouts"]
   scope: Namespaced
 - apiGroups: ["serving.knative.dev"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $both }}
   resources: ["services"]
   scope: Namespaced
 - apiGroups: ["jobset.x-k8s.io"]
   apiVersions: ["*"]
-  operations: {{ toJson $ops }}
+  operations: {{ toJson $create }}
   resources: ["jobsets"]
   scope: Namespaced
 {{- with .root.Values.webhook.extraRules }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+matchConditions that keep what a controller creates from a webhook: an object with a controller
+ownerReference — the ReplicaSets of Deployments and Rollouts, a CronJob's Jobs, a
+LeaderWorkerSet's StatefulSets, the Deployments KServe and other operators make. Mutating one
+fights its controller (the Deployment controller makes a new ReplicaSet whenever one's template
+differs from the Deployment's: a loop); refusing one blocks that controller's scaling and
+rollouts with an error no person sees. The object a person applied was judged, and is what the
+webhook mutates. The webhook skips them as well (webhook/src/review.rs); the condition also
+spares the apiserver the calls, and keeps an outage of the webhook from blocking controllers.
+
+For the mutating webhook ("pods": true), Pods are the exception: the fixes for workloads that
+predate the webhook (or that it did not mutate) land on their Pods at CREATE. The validating
+webhook never sees the Pods a controller creates: it would never refuse them (that would block
+scale-ups, node-drain replacements and the rollout that fixes the template), and in failure mode
+Fail an outage of the webhook would.
+Argument: a dict with "pods".
+*/}}
+{{- define "probelint.controllerCondition" -}}
+{{- $free := "!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)" -}}
+{{- if .pods }}
+- name: pod-or-not-managed-by-a-controller
+  expression: {{ printf "object.kind == 'Pod' || %s" $free | quote }}
+{{- else }}
+- name: not-managed-by-a-controller
+  expression: {{ $free | quote }}
 {{- end }}
 {{- end }}
 

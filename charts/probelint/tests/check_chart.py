@@ -14,8 +14,9 @@ Checks (each selectable with --only):
   schema   values.schema.json refuses wrong values, with a message naming the value
   upgrade  the Helm-generated certificate: valid for the Service name, kept across
            `helm upgrade`, renewed near expiry with the old CA trusted during the switch
-  cel      the acceleratorsOnly matchConditions expression, compiled and evaluated by CEL over
-           every workload kind, against what the engine itself calls an accelerator container
+  cel      the matchConditions expressions, compiled and evaluated by CEL: acceleratorsOnly over
+           every workload kind, against what the engine itself calls an accelerator container;
+           the controller conditions over owned and unowned objects
   sync     the chart's copies of engine facts (workload kinds, accelerator lists, the policy
            schema inside values.schema.json) still match the engine
 
@@ -90,6 +91,10 @@ WORKLOAD_RESOURCES = {
     "Service": ("serving.knative.dev", "services"),
     "JobSet": ("jobset.x-k8s.io", "jobsets"),
 }
+
+# Kinds whose UPDATEs the webhook never evaluates (webhook/src/review.rs `judged_at_create`): the
+# rules name them on CREATE only; every other kind on CREATE and UPDATE.
+CREATE_ONLY = {"Pod", "Job", "JobSet", "RayJob"}
 
 class CheckFailed(Exception):
     pass
@@ -551,12 +556,14 @@ def _port_number(container: dict, name) -> int:
     raise CheckFailed(f"probe port {name!r} is not declared")
 
 
-def _resources_of(webhook: dict) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
+def _resources_of(webhook: dict) -> dict[tuple[str, str], list[str]]:
+    """The operations each (group, resource) of the webhook's rules is sent on."""
+    out: dict[tuple[str, str], list[str]] = {}
     for rule in webhook["rules"]:
-        check(sorted(rule["operations"]) == ["CREATE", "UPDATE"], f"operations: {rule}")
         for group in rule["apiGroups"]:
-            out.setdefault(group, set()).update(rule["resources"])
+            for resource in rule["resources"]:
+                check((group, resource) not in out, f"{group}/{resource} in two rules")
+                out[(group, resource)] = sorted(rule["operations"])
     return out
 
 
@@ -615,9 +622,15 @@ def _check_rules_cover_engine(webhook: dict, pods_only: bool = False) -> None:
     resources = _resources_of(webhook)
     expected = {"Pod": WORKLOAD_RESOURCES["Pod"]} if pods_only else WORKLOAD_RESOURCES
     for kind, (group, resource) in expected.items():
-        check(resource in resources.get(group, set()), f"{webhook['name']}: no rule for {kind} ({group}/{resource})")
+        check((group, resource) in resources, f"{webhook['name']}: no rule for {kind} ({group}/{resource})")
+        operations = ["CREATE"] if kind in CREATE_ONLY else ["CREATE", "UPDATE"]
+        check(resources[(group, resource)] == operations, f"{webhook['name']}: {kind} on {resources[(group, resource)]}, not {operations}")
     if pods_only:
-        check(resources == {"": {"pods"}}, f"podsOnly rules: {resources}")
+        check(resources == {("", "pods"): ["CREATE"]}, f"podsOnly rules: {resources}")
+
+
+def _condition_names(webhook: dict) -> list[str]:
+    return [c["name"] for c in webhook.get("matchConditions", [])]
 
 
 def check_render(probelint: Probelint, update_fixture: bool) -> None:
@@ -713,7 +726,10 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
     check("reinvocationPolicy" not in vwc[0], "validating webhooks have no reinvocationPolicy")
     _check_rules_cover_engine(vwc[0])
     _check_rules_cover_engine(mwc[0])
-    check("matchConditions" not in vwc[0] and "matchConditions" not in mwc[0], "no matchConditions by default")
+    # What a controller creates never reaches the validating webhook, and only its Pods reach the
+    # mutating one (check_cel evaluates the expressions).
+    check(_condition_names(vwc[0]) == ["not-managed-by-a-controller"], f"validating matchConditions {vwc[0].get('matchConditions')}")
+    check(_condition_names(mwc[0]) == ["pod-or-not-managed-by-a-controller"], f"mutating matchConditions {mwc[0].get('matchConditions')}")
     secret = r.one("Secret")
     check(secret["type"] == "kubernetes.io/tls", "TLS Secret type")
     check(vwc[0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"] == mwc[0]["clientConfig"]["caBundle"], "caBundle is the generated CA")
@@ -796,8 +812,8 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
 
     r = render(variants["acceleratorsOnly"])
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-        conditions = r.one(kind)["webhooks"][0]["matchConditions"]
-        check(len(conditions) == 1 and conditions[0]["name"] == "has-accelerator", f"{kind} matchConditions")
+        names = _condition_names(r.one(kind)["webhooks"][0])
+        check(len(names) == 2 and names[1] == "has-accelerator", f"{kind} matchConditions {names}")
 
     r = render(variants["podsOnly-noValidate"])
     check(not r.all("ValidatingWebhookConfiguration"), "validating webhook disabled")
@@ -1006,6 +1022,54 @@ def _engine_accelerated(probelint: Probelint, objects: list[dict]) -> set[str]:
     return {c["object"]["name"] for c in json.loads(out.stdout)["containers"]}
 
 
+def _condition(webhook: dict, name: str) -> str:
+    found = [c["expression"] for c in webhook.get("matchConditions", []) if c["name"] == name]
+    check(len(found) == 1, f"{webhook['name']}: no matchCondition {name}: {webhook.get('matchConditions')}")
+    return found[0]
+
+
+def _check_controller_conditions(env, evaluate) -> int:
+    """The controller conditions: what a controller manages goes to neither webhook, except its
+    Pods, which go to the mutating webhook only (webhook/src/review.rs decides the same)."""
+    r = render()
+    programs = {}
+    for kind, name in (
+        ("ValidatingWebhookConfiguration", "not-managed-by-a-controller"),
+        ("MutatingWebhookConfiguration", "pod-or-not-managed-by-a-controller"),
+    ):
+        expression = _condition(r.one(kind)["webhooks"][0], name)
+        try:
+            programs[kind] = (expression, env.compile(expression))
+        except Exception as e:
+            raise CheckFailed(f"the matchCondition {name} does not compile: {e}\n{expression}") from e
+
+    def owned(kind: str, owner: str, **extra) -> dict:
+        reference = {"apiVersion": "apps/v1", "kind": owner, "name": "x", "uid": "u", **extra}
+        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": "o", "ownerReferences": [reference]}, "spec": {}}
+
+    cases = [
+        # object, sent to the validating webhook, sent to the mutating webhook
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}, True, True),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}, True, True),
+        (owned("ReplicaSet", "Deployment", controller=True, blockOwnerDeletion=True), False, False),
+        (owned("Job", "CronJob", controller=True), False, False),
+        (owned("Deployment", "InferenceService", controller=True), False, False),
+        (owned("Pod", "ReplicaSet", controller=True), False, True),
+        (owned("Pod", "ReplicaSet", controller=False), True, True),
+        (owned("ReplicaSet", "Deployment"), True, True),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "ownerReferences": []}, "spec": {}}, True, True),
+    ]
+    for obj, validating, mutating in cases:
+        for kind, expected in (("ValidatingWebhookConfiguration", validating), ("MutatingWebhookConfiguration", mutating)):
+            expression, program = programs[kind]
+            check(
+                evaluate(program, expression, obj) == expected,
+                f"{kind}: {obj['kind']} with ownerReferences {obj['metadata'].get('ownerReferences')} should "
+                f"{'' if expected else 'not '}be sent",
+            )
+    return len(cases) * 2
+
+
 def check_cel(probelint: Probelint) -> None:
     from cel_expr_python import cel
 
@@ -1014,7 +1078,7 @@ def check_cel(probelint: Probelint) -> None:
     def compiled(values: dict):
         r = render(deep_merge({"webhook": {"acceleratorsOnly": {"enabled": True}}}, values))
         expressions = {
-            kind: r.one(kind)["webhooks"][0]["matchConditions"][0]["expression"]
+            kind: _condition(r.one(kind)["webhooks"][0], "has-accelerator")
             for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
         }
         check(len(set(expressions.values())) == 1, "both webhooks use the same condition")
@@ -1070,8 +1134,10 @@ def check_cel(probelint: Probelint) -> None:
     expression, program = compiled({"webhook": {"acceleratorsOnly": {"resources": ["nvidia.com/gpu"], "resourceClaims": False}}})
     claim = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dra"}, "spec": _pod_spec("claim")}
     check(not evaluate(program, expression, claim), "resourceClaims: false ignores DRA claims")
-    print(f"  the matchCondition compiles and agrees with the engine on {total} objects (every kind, "
-          "resources / requests / DRA claims / runtime class / sidecars / KServe model containers)")
+    print(f"  the accelerator matchCondition compiles and agrees with the engine on {total} objects (every "
+          "kind, resources / requests / DRA claims / runtime class / sidecars / KServe model containers)")
+    owned = _check_controller_conditions(env, evaluate)
+    print(f"  the controller matchConditions compile and keep owned objects away ({owned} evaluations)")
 
 
 # --- sync -----------------------------------------------------------------------------------

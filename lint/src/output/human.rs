@@ -15,7 +15,7 @@ use probelint_policies::{Applicability, Finding, Severity};
 use rayon::prelude::*;
 
 use super::{Options, display_path, plural, sanitize, suppression_parts, unreadable_files};
-use crate::report::{LocatedFinding, Report};
+use crate::report::{LocatedFinding, Report, SourceLines};
 
 const ERROR: Style = AnsiColor::BrightRed.on_default().effects(Effects::BOLD);
 const DIM: Style = Style::new().effects(Effects::DIMMED);
@@ -35,11 +35,12 @@ pub(super) fn render(report: &Report, options: &Options, out: &mut dyn Write) ->
         .filter(|f| !f.finding.is_suppressed())
         .collect();
     // Chunks bound the memory held by rendered text that is not yet written.
+    let lines = report.source_lines();
     for chunk in active.chunks(2048) {
         let rendered: Vec<String> = chunk
             .par_iter()
             .with_min_len(64)
-            .map(|located| renderer.render(&[finding_group(report, located)]))
+            .map(|located| renderer.render(&[finding_group(&lines, located)]))
             .collect();
         for text in rendered {
             writeln!(out, "{text}\n")?;
@@ -95,7 +96,7 @@ pub(super) fn render(report: &Report, options: &Options, out: &mut dyn Write) ->
 
 /// `error[rule]: message`, the snippet (or just the location when the source is not at
 /// hand), `= help:` and the fix, if any, with the flag that applies it.
-fn finding_group<'a>(report: &'a Report, located: &'a LocatedFinding) -> Group<'a> {
+fn finding_group<'a>(lines: &SourceLines<'a>, located: &'a LocatedFinding) -> Group<'a> {
     let finding = &located.finding;
     let title = level(finding.severity)
         .primary_title(sanitize(&finding.message))
@@ -103,7 +104,7 @@ fn finding_group<'a>(report: &'a Report, located: &'a LocatedFinding) -> Group<'
     let path = sanitize(display_path(&located.file));
     let context = context_label(finding);
 
-    let mut group = match report.source_line(&located.file, located.line) {
+    let mut group = match lines.line(&located.file, located.line) {
         Some(line) => {
             let line = sanitize(line);
             let span = underline(&line, located.column);

@@ -36,6 +36,8 @@ pub(super) struct View<'a> {
     pub(super) locations: &'a Locations,
     pub(super) value: &'a Value,
     pub(super) newline: &'static str,
+    /// The document's block layout as the user wrote it.
+    pub(super) layout: &'a DocumentLayout,
 }
 
 /// How a collection is written.
@@ -187,7 +189,7 @@ impl<'a> View<'a> {
     /// newline, newline + `body` so that it still ends without one.
     fn line_at(&self, at: usize, body: &str) -> Edit {
         let body = body.replace('\n', self.newline);
-        if at >= self.text.len() && !self.text.is_empty() && !self.text.ends_with('\n') {
+        if at >= self.text.len() && !self.text.is_empty() && !scan::ends_with_newline(self.text) {
             Edit::insert(self.text.len(), format!("{}{body}", self.newline))
         } else {
             Edit::insert(at, format!("{body}{}", self.newline))
@@ -237,32 +239,60 @@ fn refuse_shared(node: &Node<'_>) -> Result<(), String> {
     }
 }
 
-/// Detects the block layout near `pointer`: the indentation step from the closest nesting
-/// that shows one, the sequence and item styles from the whole document.
-fn layout(view: &View<'_>, pointer: &str) -> Layout {
-    let mut steps = Vec::new();
-    let mut seq_offsets = Vec::new();
-    let mut item_offsets = Vec::new();
-    // The nearest evidence first: the mapping we insert into and its own key.
-    let mut local_step = None;
-    if let Ok(node) = view.node(pointer)
-        && node.shape == Shape::BlockMap
-    {
-        let children = view.map_children(&node);
-        if let (Some(key), Some(first_key)) =
-            (node.loc.key, children.first().and_then(|c| c.loc.key))
-            && first_key.line > key.line
-            && first_key.column > key.column
-        {
-            local_step = Some(first_key.column - key.column);
-        } else {
-            for child in &children {
-                sample(view, child, &mut steps, &mut seq_offsets, &mut item_offsets);
-            }
-            local_step = majority(&steps);
+/// How often each value was seen, in the order first seen: the evidence for one layout
+/// setting. The values are indentation widths, so there are only ever a few of them.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Tally(Vec<(usize, usize)>);
+
+impl Tally {
+    fn push(&mut self, value: usize) {
+        match self.0.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, count)) => *count += 1,
+            None => self.0.push((value, 1)),
         }
     }
-    // Then the whole document, walked without recursion and within a bound.
+
+    fn count(&self, value: usize) -> usize {
+        self.0
+            .iter()
+            .find(|(v, _)| *v == value)
+            .map_or(0, |(_, c)| *c)
+    }
+
+    /// The most frequent value of `self` followed by `then`, the first seen among equals.
+    fn majority(&self, then: &Tally) -> Option<usize> {
+        let mut best: Option<(usize, usize)> = None;
+        let seen = self.0.iter().map(|(v, _)| *v).chain(
+            then.0
+                .iter()
+                .map(|(v, _)| *v)
+                .filter(|v| self.count(*v) == 0),
+        );
+        for v in seen {
+            let count = self.count(v) + then.count(v);
+            if best.is_none_or(|(_, c)| count > c) {
+                best = Some((v, count));
+            }
+        }
+        best.map(|(v, _)| v)
+    }
+}
+
+/// What a document shows of its block layout: the indentation steps of nested mappings, the
+/// offsets of sequences under keys and the width of `- ` before a mapping item's first key.
+/// Sampled once, from the document as the user wrote it (before any fix), so that every
+/// insertion follows the file's style, not that of earlier insertions, and so that a fix with
+/// a thousand operations does not walk the document a thousand times.
+#[derive(Debug, Default, Clone)]
+pub(super) struct DocumentLayout {
+    steps: Tally,
+    seq_offsets: Tally,
+    item_offsets: Tally,
+}
+
+/// Samples the whole document, walked without recursion and within a bound.
+pub(super) fn document_layout(view: &View<'_>) -> DocumentLayout {
+    let mut doc = DocumentLayout::default();
     let mut stack = vec![String::new()];
     let mut visited = 0usize;
     while let Some(p) = stack.pop() {
@@ -271,7 +301,7 @@ fn layout(view: &View<'_>, pointer: &str) -> Layout {
             break;
         }
         let Ok(node) = view.node(&p) else { continue };
-        sample(view, &node, &mut steps, &mut seq_offsets, &mut item_offsets);
+        sample(view, &node, &mut doc);
         match node.value {
             Value::Object(map) => {
                 stack.extend(
@@ -290,11 +320,41 @@ fn layout(view: &View<'_>, pointer: &str) -> Layout {
             _ => {}
         }
     }
-    let step = local_step.or_else(|| majority(&steps)).unwrap_or(2);
+    doc
+}
+
+/// Detects the block layout near `pointer`: the indentation step from the closest nesting
+/// that shows one, the sequence and item styles from the whole document.
+fn layout(view: &View<'_>, pointer: &str) -> Layout {
+    // The nearest evidence first: the mapping we insert into and its own key.
+    let mut local = DocumentLayout::default();
+    let mut local_step = None;
+    if let Ok(node) = view.node(pointer)
+        && node.shape == Shape::BlockMap
+    {
+        let children = view.map_children(&node);
+        if let (Some(key), Some(first_key)) =
+            (node.loc.key, children.first().and_then(|c| c.loc.key))
+            && first_key.line > key.line
+            && first_key.column > key.column
+        {
+            local_step = Some(first_key.column - key.column);
+        } else {
+            for child in &children {
+                sample(view, child, &mut local);
+            }
+            local_step = local.steps.majority(&Tally::default());
+        }
+    }
+    // Then the whole document.
+    let doc = view.layout;
+    let step = local_step
+        .or_else(|| doc.steps.majority(&Tally::default()))
+        .unwrap_or(2);
     Layout {
         step,
-        seq_offset: majority(&seq_offsets).unwrap_or(step),
-        item_offset: majority(&item_offsets).unwrap_or(2),
+        seq_offset: local.seq_offsets.majority(&doc.seq_offsets).unwrap_or(step),
+        item_offset: local.item_offsets.majority(&doc.item_offsets).unwrap_or(2),
     }
 }
 
@@ -304,13 +364,7 @@ fn is_collection(v: &Value) -> bool {
 
 /// Records what one node shows of the layout: a block mapping under a key (its step), a block
 /// sequence under a key (indented or indentless), a mapping item (`- ` width).
-fn sample(
-    view: &View<'_>,
-    node: &Node<'_>,
-    steps: &mut Vec<usize>,
-    seq_offsets: &mut Vec<usize>,
-    item_offsets: &mut Vec<usize>,
-) {
+fn sample(view: &View<'_>, node: &Node<'_>, into: &mut DocumentLayout) {
     if node.loc.shared {
         return;
     }
@@ -322,13 +376,13 @@ fn sample(
                 && first_key.line > key.line
                 && first_key.column > key.column
             {
-                steps.push(first_key.column - key.column);
+                into.steps.push(first_key.column - key.column);
             }
             if let (Some(dash), Some(first_key)) = (node.loc.item, first_key)
                 && first_key.line == dash.line
                 && first_key.column > dash.column
             {
-                item_offsets.push(first_key.column - dash.column);
+                into.item_offsets.push(first_key.column - dash.column);
             }
         }
         Shape::BlockSeq => {
@@ -340,23 +394,11 @@ fn sample(
                 && dash.line > key.line
                 && dash.column >= key.column
             {
-                seq_offsets.push(dash.column - key.column);
+                into.seq_offsets.push(dash.column - key.column);
             }
         }
         _ => {}
     }
-}
-
-/// The most frequent value (the first seen among equals).
-fn majority(values: &[usize]) -> Option<usize> {
-    let mut best: Option<(usize, usize)> = None;
-    for &v in values {
-        let count = values.iter().filter(|&&x| x == v).count();
-        if best.is_none_or(|(_, c)| count > c) {
-            best = Some((v, count));
-        }
-    }
-    best.map(|(v, _)| v)
 }
 
 /// `add` of a key that is not there yet, or of a sequence item.
@@ -512,7 +554,7 @@ fn flow_append(
     let one_per_line = scan::first_on_line(text, last_start)
         && text
             .get(last_end..close)
-            .is_some_and(|between| between.contains('\n'));
+            .is_some_and(|between| between.contains(['\n', '\r']));
     if one_per_line {
         let indent = scan::line_indent(text, last_start);
         let outer = scan::line_indent(text, open);
@@ -888,7 +930,7 @@ pub(super) fn swap(
         return Some(Err(e));
     }
     let mut body = body.replace('\n', view.newline);
-    if text.get(..end).is_some_and(|t| t.ends_with('\n')) {
+    if text.get(..end).is_some_and(scan::ends_with_newline) {
         body.push_str(view.newline);
     }
     Some(Ok(vec![Edit {

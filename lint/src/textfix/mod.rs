@@ -48,6 +48,7 @@
 mod edit;
 mod render;
 mod scan;
+mod schedule;
 
 #[cfg(test)]
 mod tests;
@@ -61,6 +62,7 @@ use serde_json::Value;
 
 use crate::yaml::{Document, Limits, parse_stream};
 use edit::{Edit, View};
+use schedule::Unit;
 
 /// One object's patch: which document of the file, where the object is inside it, and the
 /// operations (RFC 6902, paths relative to the object, as the rule engine produces them).
@@ -157,7 +159,9 @@ pub fn apply(
     bounds.push(text.len());
     let mut order: Vec<&ObjectPatch<'_>> = patches.iter().collect();
     order.sort_by_key(|p| std::cmp::Reverse(p.document));
-    let mut out = text.to_owned();
+    // The edited regions, last first; the file is put together once at the end, so that a file
+    // of many documents is not copied once per document.
+    let mut edited: Vec<(usize, usize, String)> = Vec::new();
     let newline = scan::newline(text);
     for group in order.chunk_by(|a, b| a.document == b.document) {
         let Some(first) = group.first() else { continue };
@@ -172,7 +176,7 @@ pub fn apply(
         let (Some(&start), Some(&end)) = (bounds.get(document), bounds.get(document + 1)) else {
             return Err(file_error("the document is not in the file".to_owned()));
         };
-        let region_text = out
+        let region_text = text
             .get(start..end)
             .ok_or_else(|| file_error("the document's text could not be cut out".to_owned()))?;
         let mut region = Region::parse(region_text.to_owned(), limits, newline).map_err(|_| {
@@ -190,19 +194,25 @@ pub fn apply(
                     .to_owned(),
             ));
         }
-        for patch in group {
-            let mut i = 0;
-            while i < patch.ops.len() {
-                i += region.step(patch, i).map_err(|reason| TextFixError {
-                    document: Some(document),
-                    line,
-                    operation: patch.ops.get(i).map(|op| describe_op(&patch.prefix, op)),
-                    reason,
-                })?;
-            }
-        }
-        out.replace_range(start..end, &region.text);
+        region
+            .apply_all(group)
+            .map_err(|(patch, i, reason)| TextFixError {
+                document: Some(document),
+                line,
+                operation: patch.ops.get(i).map(|op| describe_op(&patch.prefix, op)),
+                reason,
+            })?;
+        edited.push((start, end, region.text));
     }
+    let mut out =
+        String::with_capacity(text.len() + edited.iter().map(|(_, _, t)| t.len()).sum::<usize>());
+    let mut pos = 0;
+    for (start, end, region) in edited.iter().rev() {
+        out.push_str(text.get(pos..*start).unwrap_or_default());
+        out.push_str(region);
+        pos = *end;
+    }
+    out.push_str(text.get(pos..).unwrap_or_default());
     // Every operation was checked as it went; this checks the whole file once more, including
     // the documents no patch names.
     let intact = parse_stream(out.as_bytes(), limits).is_ok_and(|docs| {
@@ -277,17 +287,27 @@ struct Region<'l> {
     document: Document,
     limits: &'l Limits,
     newline: &'static str,
+    /// The document's layout before any edit.
+    layout: edit::DocumentLayout,
 }
 
 impl<'l> Region<'l> {
     /// Reads a region, which must hold exactly one document.
     fn parse(text: String, limits: &'l Limits, newline: &'static str) -> Result<Self, String> {
         let document = Self::read(&text, limits)?;
+        let layout = edit::document_layout(&View {
+            text: &text,
+            locations: &document.locations,
+            value: &document.value,
+            newline,
+            layout: &edit::DocumentLayout::default(),
+        });
         Ok(Region {
             text,
             document,
             limits,
             newline,
+            layout,
         })
     }
 
@@ -309,11 +329,99 @@ impl<'l> Region<'l> {
             locations: &self.document.locations,
             value: &self.document.value,
             newline: self.newline,
+            layout: &self.layout,
         }
     }
 
     fn current(&self) -> &Value {
         &self.document.value
+    }
+
+    /// Applies every operation of `group` (one document's patches), level by level (see
+    /// [`schedule`]): each level's operations as one batch of edits read back once, or, when
+    /// a batch does not work out, one at a time, as the operations would be applied in order.
+    /// The error names the operation that could not be applied.
+    fn apply_all<'p>(
+        &mut self,
+        group: &[&'p ObjectPatch<'p>],
+    ) -> Result<(), (&'p ObjectPatch<'p>, usize, String)> {
+        let mut deferred: Vec<Unit<'p>> = Vec::new();
+        for level in schedule::levels(group) {
+            let mut units = std::mem::take(&mut deferred);
+            units.extend(level);
+            if units.len() > 1
+                && let Some(later) = self.batch(&units)
+            {
+                deferred = later;
+                continue;
+            }
+            for unit in units {
+                let mut i = unit.op;
+                let end = unit.op + if unit.pair { 2 } else { 1 };
+                while i < end {
+                    i += self
+                        .step(unit.patch, i)
+                        .map_err(|reason| (unit.patch, i, reason))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `units`, whose anchors are independent, as edits of the same text, applied and
+    /// read back at once. `None` when that does not work out (nothing is changed then); else
+    /// the `add`s of pairs that could not be written as a swap, for the next level.
+    fn batch<'p>(&mut self, units: &[Unit<'p>]) -> Option<Vec<Unit<'p>>> {
+        let view = self.view();
+        let mut edits = Vec::new();
+        let mut ops = Vec::with_capacity(units.len());
+        let mut later = Vec::new();
+        for unit in units {
+            let op = prefixed(&unit.patch.prefix, unit.patch.ops.get(unit.op)?).ok()?;
+            if unit.pair {
+                let added = prefixed(&unit.patch.prefix, unit.patch.ops.get(unit.op + 1)?).ok()?;
+                let (PatchOperation::Remove(removed), PatchOperation::Add(add)) = (&op, &added)
+                else {
+                    return None;
+                };
+                match edit::swap(&view, removed.path.as_str(), add.path.as_str(), &add.value) {
+                    Some(swapped) => {
+                        edits.extend(swapped.ok()?);
+                        ops.push(op);
+                        ops.push(added);
+                    }
+                    None => {
+                        edits.extend(edit::remove(&view, removed.path.as_str()).ok()?);
+                        ops.push(op);
+                        later.push(Unit {
+                            patch: unit.patch,
+                            op: unit.op + 1,
+                            pair: false,
+                        });
+                    }
+                }
+                continue;
+            }
+            match &op {
+                PatchOperation::Add(o) => {
+                    edits.extend(edit::add(&view, o.path.as_str(), &o.value).ok()?)
+                }
+                PatchOperation::Remove(o) => {
+                    edits.extend(edit::remove(&view, o.path.as_str()).ok()?)
+                }
+                PatchOperation::Replace(o) => {
+                    edits.extend(edit::replace(&view, o.path.as_str(), &o.value).ok()?);
+                }
+                PatchOperation::Test(_) => {}
+                PatchOperation::Move(_) | PatchOperation::Copy(_) => return None,
+            }
+            ops.push(op);
+        }
+        let expected = patched(self.current(), &ops).ok()?;
+        self.commit(edits, &expected).ok()?;
+        #[cfg(test)]
+        tests::BATCHED.with(|b| b.set(b.get() + units.len()));
+        Some(later)
     }
 
     /// Applies operation `i` of `patch` (and the next one too when the two form a swap);

@@ -5,21 +5,33 @@
 //! anyway: a wrong offset must produce a refused fix, never a panic or a slice of half a
 //! character.
 
-/// The line break the file uses: `\r\n` when its first line break is one, else `\n`. Inserted
-/// lines use it so that a CRLF file stays CRLF.
+/// The line break the file uses, from its first one: `\r\n`, `\r` alone (classic Mac OS) or
+/// `\n`. Inserted lines use it so that a file keeps its line endings.
 pub(super) fn newline(text: &str) -> &'static str {
-    match text.find('\n') {
-        Some(i) if i > 0 && text.as_bytes().get(i - 1) == Some(&b'\r') => "\r\n",
+    match text.find(['\n', '\r']) {
+        Some(i) if text.as_bytes().get(i) == Some(&b'\r') => {
+            if text.as_bytes().get(i + 1) == Some(&b'\n') {
+                "\r\n"
+            } else {
+                "\r"
+            }
+        }
         _ => "\n",
     }
 }
 
-/// Byte offset of the start of the line holding `pos`.
+/// Whether the text ends with a line break (of any of the three kinds).
+pub(super) fn ends_with_newline(text: &str) -> bool {
+    text.ends_with(['\n', '\r'])
+}
+
+/// Byte offset of the start of the line holding `pos`. Lines end at `\n`, `\r\n` or a lone
+/// `\r`, as the YAML layer counts them.
 pub(super) fn line_start(text: &str, pos: usize) -> usize {
     let pos = pos.min(text.len());
     text.as_bytes()
         .get(..pos)
-        .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
+        .and_then(|b| b.iter().rposition(|&c| c == b'\n' || c == b'\r'))
         .map_or(0, |i| i + 1)
 }
 
@@ -27,10 +39,17 @@ pub(super) fn line_start(text: &str, pos: usize) -> usize {
 /// when that line has none (a file without a final newline).
 pub(super) fn line_end_after(text: &str, pos: usize) -> usize {
     let pos = pos.min(text.len());
-    text.as_bytes()
+    let bytes = text.as_bytes();
+    match bytes
         .get(pos..)
-        .and_then(|b| b.iter().position(|&c| c == b'\n'))
-        .map_or(text.len(), |i| pos + i + 1)
+        .and_then(|b| b.iter().position(|&c| c == b'\n' || c == b'\r'))
+    {
+        Some(i) if bytes.get(pos + i) == Some(&b'\r') && bytes.get(pos + i + 1) == Some(&b'\n') => {
+            pos + i + 2
+        }
+        Some(i) => pos + i + 1,
+        None => text.len(),
+    }
 }
 
 /// Whether only blanks stand between the start of its line and `pos`.
@@ -77,7 +96,7 @@ pub(super) fn skip_blanks_and_comments(text: &str, pos: usize, end: usize) -> us
         match bytes.get(pos) {
             Some(b' ' | b'\t' | b'\r' | b'\n') => pos += 1,
             Some(b'#') => {
-                while pos < end && bytes.get(pos) != Some(&b'\n') {
+                while pos < end && !matches!(bytes.get(pos), Some(b'\n' | b'\r')) {
                     pos += 1;
                 }
             }
@@ -118,6 +137,13 @@ mod tests {
         let text = "a:\r\n  b: 1 # c\r\n  d: 2";
         assert_eq!(newline(text), "\r\n");
         assert_eq!(newline("a: 1\n"), "\n");
+        assert_eq!(newline("a: 1\rb: 2\r"), "\r");
+        let cr = "a:\r  b: 1 # c\r  d: 2\r";
+        let d = cr.find("  d").unwrap_or(0);
+        assert_eq!(line_start(cr, d + 2), d);
+        assert_eq!(line_end_after(cr, 3), d);
+        assert_eq!(skip_blanks_and_comments(cr, 9, cr.len()), d + 2);
+        assert!(ends_with_newline(cr) && !ends_with_newline("a: 1"));
         let b = text.find('b').unwrap_or(0);
         assert_eq!(line_start(text, b), 4);
         assert_eq!(line_end_after(text, b), text.find("  d").unwrap_or(0));

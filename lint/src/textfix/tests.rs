@@ -3,6 +3,11 @@ use proptest::prelude::*;
 use serde_json::json;
 use similar::{DiffOp, TextDiff};
 
+thread_local! {
+    /// Units written in batches by this thread's `apply` calls (see `Region::batch`).
+    pub(super) static BATCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 fn pointer(path: &str) -> PointerBuf {
     PointerBuf::parse(path).unwrap_or_default()
 }
@@ -1096,4 +1101,144 @@ fn many_documents_are_each_fixed_in_their_own_region() {
         );
     }
     assert!(out.starts_with("# bundle\n---\n") && out.ends_with("...\n"));
+}
+
+#[test]
+fn cr_only_files_keep_cr_line_endings() {
+    // Classic Mac OS line endings: the YAML layer reads a lone `\r` as a line break, so must the
+    // edits, and inserted lines must use it too.
+    let text = "spec:\r  probe:\r    tcpSocket:\r      port: 80\r  x: 1 # keep\r";
+    let out = fix(
+        text,
+        &[
+            remove("/spec/probe/tcpSocket"),
+            add("/spec/probe/httpGet", json!({"path": "/h", "port": 80})),
+            add("/spec/extra", json!({"a": [1, 2]})),
+        ],
+    );
+    assert_eq!(
+        out,
+        "spec:\r  probe:\r    httpGet:\r      path: /h\r      port: 80\r  x: 1 # keep\r  \
+         extra:\r    a:\r      - 1\r      - 2\r"
+    );
+    let out = fix("a: 1\rb: 2", &[add("/c", json!(3))]);
+    assert_eq!(out, "a: 1\rb: 2\rc: 3");
+}
+
+/// The operations of `ops` as [`Region::step`] takes them: one at a time, except a `remove`
+/// directly followed by an `add` to the same mapping.
+fn one_step_at_a_time(ops: &[PatchOperation]) -> Vec<&[PatchOperation]> {
+    let parent =
+        |op: &PatchOperation| edit::split_pointer(op.path().as_str()).map(|(p, _)| p.to_owned());
+    let mut steps = Vec::new();
+    let mut i = 0;
+    while i < ops.len() {
+        let pair = matches!(ops[i], PatchOperation::Remove(_))
+            && ops.get(i + 1).is_some_and(|n| {
+                matches!(n, PatchOperation::Add(_)) && parent(n) == parent(&ops[i])
+            });
+        let n = if pair { 2 } else { 1 };
+        steps.push(&ops[i..i + n]);
+        i += n;
+    }
+    steps
+}
+
+/// A document with many fixable containers is written in a few batches of independent
+/// operations (`schedule`), not one parse per operation; the text must be exactly what
+/// applying the operations one step at a time, each in its own `apply`, gives.
+#[test]
+fn batched_operations_write_what_one_at_a_time_writes() {
+    let styles = [
+        "    - name: block-NAME   # a comment\n      image: vllm/vllm-openai:v0.6.3\n      \
+         resources:\n        limits:\n          nvidia.com/gpu: 1\n      readinessProbe:\n        \
+         tcpSocket:\n          port: 8000\n",
+        "    - name: flow-NAME\n      image: vllm/vllm-openai:v0.6.3\n      resources: {limits: \
+         {nvidia.com/gpu: 1}}\n      readinessProbe: {tcpSocket: {port: 8000}, periodSeconds: 5}\n\n",
+        "    # before the item\n    - name: short-NAME\n      image: vllm/vllm-openai:v0.6.3\n      \
+         resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: \
+         /health, port: 8000}\n        failureThreshold: 3\n      readinessProbe:\n        \
+         httpGet: {path: /health, port: 8000}\n",
+        "    - name: sidecar-NAME\n      image: busybox\n",
+    ];
+    let mut pod =
+        String::from("apiVersion: v1\nkind: Pod\nmetadata:\n  name: llm\nspec:\n  containers:\n");
+    for i in 0..40 {
+        pod.push_str(&styles[i % styles.len()].replace("NAME", &i.to_string()));
+    }
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{}",
+        (0..30)
+            .map(|i| {
+                format!(
+                    "  - apiVersion: v1\n    kind: Pod\n    metadata: {{name: p{i}}}\n    spec:\n      \
+                     containers:\n        - name: c\n          image: vllm/vllm-openai:v0.6.3\n          \
+                     resources: {{limits: {{nvidia.com/gpu: 1}}}}\n          readinessProbe:\n            \
+                     tcpSocket: {{port: 8000}}\n"
+                )
+            })
+            .collect::<String>()
+    );
+    let policy = probelint_policies::Policy::default();
+    for (text, newline) in [
+        (pod.clone(), "\n"),
+        (pod.replace('\n', "\r\n"), "\r\n"),
+        (list, "\n"),
+    ] {
+        let docs = parse_stream(text.as_bytes(), &Limits::default()).unwrap_or_default();
+        let mut patches: Vec<(String, Vec<PatchOperation>)> = Vec::new();
+        for (prefix, object) in crate::lint::objects_in(docs[0].value.clone()) {
+            let Some(object) = object else { continue };
+            let findings = probelint_policies::evaluate_one(&object, &policy);
+            let (patch, _) = probelint_policies::fix::merge_fixes(
+                &findings,
+                probelint_policies::Applicability::Safe,
+            );
+            patches.push((prefix, patch.0));
+        }
+        let ops: usize = patches.iter().map(|(_, ops)| ops.len()).sum();
+        assert!(ops >= 60, "{ops} operations");
+        let object_patches: Vec<ObjectPatch<'_>> = patches
+            .iter()
+            .map(|(prefix, ops)| ObjectPatch {
+                document: 0,
+                prefix: prefix.clone(),
+                ops,
+            })
+            .collect();
+        BATCHED.with(|b| b.set(0));
+        let batched = match apply(&text, &object_patches, &Limits::default()) {
+            Ok(out) => out,
+            Err(e) => panic!("{e}"),
+        };
+        let units = BATCHED.with(std::cell::Cell::get);
+        // Each container's fixes are a startupProbe and a `remove` + `add` swap (two
+        // operations, one unit): all of them in batches.
+        assert!(
+            units * 3 >= ops * 2,
+            "only {units} units of {ops} operations were batched"
+        );
+        let mut stepped = text.clone();
+        for (prefix, ops) in &patches {
+            for step in one_step_at_a_time(ops) {
+                stepped = match fix_at(&stepped, 0, prefix, step) {
+                    Ok(out) => out,
+                    Err(e) => panic!("{e}"),
+                };
+            }
+        }
+        if batched != stepped {
+            panic!(
+                "batched and one-at-a-time differ:\n{}",
+                TextDiff::from_lines(&stepped, &batched).unified_diff()
+            );
+        }
+        assert_ne!(batched, text);
+        let breaks = batched.matches('\n').count();
+        assert_eq!(
+            batched.matches(newline).count(),
+            breaks,
+            "line endings kept"
+        );
+    }
 }
