@@ -26,38 +26,18 @@
 
 mod common;
 
-use common::{BIN, Venv, output, skip_network_test, text, workspace_root};
+use common::{BIN, output, skip_network_test, text, workspace_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Instant;
-
-/// The packages the checks import; bump them deliberately.
-const HELM_SDKPY: &str = "helm-sdkpy==0.1.32";
-const PYYAML: &str = "PyYAML==6.0.3";
-const CEL: &str = "cel-expr-python==0.1.3";
 
 fn chart_dir() -> PathBuf {
     workspace_root().join("charts").join("probelint")
 }
 
-/// The virtualenv's python with the pinned packages; created once per target directory.
+/// The virtualenv's python with the pinned Helm packages; created once per target directory.
 fn helm_python() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let packages = [HELM_SDKPY, PYYAML, CEL];
-        Venv {
-            dir: Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join("helm-chart")
-                .join(format!("venv-{}", packages.join("-").replace("==", "-"))),
-            packages: &packages,
-            imports: &["helm_sdkpy", "yaml", "cel_expr_python"],
-            // helm-sdkpy says Python >= 3.12; its bundled library and cffi code run on 3.11.
-            pip_args: &["--ignore-requires-python"],
-            needed_by: "the Helm chart tests",
-        }
-        .python()
-    })
+    probelint_testkit::python::helm_python(env!("CARGO_TARGET_TMPDIR"))
 }
 
 /// Runs `check_chart.py --only CHECK` and fails with its report when the check fails.

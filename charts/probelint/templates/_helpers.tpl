@@ -322,3 +322,15 @@ their containers (plus KServe's model containers) requests an accelerator.
   {{- end }}
 )
 {{- end }}
+
+{{/* A webhook's clientConfig for one endpoint: the Service with `path`, or (webhook.external)
+the URL with `path` appended. */}}
+{{- define "probelint.clientConfig" -}}
+{{- $config := deepCopy .config }}
+{{- if hasKey $config "url" }}
+{{- $_ := set $config "url" (printf "%s%s" $config.url .path) }}
+{{- else }}
+{{- $_ := set $config.service "path" .path }}
+{{- end }}
+{{- toYaml $config }}
+{{- end }}

@@ -494,6 +494,7 @@ def variant_values(ca_pem: str) -> dict[str, dict]:
         "secret-base64": {
             "certificates": {"mode": "secret", "secret": {"name": "my-webhook-tls", "caBundle": base64.b64encode(ca_pem.encode()).decode()}}
         },
+        "external": {"webhook": {"mode": "enforce", "external": {"url": "https://127.0.0.1:8443", "caBundle": ca_pem}}},
         "acceleratorsOnly": {"webhook": {"acceleratorsOnly": {"enabled": True}}},
         "podsOnly-noValidate": {"webhook": {"mutating": {"podsOnly": True}, "validating": {"enabled": False}}},
         "clientAuth-serviceMonitor": {
@@ -810,6 +811,22 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
             check(base64.b64decode(bundle).decode() == ca_pem.strip() or base64.b64decode(bundle).decode() == ca_pem, f"{name}: {kind} caBundle")
             check("annotations" not in r.one(kind)["metadata"], f"{name}: no cert-manager annotation")
 
+    r = render(variants["external"])
+    for kind in ("Deployment", "Service", "ServiceAccount", "PodDisruptionBudget", "Secret", "Certificate", "Issuer"):
+        check(not r.all(kind), f"external: no {kind} in the cluster")
+    hooks = {kind: r.one(kind)["webhooks"][0]["clientConfig"] for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")}
+    check(hooks["ValidatingWebhookConfiguration"].get("url") == "https://127.0.0.1:8443/validate", f"external: validating url {hooks}")
+    check(hooks["MutatingWebhookConfiguration"].get("url") == "https://127.0.0.1:8443/mutate", f"external: mutating url {hooks}")
+    for kind, config in hooks.items():
+        check("service" not in config, f"external: {kind} names no Service")
+        check(base64.b64decode(config["caBundle"]).decode().strip() == ca_pem.strip(), f"external: {kind} trusts the given CA")
+    check("https://127.0.0.1:8443" in r.notes and "rollout status" not in r.notes, f"external: NOTES say where the webhook must run: {r.notes}")
+    warn = render(deep_merge(variants["external"], {"webhook": {"mode": "warn", "external": {"url": "https://hooks.example:9443/"}}}))
+    check(
+        warn.one("ValidatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["url"] == "https://hooks.example:9443/validate/warn",
+        "external: warn mode calls /validate/warn, a trailing slash is dropped",
+    )
+
     r = render(variants["acceleratorsOnly"])
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         names = _condition_names(r.one(kind)["webhooks"][0])
@@ -866,6 +883,9 @@ def check_schema(probelint: Probelint) -> None:
         ({"webhook": {"mode": "block"}}, ["/webhook/mode", "warn", "enforce"]),
         ({"webhook": {"validating": {"failurePolicy": "fail"}}}, ["/webhook/validating/failurePolicy", "Fail", "Ignore"]),
         ({"webhook": {"timeoutSeconds": 60}}, ["/webhook/timeoutSeconds", "30"]),
+        ({"webhook": {"external": {"url": "https://127.0.0.1:8443"}}}, ["/webhook/external", "caBundle"]),
+        ({"webhook": {"external": {"url": "http://127.0.0.1:8443", "caBundle": "x"}}}, ["/webhook/external/url"]),
+        ({"webhook": {"external": {"url": "https://127.0.0.1:8443/validate", "caBundle": "x"}}}, ["/webhook/external/url"]),
         ({"replicaCount": "two"}, ["/replicaCount", "integer"]),
         ({"replicas": 3}, ["replicas"]),
         ({"certificates": {"mode": "vault"}}, ["/certificates/mode", "helm", "certManager", "secret"]),

@@ -1,6 +1,6 @@
 //! What the integration tests share: the `probelint` binary as a command, files in a scratch
-//! directory, the GPU manifests they lint, executables installed without ETXTBSY, and the
-//! virtualenvs from PyPI that the pre-commit and Helm chart tests run in.
+//! directory, the GPU manifests they lint, executables installed without ETXTBSY, and (from
+//! `probelint-testkit`) the virtualenvs from PyPI that the pre-commit and Helm chart tests run in.
 //!
 //! Each `tests/*.rs` is its own crate with `mod common;`, and none of them uses all of this
 //! module: what one test crate leaves unused is used by another, hence the `allow`.
@@ -8,9 +8,8 @@
 
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::time::Instant;
 
 /// The probelint binary of this build.
 pub const BIN: &str = env!("CARGO_BIN_EXE_probelint");
@@ -164,21 +163,6 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// Runs `cmd`, failing the test when it cannot start.
-pub fn output(cmd: &mut Command) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
-}
-
-/// What `out` printed, stdout then stderr.
-pub fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// The JSON on `out`'s stdout, or a failure that shows what was printed instead.
 pub fn json_stdout(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -220,105 +204,8 @@ pub fn install_script(script: &str, to: &Path) {
     copy_executable(source.path(), to);
 }
 
-/// Set to `1`, skips the tests that need PyPI.
-pub const SKIP_NETWORK_VAR: &str = "PROBELINT_SKIP_NETWORK_TESTS";
-
-/// Whether to skip `test`, which needs PyPI to install `needs`; says so on stderr when skipping.
-pub fn skip_network_test(test: &str, needs: &str) -> bool {
-    let skip = std::env::var(SKIP_NETWORK_VAR).is_ok_and(|v| v == "1");
-    if skip {
-        eprintln!("skipping {test}: {SKIP_NETWORK_VAR}=1 (it needs PyPI to install {needs})");
-    }
-    skip
-}
-
-/// A virtualenv with pinned packages from PyPI, kept under the cargo target directory.
-pub struct Venv<'a> {
-    /// Where it lives; reused while it has `packages`, recreated otherwise.
-    pub dir: PathBuf,
-    /// `name==version` requirements.
-    pub packages: &'a [&'a str],
-    /// Modules that must import for the virtualenv to count as installed.
-    pub imports: &'a [&'a str],
-    /// More arguments for `pip install`.
-    pub pip_args: &'a [&'a str],
-    /// Who needs it, for the messages: "the pre-commit tests".
-    pub needed_by: &'a str,
-}
-
-impl Venv<'_> {
-    /// The virtualenv's python, after creating the virtualenv and installing `packages` unless
-    /// it already has them. `PYTHON` names another base interpreter than `python3`.
-    pub fn python(&self) -> PathBuf {
-        let Venv {
-            dir,
-            packages,
-            imports,
-            pip_args,
-            needed_by,
-        } = self;
-        let python = dir.join("bin").join("python");
-        let names: Vec<&str> = packages
-            .iter()
-            .map(|p| p.split_once("==").expect("a pinned package").0)
-            .collect();
-        let wanted = packages.join(" ").to_lowercase();
-        let probe = format!(
-            "import importlib.metadata as m{}; \
-             print(' '.join(f'{{p}}=={{m.version(p)}}'.lower() for p in {names:?}))",
-            imports.iter().map(|i| format!(", {i}")).collect::<String>()
-        );
-        let installed = |python: &Path| {
-            python.exists()
-                && String::from_utf8_lossy(
-                    &output(Command::new(python).args(["-c", &probe])).stdout,
-                )
-                .trim()
-                    == wanted
-        };
-        if installed(&python) {
-            return python;
-        }
-        let started = Instant::now();
-        let _ = fs::remove_dir_all(dir);
-        let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        let made = output(Command::new(&base).arg("-m").arg("venv").arg(dir));
-        assert!(
-            made.status.success(),
-            "`{base} -m venv` failed ({needed_by} need Python 3 with venv; set \
-             {SKIP_NETWORK_VAR}=1 to skip them):\n{}",
-            text(&made)
-        );
-        let pip = output(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                ])
-                .args(*pip_args)
-                .args(*packages),
-        );
-        assert!(
-            pip.status.success(),
-            "pip could not install {} ({}); is PyPI reachable? Set {SKIP_NETWORK_VAR}=1 to skip \
-             the tests that need it.\n{}",
-            packages.join(" "),
-            pip.status,
-            text(&pip)
-        );
-        assert!(
-            installed(&python),
-            "{wanted} not importable from {}",
-            dir.display()
-        );
-        eprintln!(
-            "installed {wanted} into {} in {:.1?}",
-            dir.display(),
-            started.elapsed()
-        );
-        python
-    }
-}
+// Shared with the other crates' tests (each test crate uses some of them).
+#[allow(unused_imports)]
+pub use probelint_testkit::process::{output, text};
+#[allow(unused_imports)]
+pub use probelint_testkit::python::{Venv, skip_network_test};

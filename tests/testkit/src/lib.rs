@@ -6,6 +6,8 @@
 //! it with the file's path and what to do, never with "0 files" or a bare panic.
 
 pub mod corpus;
+pub mod process;
+pub mod python;
 
 use std::path::{Path, PathBuf};
 
