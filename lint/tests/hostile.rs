@@ -202,7 +202,10 @@ fn a_200_mb_file_is_refused_by_its_size_without_reading_it() {
     drop(big);
     assert_refused(dir.path(), "huge.yaml", "209715200 bytes, more than");
     // 40 MiB of heap for the whole run: reading the file (or even its first 32 MiB) would not fit.
-    let (out, elapsed) = run_bounded(with_memory_limit(dir.path(), 40 * 1024, "."), Duration::from_secs(30));
+    let (out, elapsed) = run_bounded(
+        with_memory_limit(dir.path(), 40 * 1024, "."),
+        Duration::from_secs(30),
+    );
     assert_eq!(
         out.status.code(),
         Some(2),
