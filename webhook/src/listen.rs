@@ -1,0 +1,1077 @@
+//! Serving connections: hyper over tokio-rustls on the review port, plain TCP on the metrics
+//! port, with the limits that keep any client from making the webhook stop answering the
+//! apiserver or outgrow its memory limit.
+//!
+//! axum-server bounds only a connection's first request; after it a connection may idle or
+//! trickle forever, and nothing caps how many there are. Here every connection is registered
+//! with its port and watched by its own task, once a second:
+//!
+//! - a connection that has not sent a request [`FIRST_REQUEST_TIMEOUT`] after its handshake,
+//!   or (HTTP/1.1) has begun a request head and not finished it [`HEADER_READ_TIMEOUT`] later,
+//!   is closed: a trickling client counts as idle, its bytes buy it nothing;
+//! - a connection idle (no request in flight) for [`IDLE_TIMEOUT`] is closed gracefully;
+//! - a connection with answers waiting to be sent and none delivered for [`SEND_TIMEOUT`] (a
+//!   client that stopped reading, or advertises a zero HTTP/2 window) is closed, which frees
+//!   the answers it pinned;
+//! - at the port's connection cap, a new connection evicts the connection idle the longest
+//!   instead of being refused; only when every connection has a request in flight is the new
+//!   one refused.
+//!
+//! What a review holds in memory (its body while read and evaluated, its answer until sent) is
+//! counted against one [`Budget`]; a body that does not fit waits, and connections whose answers
+//! have not moved for [`STUCK_AFTER`] are closed to make room.
+
+use crate::reload::TlsConfig;
+use crate::server::AppState;
+use axum::Router;
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tower_service::Service as _;
+
+/// The apiserver closes a webhook connection it has not used for 90 s: its client transport
+/// (client-go `transport.New` → `utilnet.SetTransportDefaults`, k8s.io/apimachinery
+/// `pkg/util/net/http.go`) leaves `IdleConnTimeout` unset, so `SetOldTransportDefaults` copies
+/// Go's `http.DefaultTransport` value, 90 s, which x/net/http2 also applies to HTTP/2
+/// connections. Closing later than the client means we never close a connection just as the
+/// apiserver picks it from its pool; the 10 s margin covers our 1 s watch and timer skew.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(100);
+/// A connection must send its first request within this time of its handshake.
+pub const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// An HTTP/1.1 request head must be complete within this time of its first byte, on every
+/// request of a connection (hyper's own `header_read_timeout` starts when the previous answer
+/// is written, which would make it an idle timeout far shorter than the apiserver's).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The TLS handshake must complete within this time (client-go gives it 10 s too).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Answers waiting on a connection where none has been delivered for this long belong to a
+/// client that does not read: the apiserver reads every answer at once, and gives up on a
+/// review after its `timeoutSeconds` (at most 30 s) anyway.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// When memory for reviews runs short, connections whose pending answers have not moved for
+/// this long are closed first.
+pub const STUCK_AFTER: Duration = Duration::from_secs(1);
+/// Concurrent HTTP/2 streams per connection. The apiserver's Go client opens another
+/// connection when a connection's streams are all in use (x/net/http2 without
+/// `StrictMaxConcurrentStreams`), so a low number costs it nothing; hyper's default is 200.
+pub const MAX_CONCURRENT_STREAMS: u32 = 32;
+/// HTTP/2 header block limit (hyper's default is 16 MiB); an AdmissionReview request has a
+/// handful of headers.
+const MAX_HEADER_LIST_SIZE: u32 = 64 * 1024;
+/// Answers are handed to hyper in pieces of this size, so that what a client does not read
+/// stays in our (counted) answer rather than in hyper's write buffer.
+const ANSWER_CHUNK: usize = 64 * 1024;
+/// How long an evicted or idle connection may take to close gracefully before it is cut.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// How often each connection's watch looks at it.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// Connections that were asked to close but have not yet gone may exceed the cap by this
+/// fraction; past it new connections are refused, so eviction can never run the process out of
+/// file descriptors.
+const CLOSING_SLACK_DIVISOR: usize = 4;
+
+/// The limits of one port.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub handshake_timeout: Duration,
+    pub first_request_timeout: Duration,
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub send_timeout: Duration,
+}
+
+impl Limits {
+    pub fn new(max_connections: usize) -> Limits {
+        Limits {
+            max_connections,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            first_request_timeout: FIRST_REQUEST_TIMEOUT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            send_timeout: SEND_TIMEOUT,
+        }
+    }
+}
+
+/// Milliseconds since the first call: the clock of every connection's timestamps (atomics hold
+/// it; 0 means "not set", so it starts at 1).
+fn now_ms() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
+
+fn ms(duration: Duration) -> u64 {
+    duration.as_millis() as u64
+}
+
+/// Why the webhook closed a connection (the `reason` label of
+/// `probelint_webhook_connections_closed_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CloseReason {
+    Idle = 1,
+    FirstRequestTimeout,
+    HeaderReadTimeout,
+    SendTimeout,
+    /// Evicted to make room for a new connection at the cap.
+    Evicted,
+    /// Closed because its pending answers held memory that reviews needed.
+    Memory,
+    HandshakeTimeout,
+    HandshakeFailed,
+    /// Refused at the cap: every connection had a request in flight.
+    Refused,
+    Shutdown,
+}
+
+impl CloseReason {
+    pub const ALL: [CloseReason; 10] = [
+        CloseReason::Idle,
+        CloseReason::FirstRequestTimeout,
+        CloseReason::HeaderReadTimeout,
+        CloseReason::SendTimeout,
+        CloseReason::Evicted,
+        CloseReason::Memory,
+        CloseReason::HandshakeTimeout,
+        CloseReason::HandshakeFailed,
+        CloseReason::Refused,
+        CloseReason::Shutdown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Idle => "idle",
+            CloseReason::FirstRequestTimeout => "first_request_timeout",
+            CloseReason::HeaderReadTimeout => "header_read_timeout",
+            CloseReason::SendTimeout => "send_timeout",
+            CloseReason::Evicted => "evicted",
+            CloseReason::Memory => "memory",
+            CloseReason::HandshakeTimeout => "handshake_timeout",
+            CloseReason::HandshakeFailed => "handshake_failed",
+            CloseReason::Refused => "refused",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+
+    fn from_u8(value: u8) -> Option<CloseReason> {
+        CloseReason::ALL.into_iter().find(|r| *r as u8 == value)
+    }
+}
+
+/// What the watch asks of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Keep,
+    /// Finish the requests in flight, accept no more, then close.
+    Graceful(CloseReason),
+    /// Close now.
+    Abort(CloseReason),
+}
+
+const ASK_NONE: u8 = 0;
+const ASK_GRACEFUL: u8 = 1;
+const ASK_ABORT: u8 = 2;
+
+/// One connection's state, shared by its task, its requests and the port's registry. Only
+/// atomics: a request touches a few of them and takes no lock.
+pub struct Conn {
+    id: u64,
+    /// Whether it speaks HTTP/1.1 (ALPN, or the plain port): the header-read watch applies.
+    http1: AtomicBool,
+    served: AtomicBool,
+    in_flight: AtomicU32,
+    /// When `in_flight` last fell to 0 (or the connection was set up).
+    idle_since: AtomicU64,
+    /// HTTP/1.1: when the first byte of a request head arrived with no request in flight.
+    head_started: AtomicU64,
+    unsent_answers: AtomicU32,
+    unsent_bytes: AtomicUsize,
+    /// When an answer was last delivered, or answers began to wait.
+    send_progress: AtomicU64,
+    ask: AtomicU8,
+    ask_reason: AtomicU8,
+    wake: Notify,
+}
+
+impl Conn {
+    fn new(id: u64) -> Conn {
+        Conn {
+            id,
+            http1: AtomicBool::new(true),
+            served: AtomicBool::new(false),
+            in_flight: AtomicU32::new(0),
+            idle_since: AtomicU64::new(now_ms()),
+            head_started: AtomicU64::new(0),
+            unsent_answers: AtomicU32::new(0),
+            unsent_bytes: AtomicUsize::new(0),
+            send_progress: AtomicU64::new(now_ms()),
+            ask: AtomicU8::new(ASK_NONE),
+            ask_reason: AtomicU8::new(0),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Asks the connection's task to close it (an abort overrides a graceful request).
+    fn ask(&self, kind: u8, reason: CloseReason) {
+        let previous = self.ask.fetch_max(kind, Ordering::AcqRel);
+        if previous < kind {
+            self.ask_reason.store(reason as u8, Ordering::Release);
+            self.wake.notify_one();
+        }
+    }
+
+    fn closing(&self) -> bool {
+        self.ask.load(Ordering::Acquire) != ASK_NONE
+    }
+
+    fn request_started(&self) {
+        self.served.store(true, Ordering::Relaxed);
+        self.head_started.store(0, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn request_finished(&self) {
+        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle_since.store(now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    fn answer_waiting(&self, bytes: usize) {
+        self.unsent_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if self.unsent_answers.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.send_progress.store(now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    fn answer_delivered(&self, bytes: usize) {
+        self.unsent_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.send_progress.store(now_ms(), Ordering::Relaxed);
+        self.unsent_answers.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether the connection holds nothing in flight: the kind eviction takes first.
+    fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    fn verdict(&self, limits: &Limits, now: u64) -> Verdict {
+        let reason = || {
+            CloseReason::from_u8(self.ask_reason.load(Ordering::Acquire))
+                .unwrap_or(CloseReason::Shutdown)
+        };
+        match self.ask.load(Ordering::Acquire) {
+            ASK_ABORT => return Verdict::Abort(reason()),
+            ASK_GRACEFUL => return Verdict::Graceful(reason()),
+            _ => {}
+        }
+        let since = |t: &AtomicU64| now.saturating_sub(t.load(Ordering::Relaxed));
+        if self.unsent_answers.load(Ordering::Acquire) > 0
+            && since(&self.send_progress) > ms(limits.send_timeout)
+        {
+            return Verdict::Abort(CloseReason::SendTimeout);
+        }
+        if !self.is_idle() {
+            return Verdict::Keep;
+        }
+        let idle = since(&self.idle_since);
+        if !self.served.load(Ordering::Relaxed) && idle > ms(limits.first_request_timeout) {
+            return Verdict::Abort(CloseReason::FirstRequestTimeout);
+        }
+        let head = self.head_started.load(Ordering::Relaxed);
+        if self.http1.load(Ordering::Relaxed)
+            && head != 0
+            && now.saturating_sub(head) > ms(limits.header_read_timeout)
+        {
+            return Verdict::Abort(CloseReason::HeaderReadTimeout);
+        }
+        if idle > ms(limits.idle_timeout) {
+            return Verdict::Graceful(CloseReason::Idle);
+        }
+        Verdict::Keep
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    next_id: u64,
+    conns: HashMap<u64, Arc<Conn>>,
+}
+
+/// One listening port and its connections.
+pub struct Port {
+    pub name: &'static str,
+    limits: Limits,
+    registry: Mutex<Registry>,
+    tls: Option<Arc<TlsConfig>>,
+    router: Router,
+    state: Arc<AppState>,
+    emptied: Notify,
+}
+
+impl Port {
+    pub fn new(
+        name: &'static str,
+        limits: Limits,
+        tls: Option<Arc<TlsConfig>>,
+        router: Router,
+        state: Arc<AppState>,
+    ) -> Arc<Port> {
+        Arc::new(Port {
+            name,
+            limits,
+            registry: Mutex::default(),
+            tls,
+            router,
+            state,
+            emptied: Notify::new(),
+        })
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.registry().conns.len()
+    }
+
+    fn closed(&self, reason: CloseReason) {
+        self.state.metrics.count_closed(self.name, reason.as_str());
+    }
+
+    /// Registers a new connection, evicting the connection idle the longest when the port is at
+    /// its cap. `None`: every connection is busy (or too many are still closing); refuse it.
+    fn admit(&self) -> Option<Arc<Conn>> {
+        let mut registry = self.registry();
+        let max = self.limits.max_connections;
+        let closing = if registry.conns.len() >= max {
+            registry.conns.values().filter(|c| c.closing()).count()
+        } else {
+            0
+        };
+        if registry.conns.len() - closing >= max {
+            if closing > max / CLOSING_SLACK_DIVISOR {
+                return None;
+            }
+            // The longest-idle connection goes first; a connection that never sent a request,
+            // or is in the middle of a request head, is idle too.
+            let victim = registry
+                .conns
+                .values()
+                .filter(|c| !c.closing() && c.is_idle())
+                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed))?;
+            let mid_request = !victim.served.load(Ordering::Relaxed)
+                || victim.head_started.load(Ordering::Relaxed) != 0;
+            let kind = if mid_request { ASK_ABORT } else { ASK_GRACEFUL };
+            victim.ask(kind, CloseReason::Evicted);
+        }
+        registry.next_id += 1;
+        let id = registry.next_id;
+        let conn = Arc::new(Conn::new(id));
+        registry.conns.insert(id, conn.clone());
+        self.state
+            .metrics
+            .set_connections(self.name, registry.conns.len() as i64);
+        Some(conn)
+    }
+
+    fn remove(&self, id: u64) {
+        let mut registry = self.registry();
+        registry.conns.remove(&id);
+        self.state
+            .metrics
+            .set_connections(self.name, registry.conns.len() as i64);
+        if registry.conns.is_empty() {
+            self.emptied.notify_waiters();
+        }
+    }
+
+    /// Closes the connections whose pending answers have not moved for `stuck_after`: they hold
+    /// memory that reviews need. Returns how many were asked to close.
+    fn close_stuck(&self, stuck_after: Duration) -> usize {
+        let now = now_ms();
+        let registry = self.registry();
+        let mut closed = 0;
+        for conn in registry.conns.values() {
+            if !conn.closing()
+                && conn.unsent_answers.load(Ordering::Acquire) > 0
+                && now.saturating_sub(conn.send_progress.load(Ordering::Relaxed)) > ms(stuck_after)
+            {
+                conn.ask(ASK_ABORT, CloseReason::Memory);
+                closed += 1;
+            }
+        }
+        closed
+    }
+
+    /// Accepts connections until `shutdown` resolves, then drains: every connection finishes
+    /// its requests in flight (up to `drain`) and the function returns.
+    pub async fn run(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+        drain: Duration,
+    ) {
+        tokio::pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok((tcp, peer)) => match self.admit() {
+                    Some(conn) => {
+                        tokio::spawn(self.clone().connection(conn, tcp, peer));
+                    }
+                    None => {
+                        self.closed(CloseReason::Refused);
+                        tracing::warn!(
+                            port = self.name,
+                            %peer,
+                            max_connections = self.limits.max_connections,
+                            "connection refused: every connection has a request in flight"
+                        );
+                    }
+                },
+                Err(error) => {
+                    // EMFILE and the like: back off instead of spinning on the listener.
+                    tracing::warn!(port = self.name, %error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        drop(listener);
+        let conns: Vec<Arc<Conn>> = self.registry().conns.values().cloned().collect();
+        for conn in &conns {
+            conn.ask(ASK_GRACEFUL, CloseReason::Shutdown);
+        }
+        drop(conns);
+        let emptied = self.emptied.notified();
+        tokio::pin!(emptied);
+        emptied.as_mut().enable();
+        if self.connection_count() > 0 {
+            let _ = tokio::time::timeout(drain, emptied).await;
+        }
+    }
+
+    async fn connection(self: Arc<Self>, conn: Arc<Conn>, tcp: TcpStream, peer: SocketAddr) {
+        let _registered = Registered {
+            port: &self,
+            id: conn.id,
+        };
+        // Without TCP_NODELAY a new connection's handshake and first answer wait on Nagle and
+        // the client's delayed ACK, 40 ms each time (the soak's p99 showed exactly that).
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => {
+                self.serve(conn, tcp, false).await;
+            }
+            Some(tls) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
+                let handshake =
+                    tokio::time::timeout(self.limits.handshake_timeout, acceptor.accept(tcp));
+                let stream = tokio::select! {
+                    biased;
+                    () = conn.wake.notified() => {
+                        if let Verdict::Abort(reason) | Verdict::Graceful(reason) =
+                            conn.verdict(&self.limits, now_ms())
+                        {
+                            self.closed(reason);
+                        }
+                        return;
+                    }
+                    result = handshake => match result {
+                        Ok(Ok(stream)) => stream,
+                        Ok(Err(error)) => {
+                            // Plain HTTP on the TLS port, unknown client certificates, scanners:
+                            // the client gets a TLS alert; this is only worth a debug line.
+                            self.closed(CloseReason::HandshakeFailed);
+                            tracing::debug!(%peer, %error, "TLS connection refused");
+                            return;
+                        }
+                        Err(_) => {
+                            self.closed(CloseReason::HandshakeTimeout);
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    },
+                };
+                let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                conn.idle_since.store(now_ms(), Ordering::Relaxed);
+                self.serve(conn, stream, h2).await;
+            }
+        }
+    }
+
+    async fn serve<IO>(&self, conn: Arc<Conn>, io: IO, h2: bool)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        conn.http1.store(!h2, Ordering::Relaxed);
+        let service = Svc {
+            router: self.router.clone(),
+            conn: conn.clone(),
+            state: self.state.clone(),
+        };
+        let io = TokioIo::new(Watched {
+            inner: io,
+            conn: conn.clone(),
+        });
+        if h2 {
+            let mut builder = http2::Builder::new(TokioExecutor::new());
+            builder
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+                .max_header_list_size(MAX_HEADER_LIST_SIZE);
+            self.watch(&conn, builder.serve_connection(io, service))
+                .await;
+        } else {
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                // Our watch times request heads from their first byte instead (see
+                // HEADER_READ_TIMEOUT).
+                .header_read_timeout(None);
+            self.watch(&conn, builder.serve_connection(io, service))
+                .await;
+        }
+    }
+
+    /// Drives one connection and applies the watch's verdicts to it.
+    async fn watch<C: Graceful>(&self, conn: &Conn, connection: C) {
+        tokio::pin!(connection);
+        let mut ticks = tokio::time::interval(WATCH_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut cut_at: Option<Instant> = None;
+        loop {
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(port = self.name, %error, "connection ended with an error");
+                    }
+                    return;
+                }
+                () = conn.wake.notified() => {}
+                _ = ticks.tick() => {}
+            }
+            if cut_at.is_some_and(|at| Instant::now() >= at) {
+                return;
+            }
+            match conn.verdict(&self.limits, now_ms()) {
+                Verdict::Keep => {}
+                Verdict::Abort(reason) => {
+                    self.closed(reason);
+                    tracing::debug!(
+                        port = self.name,
+                        reason = reason.as_str(),
+                        "connection closed"
+                    );
+                    return;
+                }
+                Verdict::Graceful(reason) if cut_at.is_none() => {
+                    self.closed(reason);
+                    connection.as_mut().start_graceful();
+                    let grace = match reason {
+                        CloseReason::Shutdown => crate::server::DRAIN_TIMEOUT,
+                        _ => CLOSE_GRACE,
+                    };
+                    cut_at = Some(Instant::now() + grace);
+                }
+                Verdict::Graceful(_) => {}
+            }
+        }
+    }
+}
+
+/// Removes a connection from its port's registry when its task ends, however it ends.
+struct Registered<'a> {
+    port: &'a Port,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.port.remove(self.id);
+    }
+}
+
+/// hyper's two connection types, closed the same way.
+trait Graceful: Future<Output = hyper::Result<()>> {
+    fn start_graceful(self: Pin<&mut Self>);
+}
+
+impl<I, S> Graceful for http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: http_body::Body + 'static,
+    <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn start_graceful(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, E> Graceful for http2::Connection<I, S, E>
+where
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: http_body::Body + 'static,
+    <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    fn start_graceful(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The connection's byte stream; notes when an HTTP/1.1 request head begins.
+    struct Watched<IO> {
+        #[pin]
+        inner: IO,
+        conn: Arc<Conn>,
+    }
+}
+
+impl<IO: AsyncRead> AsyncRead for Watched<IO> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let result = this.inner.poll_read(cx, buf);
+        if buf.filled().len() > before
+            && this.conn.is_idle()
+            && this.conn.head_started.load(Ordering::Relaxed) == 0
+        {
+            this.conn.head_started.store(now_ms(), Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+impl<IO: AsyncWrite> AsyncWrite for Watched<IO> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.project().inner.poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().inner.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().inner.poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.project().inner.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+/// The router, as hyper calls it for each request of one connection.
+#[derive(Clone)]
+struct Svc {
+    router: Router,
+    conn: Arc<Conn>,
+    state: Arc<AppState>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Svc {
+    type Response = Response<Answer>;
+    type Error = Infallible;
+    type Future = SvcFuture;
+
+    fn call(&self, request: Request<Incoming>) -> SvcFuture {
+        self.conn.request_started();
+        SvcFuture {
+            inner: self.router.clone().call(request),
+            in_flight: Some(InFlight {
+                conn: self.conn.clone(),
+                state: self.state.clone(),
+            }),
+        }
+    }
+}
+
+/// A request counted as in flight on its connection until its answer is delivered or dropped.
+struct InFlight {
+    conn: Arc<Conn>,
+    state: Arc<AppState>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.conn.request_finished();
+    }
+}
+
+pin_project_lite::pin_project! {
+    struct SvcFuture {
+        #[pin]
+        inner: axum::routing::future::RouteFuture<Infallible>,
+        in_flight: Option<InFlight>,
+    }
+}
+
+impl Future for SvcFuture {
+    type Output = Result<Response<Answer>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(response) = std::task::ready!(this.inner.poll(cx));
+        let in_flight = this.in_flight.take();
+        Poll::Ready(Ok(response.map(|body| Answer::new(body, in_flight))))
+    }
+}
+
+/// An answer body: counted against the memory budget and its connection's unsent answers until
+/// delivered, and handed to hyper [`ANSWER_CHUNK`] bytes at a time.
+pub struct Answer {
+    inner: Body,
+    rest: Bytes,
+    account: Option<Account>,
+}
+
+struct Account {
+    bytes: usize,
+    in_flight: InFlight,
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        self.in_flight.conn.answer_delivered(self.bytes);
+        self.in_flight.state.budget.give(self.bytes);
+    }
+}
+
+impl Answer {
+    fn new(inner: Body, in_flight: Option<InFlight>) -> Answer {
+        let account = in_flight.map(|in_flight| {
+            let bytes = http_body::Body::size_hint(&inner).lower() as usize;
+            in_flight.conn.answer_waiting(bytes);
+            in_flight.state.budget.take_anyway(bytes);
+            Account { bytes, in_flight }
+        });
+        Answer {
+            inner,
+            rest: Bytes::new(),
+            account,
+        }
+    }
+
+    fn next_piece(&mut self) -> Bytes {
+        if self.rest.len() > ANSWER_CHUNK {
+            self.rest.split_to(ANSWER_CHUNK)
+        } else {
+            std::mem::take(&mut self.rest)
+        }
+    }
+}
+
+impl http_body::Body for Answer {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        if !this.rest.is_empty() {
+            return Poll::Ready(Some(Ok(Frame::data(this.next_piece()))));
+        }
+        match std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => {
+                    this.rest = data;
+                    Poll::Ready(Some(Ok(Frame::data(this.next_piece()))))
+                }
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            Some(Err(error)) => Poll::Ready(Some(Err(error))),
+            None => {
+                // Delivered (hyper holds at most its write buffer of it now).
+                this.account = None;
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty() && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let inner = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        // An answer dropped unsent (the stream was reset, the connection closed) frees its
+        // share the same way; `Account` does the bookkeeping.
+        self.account.take();
+    }
+}
+
+/// Memory for reviews in flight: bodies while they are read and evaluated, answers until they
+/// are delivered. A body that does not fit waits for room (and the request's own timeout
+/// bounds the wait); an answer is always counted (it exists already) and, over the limit, has
+/// the connections whose answers do not move closed to make room.
+pub struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+    waiting: AtomicUsize,
+    released: Notify,
+    port: OnceLock<Weak<Port>>,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Budget {
+        Budget {
+            limit,
+            used: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            released: Notify::new(),
+            port: OnceLock::new(),
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The port whose stuck connections are closed when memory runs short.
+    pub fn relieve_with(&self, port: &Arc<Port>) {
+        let _ = self.port.set(Arc::downgrade(port));
+    }
+
+    /// Takes `bytes` if they fit (or if nothing else is in use: one review larger than the
+    /// whole budget still gets served alone).
+    fn try_take(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                (used == 0 || used + bytes <= self.limit).then_some(used + bytes)
+            })
+            .is_ok()
+    }
+
+    fn take_anyway(&self, bytes: usize) {
+        if self.used.fetch_add(bytes, Ordering::AcqRel) + bytes > self.limit {
+            self.relieve();
+        }
+    }
+
+    pub fn give(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            self.released.notify_waiters();
+        }
+    }
+
+    fn relieve(&self) {
+        if let Some(port) = self.port.get().and_then(Weak::upgrade) {
+            port.close_stuck(STUCK_AFTER);
+        }
+    }
+
+    /// Waits until `bytes` fit.
+    pub async fn take(&self, bytes: usize) {
+        if self.try_take(bytes) {
+            return;
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _waiting = Waiting(&self.waiting);
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if self.try_take(bytes) {
+                return;
+            }
+            self.relieve();
+            // Stuck answers become "stuck" only after STUCK_AFTER: look again now and then even
+            // if nothing is released meanwhile.
+            let _ = tokio::time::timeout(Duration::from_millis(100), released).await;
+        }
+    }
+}
+
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Bytes of a request body taken from the [`Budget`], given back when dropped.
+pub struct Reservation<'a> {
+    budget: &'a Budget,
+    bytes: usize,
+}
+
+impl<'a> Reservation<'a> {
+    pub fn new(budget: &'a Budget) -> Self {
+        Reservation { budget, bytes: 0 }
+    }
+
+    pub async fn grow(&mut self, bytes: usize) {
+        self.budget.take(bytes).await;
+        self.bytes += bytes;
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.budget.give(self.bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits::new(4)
+    }
+
+    #[test]
+    fn a_connection_that_never_asks_is_closed_after_the_first_request_timeout() {
+        let conn = Conn::new(1);
+        let start = conn.idle_since.load(Ordering::Relaxed);
+        assert_eq!(conn.verdict(&limits(), start + 9_000), Verdict::Keep);
+        assert_eq!(
+            conn.verdict(&limits(), start + 10_001),
+            Verdict::Abort(CloseReason::FirstRequestTimeout)
+        );
+    }
+
+    #[test]
+    fn every_request_head_is_timed_from_its_first_byte_and_idle_is_not() {
+        let conn = Conn::new(1);
+        conn.request_started();
+        conn.request_finished();
+        let idle = conn.idle_since.load(Ordering::Relaxed);
+        // Idle without a byte: kept until the idle timeout, then closed gracefully.
+        assert_eq!(conn.verdict(&limits(), idle + 99_000), Verdict::Keep);
+        assert_eq!(
+            conn.verdict(&limits(), idle + 100_001),
+            Verdict::Graceful(CloseReason::Idle)
+        );
+        // A head begun and not finished: cut 10 s after its first byte.
+        conn.head_started.store(idle + 50_000, Ordering::Relaxed);
+        assert_eq!(conn.verdict(&limits(), idle + 59_000), Verdict::Keep);
+        assert_eq!(
+            conn.verdict(&limits(), idle + 60_001),
+            Verdict::Abort(CloseReason::HeaderReadTimeout)
+        );
+        // HTTP/2 frames (pings) between requests are no request head.
+        conn.http1.store(false, Ordering::Relaxed);
+        assert_eq!(conn.verdict(&limits(), idle + 60_001), Verdict::Keep);
+    }
+
+    #[test]
+    fn answers_that_do_not_move_close_the_connection_and_busy_ones_are_kept() {
+        let conn = Conn::new(1);
+        conn.request_started();
+        let t = now_ms();
+        assert_eq!(
+            conn.verdict(&limits(), t + 60_000),
+            Verdict::Keep,
+            "a long review"
+        );
+        conn.answer_waiting(1000);
+        let t = conn.send_progress.load(Ordering::Relaxed);
+        assert_eq!(conn.verdict(&limits(), t + 9_000), Verdict::Keep);
+        assert_eq!(
+            conn.verdict(&limits(), t + 10_001),
+            Verdict::Abort(CloseReason::SendTimeout)
+        );
+        conn.answer_delivered(1000);
+        conn.request_finished();
+        assert_eq!(conn.unsent_bytes.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_request_to_close_wins_and_an_abort_overrides_a_graceful_one() {
+        let conn = Conn::new(1);
+        conn.ask(ASK_GRACEFUL, CloseReason::Shutdown);
+        assert_eq!(
+            conn.verdict(&limits(), now_ms()),
+            Verdict::Graceful(CloseReason::Shutdown)
+        );
+        conn.ask(ASK_ABORT, CloseReason::Memory);
+        conn.ask(ASK_GRACEFUL, CloseReason::Idle);
+        assert_eq!(
+            conn.verdict(&limits(), now_ms()),
+            Verdict::Abort(CloseReason::Memory)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_budget_lets_one_oversized_review_through_and_makes_others_wait() {
+        let budget = Arc::new(Budget::new(100));
+        budget.take(150).await;
+        assert_eq!(
+            budget.used(),
+            150,
+            "alone, a review larger than the budget is served"
+        );
+        let waiter = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.take(10).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished(), "no room: the next body waits");
+        budget.give(150);
+        waiter.await.expect("woken when memory is given back");
+        assert_eq!(budget.used(), 10);
+    }
+}
