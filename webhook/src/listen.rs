@@ -271,7 +271,9 @@ impl Conn {
         self.in_flight.load(Ordering::Acquire) == 0
     }
 
-    fn verdict(&self, limits: &Limits, now: u64) -> Verdict {
+    /// What to do with the connection at `now`; `pressed`: reviews need more memory than the
+    /// budget has.
+    fn verdict(&self, limits: &Limits, now: u64, pressed: bool) -> Verdict {
         let reason = || {
             CloseReason::from_u8(self.ask_reason.load(Ordering::Acquire))
                 .unwrap_or(CloseReason::Shutdown)
@@ -282,10 +284,14 @@ impl Conn {
             _ => {}
         }
         let since = |t: &AtomicU64| now.saturating_sub(t.load(Ordering::Relaxed));
-        if self.unsent_answers.load(Ordering::Acquire) > 0
-            && since(&self.send_progress) > ms(limits.send_timeout)
-        {
-            return Verdict::Abort(CloseReason::SendTimeout);
+        if self.unsent_answers.load(Ordering::Acquire) > 0 {
+            let stalled = since(&self.send_progress);
+            if stalled > ms(limits.send_timeout) {
+                return Verdict::Abort(CloseReason::SendTimeout);
+            }
+            if pressed && stalled > ms(STUCK_AFTER) {
+                return Verdict::Abort(CloseReason::Memory);
+            }
         }
         if !self.is_idle() {
             return Verdict::Keep;
@@ -492,7 +498,7 @@ impl Port {
                     biased;
                     () = conn.wake.notified() => {
                         if let Verdict::Abort(reason) | Verdict::Graceful(reason) =
-                            conn.verdict(&self.limits, now_ms())
+                            conn.verdict(&self.limits, now_ms(), self.state.budget.pressed())
                         {
                             self.closed(reason);
                         }
@@ -575,7 +581,7 @@ impl Port {
             if cut_at.is_some_and(|at| Instant::now() >= at) {
                 return;
             }
-            match conn.verdict(&self.limits, now_ms()) {
+            match conn.verdict(&self.limits, now_ms(), self.state.budget.pressed()) {
                 Verdict::Keep => {}
                 Verdict::Abort(reason) => {
                     self.closed(reason);
@@ -892,12 +898,20 @@ impl Budget {
         let _ = self.port.set(Arc::downgrade(port));
     }
 
-    /// Takes `bytes` if they fit (or if nothing else is in use: one review larger than the
-    /// whole budget still gets served alone).
-    fn try_take(&self, bytes: usize) -> bool {
+    /// Whether more is in use than the limit.
+    fn pressed(&self) -> bool {
+        self.used() > self.limit
+    }
+
+    /// Takes `bytes` if they fit, or if nothing but the caller's `own` bytes is in use and no
+    /// one else waits (a review larger than the whole budget is still served, alone, and never
+    /// ahead of ordinary ones). `waiting_self`: 1 when the caller counts among the waiters.
+    fn try_take(&self, bytes: usize, own: usize, waiting_self: usize) -> bool {
+        let alone_allowed = self.waiting.load(Ordering::Acquire) <= waiting_self;
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                (used == 0 || used + bytes <= self.limit).then_some(used + bytes)
+                (used + bytes <= self.limit || (used == own && alone_allowed))
+                    .then_some(used + bytes)
             })
             .is_ok()
     }
@@ -921,9 +935,9 @@ impl Budget {
         }
     }
 
-    /// Waits until `bytes` fit.
-    pub async fn take(&self, bytes: usize) {
-        if self.try_take(bytes) {
+    /// Waits until `bytes` fit (see [`Budget::try_take`] for `own`).
+    pub async fn take(&self, bytes: usize, own: usize) {
+        if self.try_take(bytes, own, 0) {
             return;
         }
         self.waiting.fetch_add(1, Ordering::AcqRel);
@@ -932,7 +946,7 @@ impl Budget {
             let released = self.released.notified();
             tokio::pin!(released);
             released.as_mut().enable();
-            if self.try_take(bytes) {
+            if self.try_take(bytes, own, 1) {
                 return;
             }
             self.relieve();
@@ -952,23 +966,34 @@ impl Drop for Waiting<'_> {
 }
 
 /// Bytes of a request body taken from the [`Budget`], given back when dropped.
-pub struct Reservation<'a> {
-    budget: &'a Budget,
+pub struct Reservation {
+    budget: Arc<Budget>,
     bytes: usize,
 }
 
-impl<'a> Reservation<'a> {
-    pub fn new(budget: &'a Budget) -> Self {
+impl Reservation {
+    pub fn new(budget: Arc<Budget>) -> Self {
         Reservation { budget, bytes: 0 }
     }
 
     pub async fn grow(&mut self, bytes: usize) {
-        self.budget.take(bytes).await;
+        self.budget.take(bytes, self.bytes).await;
         self.bytes += bytes;
+    }
+
+    /// Grows the reservation if `bytes` fit now; otherwise leaves it as it is.
+    pub fn try_grow(&mut self, bytes: usize) -> bool {
+        let taken = self.budget.try_take(bytes, self.bytes, 0);
+        if taken {
+            self.bytes += bytes;
+        } else {
+            self.budget.relieve();
+        }
+        taken
     }
 }
 
-impl Drop for Reservation<'_> {
+impl Drop for Reservation {
     fn drop(&mut self) {
         self.budget.give(self.bytes);
     }
@@ -986,9 +1011,9 @@ mod tests {
     fn a_connection_that_never_asks_is_closed_after_the_first_request_timeout() {
         let conn = Conn::new(1);
         let start = conn.idle_since.load(Ordering::Relaxed);
-        assert_eq!(conn.verdict(&limits(), start + 9_000), Verdict::Keep);
+        assert_eq!(conn.verdict(&limits(), start + 9_000, false), Verdict::Keep);
         assert_eq!(
-            conn.verdict(&limits(), start + 10_001),
+            conn.verdict(&limits(), start + 10_001, false),
             Verdict::Abort(CloseReason::FirstRequestTimeout)
         );
     }
@@ -1000,21 +1025,21 @@ mod tests {
         conn.request_finished();
         let idle = conn.idle_since.load(Ordering::Relaxed);
         // Idle without a byte: kept until the idle timeout, then closed gracefully.
-        assert_eq!(conn.verdict(&limits(), idle + 99_000), Verdict::Keep);
+        assert_eq!(conn.verdict(&limits(), idle + 99_000, false), Verdict::Keep);
         assert_eq!(
-            conn.verdict(&limits(), idle + 100_001),
+            conn.verdict(&limits(), idle + 100_001, false),
             Verdict::Graceful(CloseReason::Idle)
         );
         // A head begun and not finished: cut 10 s after its first byte.
         conn.head_started.store(idle + 50_000, Ordering::Relaxed);
-        assert_eq!(conn.verdict(&limits(), idle + 59_000), Verdict::Keep);
+        assert_eq!(conn.verdict(&limits(), idle + 59_000, false), Verdict::Keep);
         assert_eq!(
-            conn.verdict(&limits(), idle + 60_001),
+            conn.verdict(&limits(), idle + 60_001, false),
             Verdict::Abort(CloseReason::HeaderReadTimeout)
         );
         // HTTP/2 frames (pings) between requests are no request head.
         conn.http1.store(false, Ordering::Relaxed);
-        assert_eq!(conn.verdict(&limits(), idle + 60_001), Verdict::Keep);
+        assert_eq!(conn.verdict(&limits(), idle + 60_001, false), Verdict::Keep);
     }
 
     #[test]
@@ -1023,16 +1048,22 @@ mod tests {
         conn.request_started();
         let t = now_ms();
         assert_eq!(
-            conn.verdict(&limits(), t + 60_000),
+            conn.verdict(&limits(), t + 60_000, false),
             Verdict::Keep,
             "a long review"
         );
         conn.answer_waiting(1000);
         let t = conn.send_progress.load(Ordering::Relaxed);
-        assert_eq!(conn.verdict(&limits(), t + 9_000), Verdict::Keep);
+        assert_eq!(conn.verdict(&limits(), t + 9_000, false), Verdict::Keep);
         assert_eq!(
-            conn.verdict(&limits(), t + 10_001),
+            conn.verdict(&limits(), t + 10_001, false),
             Verdict::Abort(CloseReason::SendTimeout)
+        );
+        // Under memory pressure an answer that has not moved for a second is enough.
+        assert_eq!(conn.verdict(&limits(), t + 900, true), Verdict::Keep);
+        assert_eq!(
+            conn.verdict(&limits(), t + 1_001, true),
+            Verdict::Abort(CloseReason::Memory)
         );
         conn.answer_delivered(1000);
         conn.request_finished();
@@ -1044,13 +1075,13 @@ mod tests {
         let conn = Conn::new(1);
         conn.ask(ASK_GRACEFUL, CloseReason::Shutdown);
         assert_eq!(
-            conn.verdict(&limits(), now_ms()),
+            conn.verdict(&limits(), now_ms(), false),
             Verdict::Graceful(CloseReason::Shutdown)
         );
         conn.ask(ASK_ABORT, CloseReason::Memory);
         conn.ask(ASK_GRACEFUL, CloseReason::Idle);
         assert_eq!(
-            conn.verdict(&limits(), now_ms()),
+            conn.verdict(&limits(), now_ms(), false),
             Verdict::Abort(CloseReason::Memory)
         );
     }
@@ -1058,7 +1089,8 @@ mod tests {
     #[tokio::test]
     async fn the_budget_lets_one_oversized_review_through_and_makes_others_wait() {
         let budget = Arc::new(Budget::new(100));
-        budget.take(150).await;
+        budget.take(50, 0).await;
+        budget.take(100, 50).await;
         assert_eq!(
             budget.used(),
             150,
@@ -1066,12 +1098,32 @@ mod tests {
         );
         let waiter = tokio::spawn({
             let budget = budget.clone();
-            async move { budget.take(10).await }
+            async move { budget.take(10, 0).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiter.is_finished(), "no room: the next body waits");
         budget.give(150);
         waiter.await.expect("woken when memory is given back");
         assert_eq!(budget.used(), 10);
+        budget.give(10);
+        // An oversized review does not go ahead of an ordinary one waiting with it.
+        budget.take(95, 0).await;
+        let ordinary = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.take(20, 0).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let giant = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.take(500, 0).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        budget.give(95);
+        ordinary.await.expect("the ordinary review goes first");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!giant.is_finished(), "the giant waits for an empty budget");
+        budget.give(20);
+        giant.await.expect("then the giant, alone");
+        assert_eq!(budget.used(), 500);
     }
 }

@@ -33,10 +33,15 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// under the pod's `terminationGracePeriodSeconds` (30 by default).
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of request bodies and unsent answers all reviews in flight may hold together (see
-/// [`Budget`]). The chart's memory limit is 256 MiB; the process itself takes ~20 MiB, its
-/// connections up to ~50 MiB at the cap, and evaluating a body takes a few times its size on
-/// top of the body (docs/reliability.md, "Memory under attack").
-pub const REVIEW_MEMORY_BYTES: usize = 64 * 1024 * 1024;
+/// [`Budget`]), evaluations counted at [`EVALUATION_FACTOR`] times their body. The chart's
+/// memory limit is 256 MiB; the process itself takes ~20 MiB and its connections a few more.
+pub const REVIEW_MEMORY_BYTES: usize = 128 * 1024 * 1024;
+/// What evaluating a review takes on top of its body, as a multiple of the body: the parsed
+/// object, findings, messages and the answer. Measured at ~22 (a 6.8 MB review of 10,000 GPU
+/// containers raised the peak RSS by 148 MB; docs/reliability.md, "Memory under attack"), so
+/// the budget lets at most one maximal review be evaluated at a time, and hundreds of ordinary
+/// ones.
+pub const EVALUATION_FACTOR: usize = 24;
 
 /// Shared by the handlers and the reloader.
 pub struct AppState {
@@ -44,7 +49,7 @@ pub struct AppState {
     health: Mutex<Health>,
     draining: AtomicBool,
     pub metrics: Metrics,
-    pub budget: Budget,
+    pub budget: Arc<Budget>,
 }
 
 /// What `/readyz` reports.
@@ -65,7 +70,7 @@ impl AppState {
             health: Mutex::new(Health::default()),
             draining: AtomicBool::new(false),
             metrics: Metrics::new(),
-            budget: Budget::new(REVIEW_MEMORY_BYTES),
+            budget: Arc::new(Budget::new(REVIEW_MEMORY_BYTES)),
         }
     }
 
@@ -281,10 +286,12 @@ async fn handle_review(state: &AppState, mode: Mode, headers: &HeaderMap, body: 
     // Microsecond resolution: enough for a log line, and no float noise in it.
     let latency_ms = elapsed.as_micros() as f64 / 1000.0;
     match result {
-        Ok(outcome) => {
+        Ok((outcome, held)) => {
             record(&state.metrics, endpoint, &outcome);
             log_review(endpoint, &outcome, latency_ms);
             let json = outcome.review.to_json();
+            // From here the answer counts for itself (`listen::Answer`).
+            drop((outcome, held));
             // The JSON goes out as it is (a `Vec` becomes the body's `Bytes` without a copy).
             (
                 [(
@@ -319,7 +326,7 @@ async fn answer(
     mode: Mode,
     headers: &HeaderMap,
     body: Body,
-) -> Result<Outcome, (StatusCode, String)> {
+) -> Result<(Outcome, Reservation), (StatusCode, String)> {
     if let Err(got) = check_json(headers) {
         return Err((
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -327,12 +334,16 @@ async fn answer(
         ));
     }
     // Held until the evaluation ends: the body and what is built from it.
-    let (body, _reservation) = read_body(&state.budget, headers, body).await?;
+    let (body, reservation) = read_body(&state.budget, headers, body).await?;
     let policy = state.policy();
     let inline = body.len() <= INLINE_BODY_LIMIT;
-    match guarded(inline, move || review::admit(&body, mode, &policy)).await {
-        Ok(Ok(outcome)) => Ok(outcome),
-        Ok(Err(error)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
+    // The reservation goes with the evaluation and comes back with its outcome: a review past
+    // its timeout is answered 503 but its evaluation runs on (it cannot be interrupted), and its
+    // memory stays counted until the evaluation and the answer built from it are gone.
+    let evaluate = move || (review::admit(&body, mode, &policy), reservation);
+    match guarded(inline, evaluate).await {
+        Ok((Ok(outcome), held)) => Ok((outcome, held)),
+        Ok((Err(error), _)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
         Err(panic) => Err((
             StatusCode::INTERNAL_SERVER_ERROR,
             format!(
@@ -350,14 +361,22 @@ fn too_large() -> (StatusCode, String) {
     )
 }
 
-/// Reads a request body of at most [`MAX_BODY_BYTES`], taking its bytes from the review memory
-/// budget as they arrive (waiting when it is spent). The same 413 over HTTP/1.1 and HTTP/2,
-/// with or without a Content-Length.
-async fn read_body<'a>(
-    budget: &'a Budget,
+/// A request body that sends nothing for this long is refused (408). The apiserver sends its
+/// body at once; a body that stalls while holding its share of the review memory would keep
+/// that memory from everyone (and an HTTP/2 stream waiting for memory stops reading, which can
+/// hold back the other streams of its connection).
+pub const BODY_STALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Reads a request body of at most [`MAX_BODY_BYTES`]. The review's memory (its body times
+/// [`EVALUATION_FACTOR`] plus one) is taken from the review memory budget before the body is
+/// read when a Content-Length declares it (all or nothing: a waiting request holds nothing, and
+/// its client is held back by flow control), else as the body arrives, without waiting. The same
+/// 413 over HTTP/1.1 and HTTP/2, with or without a Content-Length.
+async fn read_body(
+    budget: &Arc<Budget>,
     headers: &HeaderMap,
     mut body: Body,
-) -> Result<(Bytes, Reservation<'a>), (StatusCode, String)> {
+) -> Result<(Bytes, Reservation), (StatusCode, String)> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -365,12 +384,24 @@ async fn read_body<'a>(
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(discard_then(body, too_large()).await);
     }
-    let mut reservation = Reservation::new(budget);
+    let cost = |bytes: usize| bytes.saturating_mul(EVALUATION_FACTOR + 1);
+    let mut reservation = Reservation::new(budget.clone());
+    if let Some(declared) = declared {
+        reservation.grow(cost(declared as usize)).await;
+    }
     let mut first: Option<Bytes> = None;
     let mut joined: Vec<u8> = Vec::new();
     loop {
-        let frame =
-            std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut body), cx)).await;
+        let frame = std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut body), cx));
+        let Ok(frame) = tokio::time::timeout(BODY_STALL_TIMEOUT, frame).await else {
+            return Err((
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body stalled: no data for {} s",
+                    BODY_STALL_TIMEOUT.as_secs()
+                ),
+            ));
+        };
         let data = match frame {
             None => break,
             Some(Err(error)) => {
@@ -389,7 +420,19 @@ async fn read_body<'a>(
             drop((first, joined, reservation));
             return Err(discard_then(body, too_large()).await);
         }
-        reservation.grow(data.len()).await;
+        // Without a Content-Length the memory is taken piece by piece, and never waited for:
+        // bodies that each held part of the budget while waiting for the rest would hold it all
+        // and get nowhere. Such a body gives its share back at once when the budget is spent
+        // (the apiserver always declares its bodies).
+        if declared.is_none() && !reservation.try_grow(cost(data.len())) {
+            drop((first, joined, reservation));
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the webhook's memory for reviews in flight is spent; a request with a \
+                 Content-Length waits for its turn, one without is refused"
+                    .to_owned(),
+            ));
+        }
         // A body that arrives in one piece (most do) is kept as it came, without a copy.
         match first.take() {
             None if joined.is_empty() => first = Some(data),
