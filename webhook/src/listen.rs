@@ -74,6 +74,15 @@ pub const MAX_CONCURRENT_STREAMS: u32 = 32;
 /// HTTP/2 header block limit (hyper's default is 16 MiB); an AdmissionReview request has a
 /// handful of headers.
 const MAX_HEADER_LIST_SIZE: u32 = 64 * 1024;
+/// HTTP/2 receive windows (hyper's defaults are 1 MiB each). What a client sends and no handler
+/// reads yet (a body waiting for review memory) is buffered up to the connection window, on
+/// every connection: 128 KiB still moves a review body at hundreds of MB/s over a cluster
+/// network's round trip.
+const CONNECTION_WINDOW: u32 = 128 * 1024;
+const STREAM_WINDOW: u32 = 64 * 1024;
+/// HTTP/1.1 read buffer (hyper's default is ~400 KiB, reached by a long request head): a head
+/// is a few hundred bytes, and a body is read through it piece by piece.
+const HTTP1_BUFFER: usize = 16 * 1024;
 /// Answers are handed to hyper in pieces of this size, so that what a client does not read
 /// stays in our (counted) answer rather than in hyper's write buffer.
 const ANSWER_CHUNK: usize = 64 * 1024;
@@ -266,6 +275,14 @@ impl Conn {
         self.unsent_answers.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// How long its pending answers have not moved (0 when none is pending).
+    fn stalled_for(&self, now: u64) -> u64 {
+        if self.unsent_answers.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        now.saturating_sub(self.send_progress.load(Ordering::Relaxed))
+    }
+
     /// Whether the connection holds nothing in flight: the kind eviction takes first.
     fn is_idle(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0
@@ -377,16 +394,32 @@ impl Port {
                 return None;
             }
             // The longest-idle connection goes first; a connection that never sent a request,
-            // or is in the middle of a request head, is idle too.
-            let victim = registry
+            // or is in the middle of a request head, is idle too. When all are busy, one whose
+            // answers have not moved for a while (a client that does not read) goes instead.
+            let now = now_ms();
+            let idle = registry
                 .conns
                 .values()
                 .filter(|c| !c.closing() && c.is_idle())
-                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed))?;
-            let mid_request = !victim.served.load(Ordering::Relaxed)
-                || victim.head_started.load(Ordering::Relaxed) != 0;
-            let kind = if mid_request { ASK_ABORT } else { ASK_GRACEFUL };
-            victim.ask(kind, CloseReason::Evicted);
+                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
+            if let Some(victim) = idle {
+                let mid_request = !victim.served.load(Ordering::Relaxed)
+                    || victim.head_started.load(Ordering::Relaxed) != 0;
+                let kind = if mid_request { ASK_ABORT } else { ASK_GRACEFUL };
+                victim.ask(kind, CloseReason::Evicted);
+            } else {
+                let stuck = registry
+                    .conns
+                    .values()
+                    .filter(|c| {
+                        !c.closing()
+                            && c.unsent_answers.load(Ordering::Acquire) > 0
+                            && now.saturating_sub(c.send_progress.load(Ordering::Relaxed))
+                                > ms(STUCK_AFTER)
+                    })
+                    .min_by_key(|c| c.send_progress.load(Ordering::Relaxed))?;
+                stuck.ask(ASK_ABORT, CloseReason::Evicted);
+            }
         }
         registry.next_id += 1;
         let id = registry.next_id;
@@ -467,7 +500,13 @@ impl Port {
         drop(listener);
         let conns: Vec<Arc<Conn>> = self.registry().conns.values().cloned().collect();
         for conn in &conns {
-            conn.ask(ASK_GRACEFUL, CloseReason::Shutdown);
+            // Nothing to finish on a connection that never sent a request or is halfway through
+            // a request head: those go at once, the rest finish what they started.
+            let mid_head = conn.is_idle()
+                && (!conn.served.load(Ordering::Relaxed)
+                    || conn.head_started.load(Ordering::Relaxed) != 0);
+            let kind = if mid_head { ASK_ABORT } else { ASK_GRACEFUL };
+            conn.ask(kind, CloseReason::Shutdown);
         }
         drop(conns);
         let emptied = self.emptied.notified();
@@ -546,13 +585,16 @@ impl Port {
             builder
                 .timer(TokioTimer::new())
                 .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
-                .max_header_list_size(MAX_HEADER_LIST_SIZE);
+                .max_header_list_size(MAX_HEADER_LIST_SIZE)
+                .initial_connection_window_size(CONNECTION_WINDOW)
+                .initial_stream_window_size(STREAM_WINDOW);
             self.watch(&conn, builder.serve_connection(io, service))
                 .await;
         } else {
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
+                .max_buf_size(HTTP1_BUFFER)
                 // Our watch times request heads from their first byte instead (see
                 // HEADER_READ_TIMEOUT).
                 .header_read_timeout(None);
@@ -579,6 +621,11 @@ impl Port {
                 _ = ticks.tick() => {}
             }
             if cut_at.is_some_and(|at| Instant::now() >= at) {
+                return;
+            }
+            // Closing, and its answers do not move: the client is not reading, there is nothing
+            // to wait for.
+            if cut_at.is_some() && conn.stalled_for(now_ms()) > ms(STUCK_AFTER) {
                 return;
             }
             match conn.verdict(&self.limits, now_ms(), self.state.budget.pressed()) {

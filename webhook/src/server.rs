@@ -177,9 +177,11 @@ pub fn connection_caps(fd_limit: u64) -> (usize, usize) {
     (tls, metrics)
 }
 
-/// Connections the review port holds at most: far more than the apiserver opens (a few per
-/// replica), few enough that their buffers stay well within the memory limit.
-pub const MAX_TLS_CONNECTIONS: usize = 1024;
+/// Connections the review port holds at most: far more than the apiserver opens (over HTTP/2,
+/// one per apiserver and 32 concurrent reviews), few enough that their buffers (at most
+/// ~200 KiB each: TLS records, HTTP/1.1 buffer, HTTP/2 window) stay within the memory limit
+/// beside the reviews' own memory.
+pub const MAX_TLS_CONNECTIONS: usize = 256;
 /// Prometheus and the kubelet's probes need a handful.
 pub const MAX_METRICS_CONNECTIONS: usize = 64;
 
