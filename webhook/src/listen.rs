@@ -88,6 +88,9 @@ const HTTP1_BUFFER: usize = 16 * 1024;
 const ANSWER_CHUNK: usize = 64 * 1024;
 /// How long an evicted or idle connection may take to close gracefully before it is cut.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// How long a new connection may wait for room at the cap (`ADMIT_TRIES` × `ADMIT_RETRY`).
+const ADMIT_TRIES: u32 = 20;
+const ADMIT_RETRY: Duration = Duration::from_millis(5);
 /// How often each connection's watch looks at it.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// Connections that were asked to close but have not yet gone may exceed the cap by this
@@ -431,6 +434,19 @@ impl Port {
         Some(conn)
     }
 
+    /// [`Port::admit`], retried for a moment: the connections just asked to close (evicted) need
+    /// their tasks to run before their descriptors are free. Meanwhile nothing else is accepted;
+    /// new connections wait in the listen backlog.
+    async fn admit_soon(&self) -> Option<Arc<Conn>> {
+        for _ in 0..ADMIT_TRIES {
+            if let Some(conn) = self.admit() {
+                return Some(conn);
+            }
+            tokio::time::sleep(ADMIT_RETRY).await;
+        }
+        self.admit()
+    }
+
     fn remove(&self, id: u64) {
         let mut registry = self.registry();
         registry.conns.remove(&id);
@@ -476,7 +492,7 @@ impl Port {
                 accepted = listener.accept() => accepted,
             };
             match accepted {
-                Ok((tcp, peer)) => match self.admit() {
+                Ok((tcp, peer)) => match self.admit_soon().await {
                     Some(conn) => {
                         tokio::spawn(self.clone().connection(conn, tcp, peer));
                     }

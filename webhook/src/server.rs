@@ -394,8 +394,7 @@ async fn read_body(
     let mut first: Option<Bytes> = None;
     let mut joined: Vec<u8> = Vec::new();
     loop {
-        let frame = std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut body), cx));
-        let Ok(frame) = tokio::time::timeout(BODY_STALL_TIMEOUT, frame).await else {
+        let Some(frame) = next_frame_within(&mut body, BODY_STALL_TIMEOUT).await else {
             return Err((
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
@@ -450,6 +449,21 @@ async fn read_body(
     }
     let body = first.unwrap_or_else(|| Bytes::from(joined));
     Ok((body, reservation))
+}
+
+/// The body's next frame, or `None` when none comes within `limit`. A frame that is already
+/// there (most bodies arrive with their headers) is taken without arming a timer.
+async fn next_frame_within(
+    body: &mut Body,
+    limit: Duration,
+) -> Option<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+    let frame = std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut *body), cx));
+    let mut frame = std::pin::pin!(frame);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(frame.as_mut().poll(cx))).await;
+    match first {
+        std::task::Poll::Ready(frame) => Some(frame),
+        std::task::Poll::Pending => tokio::time::timeout(limit, frame).await.ok(),
+    }
 }
 
 /// Reads and drops the rest of a refused body (up to [`MAX_BODY_BYTES`] more; the review timeout
