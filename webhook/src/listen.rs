@@ -10,9 +10,9 @@
 //!   or (HTTP/1.1) has begun a request head and not finished it [`HEADER_READ_TIMEOUT`] later,
 //!   is closed: a trickling client counts as idle, its bytes buy it nothing;
 //! - a connection idle (no request in flight) for [`IDLE_TIMEOUT`] is closed gracefully;
-//! - a connection with answers waiting to be sent and none delivered for [`SEND_TIMEOUT`] (a
-//!   client that stopped reading, or advertises a zero HTTP/2 window) is closed, which frees
-//!   the answers it pinned;
+//! - a connection with an answer not delivered [`SEND_TIMEOUT`] after it was ready (a client
+//!   that stopped reading, or advertises a zero HTTP/2 window, on one stream or all) is
+//!   closed, which frees the answers it pinned;
 //! - at the port's connection cap, a new connection evicts the connection idle the longest
 //!   instead of being refused; only when every connection has a request in flight is the new
 //!   one refused.
@@ -60,12 +60,12 @@ pub const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The TLS handshake must complete within this time (client-go gives it 10 s too).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Answers waiting on a connection where none has been delivered for this long belong to a
-/// client that does not read: the apiserver reads every answer at once, and gives up on a
-/// review after its `timeoutSeconds` (at most 30 s) anyway.
+/// An answer not delivered this long after it was ready belongs to a client that does not
+/// read: the apiserver reads every answer at once, and gives up on a review after its
+/// `timeoutSeconds` (at most 30 s) anyway.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-/// When memory for reviews runs short, connections whose pending answers have not moved for
-/// this long are closed first.
+/// When memory for reviews runs short, connections with an answer pending this long are closed
+/// first.
 pub const STUCK_AFTER: Duration = Duration::from_secs(1);
 /// Concurrent HTTP/2 streams per connection. The apiserver's Go client opens another
 /// connection when a connection's streams are all in use (x/net/http2 without
@@ -88,6 +88,8 @@ const HTTP1_BUFFER: usize = 16 * 1024;
 const ANSWER_CHUNK: usize = 64 * 1024;
 /// How long an evicted or idle connection may take to close gracefully before it is cut.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// Answers a connection may have pending: hyper's stream limit, and one more for HTTP/1.1.
+const ANSWER_SLOTS: usize = MAX_CONCURRENT_STREAMS as usize + 1;
 /// How long a new connection may wait for room at the cap (`ADMIT_TRIES` × `ADMIT_RETRY`).
 const ADMIT_TRIES: u32 = 20;
 const ADMIT_RETRY: Duration = Duration::from_millis(5);
@@ -215,8 +217,10 @@ pub struct Conn {
     head_started: AtomicU64,
     unsent_answers: AtomicU32,
     unsent_bytes: AtomicUsize,
-    /// When an answer was last delivered, or answers began to wait.
-    send_progress: AtomicU64,
+    /// When each pending answer became ready (0: a free slot): a stream whose answer the client
+    /// does not read is timed by itself, whatever the connection's other streams do. hyper
+    /// keeps at most [`MAX_CONCURRENT_STREAMS`] answers of a connection alive at once.
+    answer_since: [AtomicU64; ANSWER_SLOTS],
     ask: AtomicU8,
     ask_reason: AtomicU8,
     wake: Notify,
@@ -233,7 +237,7 @@ impl Conn {
             head_started: AtomicU64::new(0),
             unsent_answers: AtomicU32::new(0),
             unsent_bytes: AtomicUsize::new(0),
-            send_progress: AtomicU64::new(now_ms()),
+            answer_since: std::array::from_fn(|_| AtomicU64::new(0)),
             ask: AtomicU8::new(ASK_NONE),
             ask_reason: AtomicU8::new(0),
             wake: Notify::new(),
@@ -265,25 +269,36 @@ impl Conn {
         }
     }
 
-    fn answer_waiting(&self, bytes: usize) {
+    /// Counts an answer as waiting to be delivered; returns its slot.
+    fn answer_waiting(&self, bytes: usize) -> Option<usize> {
         self.unsent_bytes.fetch_add(bytes, Ordering::Relaxed);
-        if self.unsent_answers.fetch_add(1, Ordering::AcqRel) == 0 {
-            self.send_progress.store(now_ms(), Ordering::Relaxed);
-        }
+        self.unsent_answers.fetch_add(1, Ordering::AcqRel);
+        let now = now_ms();
+        self.answer_since.iter().position(|slot| {
+            slot.compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })
     }
 
-    fn answer_delivered(&self, bytes: usize) {
+    fn answer_delivered(&self, bytes: usize, slot: Option<usize>) {
+        if let Some(slot) = slot {
+            self.answer_since[slot].store(0, Ordering::Release);
+        }
         self.unsent_bytes.fetch_sub(bytes, Ordering::Relaxed);
-        self.send_progress.store(now_ms(), Ordering::Relaxed);
         self.unsent_answers.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// How long its pending answers have not moved (0 when none is pending).
+    /// How long the oldest pending answer has waited (0 when none is pending).
     fn stalled_for(&self, now: u64) -> u64 {
         if self.unsent_answers.load(Ordering::Acquire) == 0 {
             return 0;
         }
-        now.saturating_sub(self.send_progress.load(Ordering::Relaxed))
+        self.answer_since
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
+            .filter(|&since| since != 0)
+            .min()
+            .map_or(0, |oldest| now.saturating_sub(oldest))
     }
 
     /// Whether the connection holds nothing in flight: the kind eviction takes first.
@@ -304,14 +319,12 @@ impl Conn {
             _ => {}
         }
         let since = |t: &AtomicU64| now.saturating_sub(t.load(Ordering::Relaxed));
-        if self.unsent_answers.load(Ordering::Acquire) > 0 {
-            let stalled = since(&self.send_progress);
-            if stalled > ms(limits.send_timeout) {
-                return Verdict::Abort(CloseReason::SendTimeout);
-            }
-            if pressed && stalled > ms(STUCK_AFTER) {
-                return Verdict::Abort(CloseReason::Memory);
-            }
+        let stalled = self.stalled_for(now);
+        if stalled > ms(limits.send_timeout) {
+            return Verdict::Abort(CloseReason::SendTimeout);
+        }
+        if pressed && stalled > ms(STUCK_AFTER) {
+            return Verdict::Abort(CloseReason::Memory);
         }
         if !self.is_idle() {
             return Verdict::Keep;
@@ -414,14 +427,11 @@ impl Port {
                 let stuck = registry
                     .conns
                     .values()
-                    .filter(|c| {
-                        !c.closing()
-                            && c.unsent_answers.load(Ordering::Acquire) > 0
-                            && now.saturating_sub(c.send_progress.load(Ordering::Relaxed))
-                                > ms(STUCK_AFTER)
-                    })
-                    .min_by_key(|c| c.send_progress.load(Ordering::Relaxed))?;
-                stuck.ask(ASK_ABORT, CloseReason::Evicted);
+                    .filter(|c| !c.closing())
+                    .map(|c| (c.stalled_for(now), c))
+                    .filter(|(stalled, _)| *stalled > ms(STUCK_AFTER))
+                    .max_by_key(|(stalled, _)| *stalled)?;
+                stuck.1.ask(ASK_ABORT, CloseReason::Evicted);
             }
         }
         registry.next_id += 1;
@@ -465,10 +475,7 @@ impl Port {
         let registry = self.registry();
         let mut closed = 0;
         for conn in registry.conns.values() {
-            if !conn.closing()
-                && conn.unsent_answers.load(Ordering::Acquire) > 0
-                && now.saturating_sub(conn.send_progress.load(Ordering::Relaxed)) > ms(stuck_after)
-            {
+            if !conn.closing() && conn.stalled_for(now) > ms(stuck_after) {
                 conn.ask(ASK_ABORT, CloseReason::Memory);
                 closed += 1;
             }
@@ -838,12 +845,13 @@ pub struct Answer {
 
 struct Account {
     bytes: usize,
+    slot: Option<usize>,
     in_flight: InFlight,
 }
 
 impl Drop for Account {
     fn drop(&mut self) {
-        self.in_flight.conn.answer_delivered(self.bytes);
+        self.in_flight.conn.answer_delivered(self.bytes, self.slot);
         self.in_flight.state.budget.give(self.bytes);
     }
 }
@@ -852,9 +860,13 @@ impl Answer {
     fn new(inner: Body, in_flight: Option<InFlight>) -> Answer {
         let account = in_flight.map(|in_flight| {
             let bytes = http_body::Body::size_hint(&inner).lower() as usize;
-            in_flight.conn.answer_waiting(bytes);
+            let slot = in_flight.conn.answer_waiting(bytes);
             in_flight.state.budget.take_anyway(bytes);
-            Account { bytes, in_flight }
+            Account {
+                bytes,
+                slot,
+                in_flight,
+            }
         });
         Answer {
             inner,
@@ -1115,22 +1127,28 @@ mod tests {
             Verdict::Keep,
             "a long review"
         );
-        conn.answer_waiting(1000);
-        let t = conn.send_progress.load(Ordering::Relaxed);
+        let stuck = conn.answer_waiting(1000);
+        let t = conn.answer_since[stuck.expect("a slot")].load(Ordering::Relaxed);
+        // Other answers delivered meanwhile do not excuse the stuck one.
+        for _ in 0..100 {
+            let slot = conn.answer_waiting(10);
+            conn.answer_delivered(10, slot);
+        }
         assert_eq!(conn.verdict(&limits(), t + 9_000, false), Verdict::Keep);
         assert_eq!(
             conn.verdict(&limits(), t + 10_001, false),
             Verdict::Abort(CloseReason::SendTimeout)
         );
-        // Under memory pressure an answer that has not moved for a second is enough.
+        // Under memory pressure an answer pending for a second is enough.
         assert_eq!(conn.verdict(&limits(), t + 900, true), Verdict::Keep);
         assert_eq!(
             conn.verdict(&limits(), t + 1_001, true),
             Verdict::Abort(CloseReason::Memory)
         );
-        conn.answer_delivered(1000);
+        conn.answer_delivered(1000, stuck);
         conn.request_finished();
         assert_eq!(conn.unsent_bytes.load(Ordering::Relaxed), 0);
+        assert_eq!(conn.stalled_for(t + 60_000), 0);
     }
 
     #[test]

@@ -1190,6 +1190,79 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
     assert_eq!(review["response"]["allowed"], true);
 }
 
+/// One HTTP/2 stream whose answer the client never reads, on a connection whose other streams
+/// are read at once: the answer is timed by itself (10 s), and the connection is closed although
+/// it keeps delivering the others.
+#[tokio::test]
+async fn an_unread_stream_is_timed_by_itself_on_a_busy_connection() {
+    let webhook = Webhook::start().await;
+    let mut builder = h2::client::Builder::new();
+    // A large connection window: the unread stream holds only its own 64 KiB.
+    builder
+        .initial_window_size(64 * 1024)
+        .initial_connection_window_size(16 << 20);
+    let (client, connection) = h2_connect(&webhook, &builder).await;
+    let post = |body: &Bytes| {
+        hyper::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "https://localhost:{}/validate",
+                webhook.addr.port()
+            ))
+            .header("content-type", "application/json")
+            .header("content-length", body.len())
+            .body(())
+            .expect("request")
+    };
+    // A 1,000-container review: its 1.4 MB denial cannot pass a 64 KiB window never released.
+    let big = Bytes::from(big_review(1_000));
+    let mut client = client.ready().await.expect("ready");
+    let (unread, mut send) = client.send_request(post(&big), false).expect("stream");
+    send.send_data(big, true).expect("body");
+    let unread = unread.await.expect("the answer's headers");
+    assert_eq!(unread.status(), 200);
+    let small = Bytes::from(fixture("allow-clean-gpu-pod"));
+    let start = Instant::now();
+    let mut served = 0;
+    let closed_after = loop {
+        if connection.is_finished() {
+            break start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(25),
+            "the connection was never closed"
+        );
+        let Ok(ready) = client.clone().ready().await else {
+            break start.elapsed();
+        };
+        client = ready;
+        let Ok((response, mut send)) = client.send_request(post(&small), false) else {
+            break start.elapsed();
+        };
+        if send.send_data(small.clone(), true).is_err() {
+            break start.elapsed();
+        }
+        let Ok(response) = response.await else {
+            break start.elapsed();
+        };
+        let mut body = response.into_body();
+        while let Some(Ok(chunk)) = body.data().await {
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        served += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    drop(unread);
+    eprintln!("closed after {closed_after:?}, {served} other reviews answered on it meanwhile");
+    assert!(served >= 10, "{served}: the other streams were answered");
+    let metrics = metrics_text(&webhook).await;
+    assert_eq!(
+        closed_count(&metrics, "tls", "send_timeout"),
+        1,
+        "{metrics}"
+    );
+}
+
 /// A body over the limit gets the same 413 and message over HTTP/2 (what the apiserver speaks)
 /// as over HTTP/1.1, declared by Content-Length or not, and the connection goes on serving.
 #[tokio::test]
