@@ -420,6 +420,7 @@ impl Reloader {
                 self.tls_valid_from = None;
                 self.served = validity;
                 self.served_expired = false;
+                self.state.set_served_certificate_expired(None);
                 self.state.set_tls_error(None);
                 self.state
                     .metrics

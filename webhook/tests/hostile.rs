@@ -1474,6 +1474,76 @@ async fn certificates_outside_their_validity_are_never_swapped_in() {
     webhook.readyz_saying("tls: certificate loaded").await;
 }
 
+/// The served certificate expiring with no valid one on disk is said loudly: an error log line
+/// and `/readyz` (still ready: nothing better can be served), and the expiry gauge shows it was
+/// coming.
+#[tokio::test]
+async fn the_served_certificate_expiring_is_reported() {
+    let mut webhook = Webhook::start().await;
+    let ca = webhook.ca.pem.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let short = webhook.ca.server_valid("short-lived", now - 60, now + 3);
+    webhook.certs.rotate(&[
+        ("tls.crt", &short.cert_pem),
+        ("tls.key", &short.key_pem),
+        ("ca.crt", &ca),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = metrics_text(&webhook).await;
+        let expiry = metric(
+            &metrics,
+            "probelint_webhook_certificate_expiry_timestamp_seconds",
+        );
+        if expiry == (now + 3) as u64 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the short-lived certificate was not loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The watch looks at the served certificate on every pass; SIGHUP makes one now.
+    webhook.hangup();
+    let ready = webhook
+        .readyz_saying("THE SERVED CERTIFICATE EXPIRED")
+        .await;
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    let logged = webhook.log_lines().into_iter().any(|l| {
+        l["level"] == "ERROR"
+            && l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("the served TLS certificate has expired"))
+    });
+    assert!(
+        logged,
+        "an error log line says the served certificate expired"
+    );
+
+    // A renewed certificate clears it.
+    let renewed = webhook.ca.server("renewed");
+    webhook.certs.rotate(&[
+        ("tls.crt", &renewed.cert_pem),
+        ("tls.key", &renewed.key_pem),
+        ("ca.crt", &ca),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ready = webhook.metrics_get("/readyz").await.expect("readyz").text();
+        if !ready.contains("EXPIRED") {
+            assert!(ready.contains("tls: certificate loaded"), "{ready}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still reported expired: {ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// At startup there is no previous pair to fall back on: an expired or not-yet-valid
 /// certificate stops the webhook with a message saying so.
 #[test]
