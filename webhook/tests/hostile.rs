@@ -1420,12 +1420,18 @@ async fn certificates_outside_their_validity_are_never_swapped_in() {
         );
         let metrics = metrics_text(&webhook).await;
         assert_eq!(gauge(&metrics, "certificate_files_refused"), 1, "{what}");
-        let logged = webhook.log_lines().into_iter().any(|l| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !webhook.log_lines().into_iter().any(|l| {
             l["level"] == "ERROR"
                 && l["message"] == "TLS reload refused; still serving the previous certificate"
                 && l["error"].as_str().is_some_and(|e| e.contains(expect))
-        });
-        assert!(logged, "{what}: an error log line says why");
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: an error log line says why"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     let metrics = metrics_text(&webhook).await;
     assert!(
@@ -1514,16 +1520,20 @@ async fn the_served_certificate_expiring_is_reported() {
         .readyz_saying("THE SERVED CERTIFICATE EXPIRED")
         .await;
     assert_eq!(ready.status, 200, "{}", ready.text());
-    let logged = webhook.log_lines().into_iter().any(|l| {
+    // The log line comes through the stdout pipe: give the reader a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !webhook.log_lines().into_iter().any(|l| {
         l["level"] == "ERROR"
             && l["message"]
                 .as_str()
                 .is_some_and(|m| m.starts_with("the served TLS certificate has expired"))
-    });
-    assert!(
-        logged,
-        "an error log line says the served certificate expired"
-    );
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "an error log line says the served certificate expired"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // A renewed certificate clears it.
     let renewed = webhook.ca.server("renewed");
