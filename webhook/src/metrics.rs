@@ -2,14 +2,17 @@
 //!
 //! What an operator needs to trust an admission webhook: how many reviews it answered and with
 //! what decision (a spike of `denied` after a policy change is the first thing to look at), which
-//! rules fire, how long a review takes (the apiserver gives up after `timeoutSeconds`), and
+//! rules fire, how long a review takes (the apiserver gives up after `timeoutSeconds`),
 //! whether certificate and policy reloads succeed (a failing reload is invisible otherwise until
-//! the old certificate expires).
+//! the old certificate expires) and when the served certificate expires, and what the
+//! connection limits are doing (a client that holds connections open, or stops reading, shows up
+//! as closes by reason).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
@@ -45,6 +48,19 @@ pub struct ResultLabels {
     pub result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PortLabels {
+    /// `tls` (reviews) or `metrics`.
+    pub port: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CloseLabels {
+    pub port: &'static str,
+    /// See [`crate::listen::CloseReason::as_str`].
+    pub reason: &'static str,
+}
+
 type HistogramFamily = Family<EndpointLabels, Histogram, fn() -> Histogram>;
 
 /// The `endpoint` labels of the review series (`other`: a timeout on another path).
@@ -65,6 +81,12 @@ pub struct Metrics {
     pub latency: HistogramFamily,
     pub policy_reloads: Family<ResultLabels, Counter>,
     pub certificate_reloads: Family<ResultLabels, Counter>,
+    certificate_expiry: Gauge,
+    certificate_files_refused: Gauge,
+    connections: Family<PortLabels, Gauge>,
+    connections_closed: Family<CloseLabels, Counter>,
+    review_memory: Gauge,
+    review_memory_limit: Gauge,
     /// Handles on the series every review updates, looked up in their family once and then
     /// kept: a family lookup hashes the labels under the family's lock (and a finding's rule
     /// name had to be copied into its labels first), several times per review. A series still
@@ -114,6 +136,45 @@ impl Metrics {
             "TLS certificate reloads, by result (a failure keeps the certificate being served)",
             certificate_reloads.clone(),
         );
+        let certificate_expiry = Gauge::default();
+        registry.register(
+            "certificate_expiry_timestamp_seconds",
+            "notAfter of the serving certificate, in seconds since the Unix epoch",
+            certificate_expiry.clone(),
+        );
+        let certificate_files_refused = Gauge::default();
+        registry.register(
+            "certificate_files_refused",
+            "1 while the certificate files on disk are refused (expired, not valid yet, or \
+             broken) and the previous certificate is still served",
+            certificate_files_refused.clone(),
+        );
+        let connections = Family::<PortLabels, Gauge>::default();
+        registry.register(
+            "connections",
+            "Open connections, by port",
+            connections.clone(),
+        );
+        let connections_closed = Family::<CloseLabels, Counter>::default();
+        registry.register(
+            "connections_closed",
+            "Connections the webhook closed or refused, by port and reason (clients closing \
+             their own connections are not counted)",
+            connections_closed.clone(),
+        );
+        let review_memory = Gauge::default();
+        registry.register(
+            "review_memory_bytes",
+            "Bytes of request bodies and unsent answers of the reviews in flight",
+            review_memory.clone(),
+        );
+        let review_memory_limit = Gauge::default();
+        registry.register(
+            "review_memory_limit_bytes",
+            "Past this many review bytes in flight, bodies wait and connections whose answers \
+             do not move are closed",
+            review_memory_limit.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -121,6 +182,12 @@ impl Metrics {
             latency,
             policy_reloads,
             certificate_reloads,
+            certificate_expiry,
+            certificate_files_refused,
+            connections,
+            connections_closed,
+            review_memory,
+            review_memory_limit,
             request_series: Default::default(),
             latency_series: Default::default(),
             finding_series: RwLock::default(),
@@ -203,6 +270,33 @@ impl Metrics {
             tracing::error!(error = %e, "encoding metrics failed");
         }
         text
+    }
+
+    pub fn set_certificate_expiry(&self, not_after: i64) {
+        self.certificate_expiry.set(not_after);
+    }
+
+    pub fn set_certificate_files_refused(&self, refused: bool) {
+        self.certificate_files_refused.set(i64::from(refused));
+    }
+
+    pub fn set_connections(&self, port: &'static str, open: i64) {
+        self.connections
+            .get_or_create(&PortLabels { port })
+            .set(open);
+    }
+
+    pub fn count_closed(&self, port: &'static str, reason: &'static str) {
+        self.connections_closed
+            .get_or_create(&CloseLabels { port, reason })
+            .inc();
+    }
+
+    /// Sets the review-memory gauges; read when `/metrics` is scraped rather than on every
+    /// change, so that no review pays for it.
+    pub fn set_review_memory(&self, used: usize, limit: usize) {
+        self.review_memory.set(used as i64);
+        self.review_memory_limit.set(limit as i64);
     }
 
     pub fn reload(family: &Family<ResultLabels, Counter>, ok: bool) {

@@ -8,12 +8,12 @@
 //! A periodic re-read backs up the watch (inotify can run out of watches, or miss an event on a
 //! network filesystem).
 //!
-//! A reload that fails keeps what is being served: a half-written certificate or an invalid
-//! policy never takes the webhook down. The failure is logged, counted and shown by `/readyz`.
+//! A reload that fails keeps what is being served: a half-written certificate, a certificate
+//! that has expired or is not valid yet, or an invalid policy never takes the webhook down. The
+//! failure is logged, counted and shown by `/readyz`.
 
 use crate::metrics::Metrics;
 use crate::server::AppState;
-use axum_server::tls_rustls::RustlsConfig;
 use notify::event::AccessKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use probelint_policies::Policy;
@@ -23,8 +23,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 /// Quiet time after the last file event before reloading: a Secret update is a burst of events
@@ -35,6 +35,118 @@ const POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// First retry after a failed reload (doubling up to [`POLL_INTERVAL`]): a certificate read
 /// between the writes of its two files is retried at once.
 const RETRY_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The rustls configuration new connections are accepted with; a reload swaps it, connections
+/// already open keep theirs.
+pub struct TlsConfig {
+    current: RwLock<Arc<ServerConfig>>,
+}
+
+impl TlsConfig {
+    fn new(config: Arc<ServerConfig>) -> TlsConfig {
+        TlsConfig {
+            current: RwLock::new(config),
+        }
+    }
+
+    pub fn current(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn set(&self, config: Arc<ServerConfig>) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = config;
+    }
+}
+
+/// The validity period of a serving certificate, in seconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+impl Validity {
+    /// Reads the validity of the first certificate of a chain (the serving certificate).
+    fn of(cert: &CertificateDer<'_>) -> Result<Validity, String> {
+        let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+            .map_err(|e| format!("not a readable X.509 certificate: {e}"))?;
+        let validity = parsed.validity();
+        Ok(Validity {
+            not_before: validity.not_before.timestamp(),
+            not_after: validity.not_after.timestamp(),
+        })
+    }
+
+    /// Why the certificate cannot be served at `now`, if it cannot. The apiserver refuses a
+    /// certificate outside its validity period, so serving it would fail every handshake.
+    fn refusal(&self, now: i64) -> Option<String> {
+        if now < self.not_before {
+            Some(format!(
+                "the certificate is not valid yet: valid from {} (in {} s) to {}",
+                utc(self.not_before),
+                self.not_before - now,
+                utc(self.not_after)
+            ))
+        } else if now > self.not_after {
+            Some(format!(
+                "the certificate expired at {} (valid from {})",
+                utc(self.not_after),
+                utc(self.not_before)
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+fn unix_now() -> i64 {
+    match SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(since) => since.as_secs() as i64,
+        Err(before) => -(before.duration().as_secs() as i64),
+    }
+}
+
+/// `2026-11-30T12:00:00Z` for a Unix time (the proleptic Gregorian calendar, UTC).
+pub fn utc(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// A certificate that could not be loaded, and whether waiting can make it loadable.
+#[derive(Debug)]
+struct LoadError {
+    message: String,
+    /// Set when the certificate is not valid yet: it can be served from this Unix time on.
+    valid_from: Option<i64>,
+    /// The certificate is outside its validity period (expired or not valid yet).
+    out_of_validity: bool,
+}
+
+impl From<String> for LoadError {
+    fn from(message: String) -> Self {
+        LoadError {
+            message,
+            valid_from: None,
+            out_of_validity: false,
+        }
+    }
+}
 
 /// Where the TLS material lives.
 #[derive(Debug, Clone)]
@@ -70,7 +182,7 @@ impl TlsFiles {
     /// Builds the rustls configuration: TLS 1.3 and 1.2 only, ring as the one crypto provider,
     /// HTTP/2 and HTTP/1.1 offered by ALPN, and client-certificate verification when a client
     /// CA is configured.
-    fn server_config(&self, bytes: &TlsBytes) -> Result<Arc<ServerConfig>, String> {
+    fn server_config(&self, bytes: &TlsBytes) -> Result<(Arc<ServerConfig>, Validity), LoadError> {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes.cert)
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{}: {e}", self.cert.display()))?;
@@ -78,7 +190,17 @@ impl TlsFiles {
             return Err(format!(
                 "{}: no PEM certificate (-----BEGIN CERTIFICATE-----) found",
                 self.cert.display()
-            ));
+            )
+            .into());
+        }
+        let validity =
+            Validity::of(&certs[0]).map_err(|e| format!("{}: {e}", self.cert.display()))?;
+        if let Some(refusal) = validity.refusal(unix_now()) {
+            return Err(LoadError {
+                message: format!("{}: {refusal}", self.cert.display()),
+                valid_from: (unix_now() < validity.not_before).then_some(validity.not_before),
+                out_of_validity: true,
+            });
         }
         let key = PrivateKeyDer::from_pem_slice(&bytes.key)
             .map_err(|e| format!("{}: no usable PEM private key: {e}", self.key.display()))?;
@@ -97,7 +219,7 @@ impl TlsFiles {
                         .map_err(|e| format!("{}: {e}", path.display()))?;
                 }
                 if roots.is_empty() {
-                    return Err(format!("{}: no PEM certificate found", path.display()));
+                    return Err(format!("{}: no PEM certificate found", path.display()).into());
                 }
                 let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
                     .build()
@@ -112,7 +234,7 @@ impl TlsFiles {
             .with_single_cert(certs, key)
             .map_err(|e| format!("{} and {}: {e}", self.cert.display(), self.key.display()))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(Arc::new(config))
+        Ok((Arc::new(config), validity))
     }
 }
 
@@ -128,27 +250,54 @@ fn read_text(path: &Path) -> Result<String, String> {
 /// Watches the files and swaps in what they hold.
 pub struct Reloader {
     state: Arc<AppState>,
-    tls: RustlsConfig,
+    tls: Arc<TlsConfig>,
     files: TlsFiles,
     policy_path: Option<PathBuf>,
     /// What the last TLS attempt read, and whether it failed: unchanged bad files are not
     /// retried (and logged) again and again.
     tls_seen: TlsBytes,
     tls_failed: bool,
+    /// The files on disk hold a certificate that becomes valid at this Unix time: unchanged,
+    /// they are tried again then.
+    tls_valid_from: Option<i64>,
+    /// The validity of the certificate being served.
+    served: Validity,
+    /// Whether the expiry of the served certificate has been reported.
+    served_expired: bool,
     policy_seen: Option<String>,
     policy_failed: bool,
 }
 
 impl Reloader {
     /// Loads the TLS material and the policy once. Any error is fatal: at startup there is no
-    /// last good configuration to fall back on.
+    /// last good configuration to fall back on. That includes a certificate outside its
+    /// validity period: serving it would fail every handshake while `/readyz` said ready,
+    /// where exiting shows the reason in the pod's status and logs (and a restart picks up the
+    /// renewed certificate).
     pub fn load(
         files: TlsFiles,
         policy_path: Option<PathBuf>,
         state: Arc<AppState>,
-    ) -> Result<(Self, RustlsConfig), String> {
+    ) -> Result<(Self, Arc<TlsConfig>), String> {
         let tls_seen = files.read()?;
-        let tls = RustlsConfig::from_config(files.server_config(&tls_seen)?);
+        let (config, served) = files.server_config(&tls_seen).map_err(|e| {
+            if e.out_of_validity {
+                format!(
+                    "{}; refusing to start without a valid certificate",
+                    e.message
+                )
+            } else {
+                e.message
+            }
+        })?;
+        let tls = Arc::new(TlsConfig::new(config));
+        state.metrics.set_certificate_expiry(served.not_after);
+        tracing::info!(
+            cert = %files.cert.display(),
+            not_before = %utc(served.not_before),
+            not_after = %utc(served.not_after),
+            "serving certificate loaded"
+        );
         let policy_seen = match &policy_path {
             Some(path) => {
                 let text = read_text(path)?;
@@ -168,6 +317,9 @@ impl Reloader {
             policy_path,
             tls_seen,
             tls_failed: false,
+            tls_valid_from: None,
+            served,
+            served_expired: false,
             policy_seen,
             policy_failed: false,
         };
@@ -234,6 +386,7 @@ impl Reloader {
             while let Ok(Some(())) = tokio::time::timeout(DEBOUNCE, events.recv()).await {}
             let tls_ok = self.reload_tls();
             let policy_ok = self.reload_policy();
+            self.check_served_expiry();
             wait = if tls_ok && policy_ok {
                 POLL_INTERVAL
             } else if wait == POLL_INTERVAL {
@@ -249,21 +402,37 @@ impl Reloader {
         let bytes = match self.files.read() {
             Ok(bytes) => bytes,
             Err(e) => {
-                self.tls_error(e);
+                self.tls_error(e.into());
                 return false;
             }
         };
         if bytes == self.tls_seen {
-            return !self.tls_failed;
+            let now_valid = self.tls_valid_from.is_some_and(|from| unix_now() >= from);
+            if !now_valid {
+                return !self.tls_failed;
+            }
         }
         self.tls_seen = bytes;
         match self.files.server_config(&self.tls_seen) {
-            Ok(config) => {
-                self.tls.reload_from_config(config);
+            Ok((config, validity)) => {
+                self.tls.set(config);
                 self.tls_failed = false;
+                self.tls_valid_from = None;
+                self.served = validity;
+                self.served_expired = false;
+                self.state.set_served_certificate_expired(None);
                 self.state.set_tls_error(None);
+                self.state
+                    .metrics
+                    .set_certificate_expiry(validity.not_after);
+                self.state.metrics.set_certificate_files_refused(false);
                 Metrics::reload(&self.state.metrics.certificate_reloads, true);
-                tracing::info!(cert = %self.files.cert.display(), "reloaded the TLS certificate");
+                tracing::info!(
+                    cert = %self.files.cert.display(),
+                    not_before = %utc(validity.not_before),
+                    not_after = %utc(validity.not_after),
+                    "reloaded the TLS certificate"
+                );
                 true
             }
             Err(e) => {
@@ -273,11 +442,37 @@ impl Reloader {
         }
     }
 
-    fn tls_error(&mut self, error: String) {
+    fn tls_error(&mut self, error: LoadError) {
         self.tls_failed = true;
+        self.tls_valid_from = error.valid_from;
         Metrics::reload(&self.state.metrics.certificate_reloads, false);
-        tracing::warn!(%error, "TLS reload failed; still serving the previous certificate");
-        self.state.set_tls_error(Some(error));
+        self.state.metrics.set_certificate_files_refused(true);
+        // An error, not a warning: the certificate on disk is what cert-manager (or the operator)
+        // meant to serve, and the one still served will expire in its turn.
+        tracing::error!(
+            error = %error.message,
+            served_not_after = %utc(self.served.not_after),
+            "TLS reload refused; still serving the previous certificate"
+        );
+        self.state.set_tls_error(Some(error.message));
+    }
+
+    /// Says so, once, when the certificate being served expires with no valid one on disk.
+    fn check_served_expiry(&mut self) {
+        let expired = unix_now() > self.served.not_after;
+        if expired && !self.served_expired {
+            tracing::error!(
+                cert = %self.files.cert.display(),
+                not_after = %utc(self.served.not_after),
+                "the served TLS certificate has expired and no valid replacement is on disk: \
+                 the apiserver refuses every handshake"
+            );
+        }
+        if expired != self.served_expired {
+            self.state
+                .set_served_certificate_expired(expired.then(|| utc(self.served.not_after)));
+        }
+        self.served_expired = expired;
     }
 
     fn reload_policy(&mut self) -> bool {
@@ -317,5 +512,40 @@ impl Reloader {
         Metrics::reload(&self.state.metrics.policy_reloads, false);
         tracing::error!(%error, "policy reload failed; still enforcing the last good policy");
         self.state.set_policy_error(error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_unix_times() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_796_083_199), "2026-11-30T23:59:59Z");
+        assert_eq!(utc(-1), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn a_certificate_is_refused_outside_its_validity_period() {
+        let validity = Validity {
+            not_before: 1_000,
+            not_after: 2_000,
+        };
+        assert_eq!(validity.refusal(1_000), None);
+        assert_eq!(validity.refusal(2_000), None);
+        let early = validity.refusal(999).expect("not valid yet");
+        assert!(
+            early.starts_with(
+                "the certificate is not valid yet: valid from 1970-01-01T00:16:40Z (in 1 s)"
+            ),
+            "{early}"
+        );
+        let late = validity.refusal(2_001).expect("expired");
+        assert!(
+            late.starts_with("the certificate expired at 1970-01-01T00:33:20Z"),
+            "{late}"
+        );
     }
 }

@@ -1,24 +1,27 @@
 //! The two HTTP servers: reviews (and probes) over TLS, metrics (and probes) in plain HTTP; the
-//! guards around every review (content type, body limit, timeout, panics); graceful shutdown.
+//! guards around every review (content type, body limit, memory, timeout, panics); graceful
+//! shutdown. Connections themselves are served and bounded by [`crate::listen`].
 
+use crate::listen::{Budget, Limits, Port, Reservation};
+use crate::logtext::Text;
 use crate::metrics::{CONTENT_TYPE, Metrics};
+use crate::reload::TlsConfig;
 use crate::review::{self, Decision, Mode, Outcome};
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum_server::Handle;
-use axum_server::tls_rustls::RustlsConfig;
 use probelint_policies::Policy;
 use std::any::Any;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
 
 /// An AdmissionReview carries the object and the old object, each up to the apiserver's 3 MB
 /// request limit, plus the review's own fields.
@@ -29,8 +32,16 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long SIGTERM waits for in-flight reviews (each bounded by [`REQUEST_TIMEOUT`]). Must stay
 /// under the pod's `terminationGracePeriodSeconds` (30 by default).
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// A new connection must send its first request within this time (slow-loris protection).
-const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes of request bodies and unsent answers all reviews in flight may hold together (see
+/// [`Budget`]), evaluations counted at [`EVALUATION_FACTOR`] times their body. The chart's
+/// memory limit is 256 MiB; the process itself takes ~20 MiB and its connections a few more.
+pub const REVIEW_MEMORY_BYTES: usize = 128 * 1024 * 1024;
+/// What evaluating a review takes on top of its body, as a multiple of the body: the parsed
+/// object, findings, messages and the answer. Measured at ~22 (a 6.8 MB review of 10,000 GPU
+/// containers raised the peak RSS by 148 MB; docs/reliability.md, "Memory under attack"), so
+/// the budget lets at most one maximal review be evaluated at a time, and hundreds of ordinary
+/// ones.
+pub const EVALUATION_FACTOR: usize = 24;
 
 /// Shared by the handlers and the reloader.
 pub struct AppState {
@@ -38,6 +49,7 @@ pub struct AppState {
     health: Mutex<Health>,
     draining: AtomicBool,
     pub metrics: Metrics,
+    pub budget: Arc<Budget>,
 }
 
 /// What `/readyz` reports.
@@ -47,6 +59,8 @@ struct Health {
     policy_version: String,
     policy_error: Option<String>,
     tls_error: Option<String>,
+    /// When the served certificate expired, once it has.
+    served_expired: Option<String>,
 }
 
 impl AppState {
@@ -56,6 +70,7 @@ impl AppState {
             health: Mutex::new(Health::default()),
             draining: AtomicBool::new(false),
             metrics: Metrics::new(),
+            budget: Arc::new(Budget::new(REVIEW_MEMORY_BYTES)),
         }
     }
 
@@ -79,6 +94,10 @@ impl AppState {
 
     pub fn set_tls_error(&self, error: Option<String>) {
         self.health().tls_error = error;
+    }
+
+    pub fn set_served_certificate_expired(&self, at: Option<String>) {
+        self.health().served_expired = at;
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
@@ -112,6 +131,12 @@ impl AppState {
                 "tls: certificate reload failed, still serving the previous certificate: {error}\n"
             )),
         }
+        if let Some(at) = &health.served_expired {
+            text.push_str(&format!(
+                "tls: THE SERVED CERTIFICATE EXPIRED at {at}: the apiserver refuses every \
+                 handshake until a valid certificate is written\n"
+            ));
+        }
         (StatusCode::OK, text)
     }
 }
@@ -125,7 +150,6 @@ pub fn tls_router(state: Arc<AppState>) -> Router {
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), with_timeout))
         .with_state(state)
 }
@@ -140,56 +164,80 @@ pub fn metrics_router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// How many connections each port holds at most, from the file descriptors the process may
+/// open: the review port gets [`MAX_TLS_CONNECTIONS`] and the metrics port
+/// [`MAX_METRICS_CONNECTIONS`] unless the limit is too low for both (plus the connections
+/// still closing, a quarter more, and a reserve for files and the runtime).
+pub fn connection_caps(fd_limit: u64) -> (usize, usize) {
+    let usable = fd_limit.saturating_sub(64) as usize * 4 / 5;
+    let metrics = MAX_METRICS_CONNECTIONS.min(usable / 16).max(1);
+    let tls = MAX_TLS_CONNECTIONS
+        .min(usable.saturating_sub(metrics))
+        .max(1);
+    (tls, metrics)
+}
+
+/// Connections the review port holds at most: far more than the apiserver opens (over HTTP/2,
+/// one per apiserver and 32 concurrent reviews), few enough that their buffers (at most
+/// ~200 KiB each: TLS records, HTTP/1.1 buffer, HTTP/2 window) stay within the memory limit
+/// beside the reviews' own memory.
+pub const MAX_TLS_CONNECTIONS: usize = 256;
+/// Prometheus and the kubelet's probes need a handful.
+pub const MAX_METRICS_CONNECTIONS: usize = 64;
+
 /// Serves both ports until SIGTERM (or Ctrl-C), then stops accepting connections and waits up to
 /// [`DRAIN_TIMEOUT`] for the reviews in flight.
 pub async fn serve(
     listen: SocketAddr,
     metrics_listen: SocketAddr,
-    tls: RustlsConfig,
+    tls: Arc<TlsConfig>,
     state: Arc<AppState>,
+    caps: (usize, usize),
 ) -> std::io::Result<()> {
-    let tls_handle: Handle<SocketAddr> = Handle::new();
-    let metrics_handle: Handle<SocketAddr> = Handle::new();
-    for (handle, port) in [(&tls_handle, "tls"), (&metrics_handle, "metrics")] {
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            if let Some(addr) = handle.listening().await {
-                tracing::info!(%addr, port, "listening");
-            }
-        });
+    let tls_listener = TcpListener::bind(listen).await?;
+    let metrics_listener = TcpListener::bind(metrics_listen).await?;
+    let reviews = Port::new(
+        "tls",
+        Limits::new(caps.0),
+        Some(tls),
+        tls_router(state.clone()),
+        state.clone(),
+    );
+    state.budget.relieve_with(&reviews);
+    let metrics = Port::new(
+        "metrics",
+        Limits::new(caps.1),
+        None,
+        metrics_router(state.clone()),
+        state.clone(),
+    );
+    for (listener, port, max_connections) in [
+        (&tls_listener, "tls", caps.0),
+        (&metrics_listener, "metrics", caps.1),
+    ] {
+        tracing::info!(addr = %listener.local_addr()?, port, max_connections, "listening");
     }
-    tokio::spawn({
-        let (state, tls_handle, metrics_handle) =
-            (state.clone(), tls_handle.clone(), metrics_handle.clone());
+    let (stop, _) = tokio::sync::watch::channel(false);
+    let stopped = |stop: &tokio::sync::watch::Sender<bool>| {
+        let mut rx = stop.subscribe();
         async move {
-            shutdown_signal().await;
-            tracing::info!(
-                in_flight_connections = tls_handle.connection_count(),
-                "shutting down: finishing the reviews in flight"
-            );
-            state.draining.store(true, Ordering::SeqCst);
-            tls_handle.graceful_shutdown(Some(DRAIN_TIMEOUT));
-            metrics_handle.graceful_shutdown(Some(DRAIN_TIMEOUT));
+            let _ = rx.wait_for(|stopped| *stopped).await;
         }
-    });
-
-    // TCP_NODELAY: without it a new connection's handshake and first answer wait on Nagle and
-    // the client's delayed ACK, 40 ms each time (the soak's p99 showed exactly that).
-    let reviews = axum_server::bind_rustls(listen, tls)
-        .map(|acceptor| acceptor.acceptor(axum_server::accept::NoDelayAcceptor::new()))
-        .handle(tls_handle)
-        .first_request_timeout(FIRST_REQUEST_TIMEOUT)
-        .accept_error_handler(|peer: Option<&SocketAddr>, error: &std::io::Error| {
-            // Plain HTTP on the TLS port, unknown client certificates, scanners: the client gets
-            // a TLS alert; this is only worth a debug line.
-            tracing::debug!(peer = ?peer, %error, "TLS connection refused");
-        })
-        .serve(tls_router(state.clone()).into_make_service());
-    let metrics = axum_server::bind(metrics_listen)
-        .handle(metrics_handle)
-        .first_request_timeout(FIRST_REQUEST_TIMEOUT)
-        .serve(metrics_router(state).into_make_service());
-    tokio::try_join!(reviews, metrics)?;
+    };
+    let tls_run = tokio::spawn(
+        reviews
+            .clone()
+            .run(tls_listener, stopped(&stop), DRAIN_TIMEOUT),
+    );
+    let metrics_run = tokio::spawn(metrics.run(metrics_listener, stopped(&stop), DRAIN_TIMEOUT));
+    shutdown_signal().await;
+    tracing::info!(
+        in_flight_connections = reviews.connection_count(),
+        "shutting down: finishing the reviews in flight"
+    );
+    state.draining.store(true, Ordering::SeqCst);
+    let _ = stop.send(true);
+    let _ = tokio::join!(tls_run, metrics_run);
     tracing::info!("stopped");
     Ok(())
 }
@@ -212,37 +260,24 @@ async fn shutdown_signal() {
     }
 }
 
-async fn validate(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn validate(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     handle_review(&state, Mode::Validate, &headers, body).await
 }
 
 async fn validate_warn(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     handle_review(&state, Mode::Warn, &headers, body).await
 }
 
-async fn mutate(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn mutate(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     handle_review(&state, Mode::Mutate, &headers, body).await
 }
 
 /// One review: check, evaluate, count, log, answer.
-async fn handle_review(
-    state: &AppState,
-    mode: Mode,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn handle_review(state: &AppState, mode: Mode, headers: &HeaderMap, body: Body) -> Response {
     let start = Instant::now();
     let endpoint = mode.endpoint();
     let result = answer(state, mode, headers, body).await;
@@ -253,10 +288,12 @@ async fn handle_review(
     // Microsecond resolution: enough for a log line, and no float noise in it.
     let latency_ms = elapsed.as_micros() as f64 / 1000.0;
     match result {
-        Ok(outcome) => {
+        Ok((outcome, held)) => {
             record(&state.metrics, endpoint, &outcome);
             log_review(endpoint, &outcome, latency_ms);
             let json = outcome.review.to_json();
+            // From here the answer counts for itself (`listen::Answer`).
+            drop((outcome, held));
             // The JSON goes out as it is (a `Vec` becomes the body's `Bytes` without a copy).
             (
                 [(
@@ -274,10 +311,12 @@ async fn handle_review(
                 "invalid"
             };
             state.metrics.count_request(endpoint, decision);
+            // The message may quote the request (an apiVersion, a JSON error's context).
+            let message_text = Text(&message);
             if status.is_server_error() {
-                tracing::error!(endpoint, status = status.as_u16(), %message, latency_ms, "review failed");
+                tracing::error!(endpoint, status = status.as_u16(), message = %message_text, latency_ms, "review failed");
             } else {
-                tracing::warn!(endpoint, status = status.as_u16(), %message, latency_ms, "review refused");
+                tracing::warn!(endpoint, status = status.as_u16(), message = %message_text, latency_ms, "review refused");
             }
             (status, format!("{message}\n")).into_response()
         }
@@ -288,30 +327,25 @@ async fn answer(
     state: &AppState,
     mode: Mode,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Outcome, (StatusCode, String)> {
+    body: Body,
+) -> Result<(Outcome, Reservation), (StatusCode, String)> {
     if let Err(got) = check_json(headers) {
         return Err((
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!("expected Content-Type: application/json (an AdmissionReview), got {got}"),
         ));
     }
-    let body = body.map_err(|rejection| {
-        let status = rejection.status();
-        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            format!(
-                "the AdmissionReview is larger than the webhook's limit of {MAX_BODY_BYTES} bytes"
-            )
-        } else {
-            format!("cannot read the request body: {}", rejection.body_text())
-        };
-        (status, message)
-    })?;
+    // Held until the evaluation ends: the body and what is built from it.
+    let (body, reservation) = read_body(&state.budget, headers, body).await?;
     let policy = state.policy();
     let inline = body.len() <= INLINE_BODY_LIMIT;
-    match guarded(inline, move || review::admit(&body, mode, &policy)).await {
-        Ok(Ok(outcome)) => Ok(outcome),
-        Ok(Err(error)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
+    // The reservation goes with the evaluation and comes back with its outcome: a review past
+    // its timeout is answered 503 but its evaluation runs on (it cannot be interrupted), and its
+    // memory stays counted until the evaluation and the answer built from it are gone.
+    let evaluate = move || (review::admit(&body, mode, &policy), reservation);
+    match guarded(inline, evaluate).await {
+        Ok((Ok(outcome), held)) => Ok((outcome, held)),
+        Ok((Err(error), _)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
         Err(panic) => Err((
             StatusCode::INTERNAL_SERVER_ERROR,
             format!(
@@ -320,6 +354,133 @@ async fn answer(
             ),
         )),
     }
+}
+
+fn too_large() -> (StatusCode, String) {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the AdmissionReview is larger than the webhook's limit of {MAX_BODY_BYTES} bytes"),
+    )
+}
+
+/// A request body that sends nothing for this long is refused (408). The apiserver sends its
+/// body at once; a body that stalls while holding its share of the review memory would keep
+/// that memory from everyone (and an HTTP/2 stream waiting for memory stops reading, which can
+/// hold back the other streams of its connection).
+pub const BODY_STALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Reads a request body of at most [`MAX_BODY_BYTES`]. The review's memory (its body times
+/// [`EVALUATION_FACTOR`] plus one) is taken from the review memory budget before the body is
+/// read when a Content-Length declares it (all or nothing: a waiting request holds nothing, and
+/// its client is held back by flow control), else as the body arrives, without waiting. The same
+/// 413 over HTTP/1.1 and HTTP/2, with or without a Content-Length.
+async fn read_body(
+    budget: &Arc<Budget>,
+    headers: &HeaderMap,
+    mut body: Body,
+) -> Result<(Bytes, Reservation), (StatusCode, String)> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(discard_then(body, too_large()).await);
+    }
+    let cost = |bytes: usize| bytes.saturating_mul(EVALUATION_FACTOR + 1);
+    let mut reservation = Reservation::new(budget.clone());
+    if let Some(declared) = declared {
+        reservation.grow(cost(declared as usize)).await;
+    }
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
+    loop {
+        let Some(frame) = next_frame_within(&mut body, BODY_STALL_TIMEOUT).await else {
+            return Err((
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body stalled: no data for {} s",
+                    BODY_STALL_TIMEOUT.as_secs()
+                ),
+            ));
+        };
+        let data = match frame {
+            None => break,
+            Some(Err(error)) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request body: {error}"),
+                ));
+            }
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+        };
+        let so_far = first.as_ref().map_or(0, Bytes::len) + joined.len();
+        if so_far + data.len() > MAX_BODY_BYTES {
+            drop((first, joined, reservation));
+            return Err(discard_then(body, too_large()).await);
+        }
+        // Without a Content-Length the memory is taken piece by piece, and never waited for:
+        // bodies that each held part of the budget while waiting for the rest would hold it all
+        // and get nowhere. Such a body gives its share back at once when the budget is spent
+        // (the apiserver always declares its bodies).
+        if declared.is_none() && !reservation.try_grow(cost(data.len())) {
+            drop((first, joined, reservation));
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the webhook's memory for reviews in flight is spent; a request with a \
+                 Content-Length waits for its turn, one without is refused"
+                    .to_owned(),
+            ));
+        }
+        // A body that arrives in one piece (most do) is kept as it came, without a copy.
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            previous => {
+                if let Some(previous) = previous {
+                    let expected = declared.map_or(0, |n| n as usize).max(previous.len());
+                    joined.reserve(expected.min(MAX_BODY_BYTES));
+                    joined.extend_from_slice(&previous);
+                }
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    let body = first.unwrap_or_else(|| Bytes::from(joined));
+    Ok((body, reservation))
+}
+
+/// The body's next frame, or `None` when none comes within `limit`. A frame that is already
+/// there (most bodies arrive with their headers) is taken without arming a timer.
+async fn next_frame_within(
+    body: &mut Body,
+    limit: Duration,
+) -> Option<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+    let frame = std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut *body), cx));
+    let mut frame = std::pin::pin!(frame);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(frame.as_mut().poll(cx))).await;
+    match first {
+        std::task::Poll::Ready(frame) => Some(frame),
+        std::task::Poll::Pending => tokio::time::timeout(limit, frame).await.ok(),
+    }
+}
+
+/// Reads and drops the rest of a refused body (up to [`MAX_BODY_BYTES`] more; the review timeout
+/// bounds the time), then returns `error`. A client still sending when the answer comes would
+/// otherwise see its upload fail (HTTP/1.1: a reset connection; HTTP/2: a reset stream) instead
+/// of reading the 413.
+async fn discard_then(mut body: Body, error: (StatusCode, String)) -> (StatusCode, String) {
+    let mut discarded = 0;
+    while discarded <= MAX_BODY_BYTES {
+        let frame =
+            std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut body), cx)).await;
+        match frame {
+            Some(Ok(frame)) => discarded += frame.data_ref().map_or(0, Bytes::len),
+            None | Some(Err(_)) => break,
+        }
+    }
+    error
 }
 
 /// `Ok` when the request declares JSON (`application/json`, any parameters); otherwise the
@@ -391,23 +552,24 @@ fn log_review(endpoint: &'static str, outcome: &Outcome, latency_ms: f64) {
         Decision::Skipped(reason) => reason.as_str(),
         _ => "",
     };
+    // Everything here but the decision and the rules comes from the request: see `logtext`.
     tracing::info!(
-        uid = %s.uid,
-        kind = %s.kind,
-        namespace = s.namespace.as_deref().unwrap_or(""),
-        name = %s.name,
+        uid = %Text(&s.uid),
+        kind = %Text(&s.kind),
+        namespace = %Text(s.namespace.as_deref().unwrap_or("")),
+        name = %Text(&s.name),
         operation = s.operation,
         dry_run = s.dry_run,
         endpoint,
         decision = outcome.decision.as_str(),
-        reason,
+        reason = %Text(reason),
         rules = %RuleList { findings: &outcome.findings, suppressed: false },
         exempt_rules = %RuleList { findings: &outcome.findings, suppressed: true },
         latency_ms,
         "review"
     );
     if let Some(error) = &outcome.internal_error {
-        tracing::error!(uid = %s.uid, endpoint, %error, "engine error");
+        tracing::error!(uid = %Text(&s.uid), endpoint, error = %Text(error), "engine error");
     }
 }
 
@@ -484,6 +646,9 @@ async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, String) {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    state
+        .metrics
+        .set_review_memory(state.budget.used(), state.budget.limit());
     let mut response = state.metrics.encode().into_response();
     response
         .headers_mut()

@@ -577,7 +577,7 @@ async fn a_chunked_body_over_the_limit_gets_413() {
 
 /// A client that sends its headers and then trickles the body is cut off by the review timeout
 /// (503), and is no obstacle to anyone else meanwhile. A client that claims a body it never
-/// sends is treated the same.
+/// sends gets 408 once its body has stalled for 2 s.
 #[tokio::test]
 async fn slow_and_lying_clients_time_out_without_blocking_others() {
     let webhook = Webhook::start().await;
@@ -628,7 +628,7 @@ async fn slow_and_lying_clients_time_out_without_blocking_others() {
         "the slow client was cut after {elapsed:?}"
     );
     let head = read_head(&mut liar, Duration::from_secs(5)).await;
-    assert!(head.starts_with("HTTP/1.1 503"), "{head:?}");
+    assert!(head.starts_with("HTTP/1.1 408"), "{head:?}");
 }
 
 /// Garbage instead of a TLS handshake, a handshake abandoned halfway, and a hundred idle
@@ -695,6 +695,978 @@ async fn the_metrics_port_serves_no_admission_endpoint() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hostile connections: clients that hold connections, trickle, or stop reading (issue 14)
+
+/// Lets this test process open the sockets its hostile clients need.
+fn raise_own_fd_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let want = limit.maximum.map_or(8192, |hard| hard.min(8192));
+    if limit.current.is_some_and(|soft| soft < want) {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(want),
+                maximum: limit.maximum,
+            },
+        );
+    }
+}
+
+/// `(soft, hard)` of "Max open files" in `/proc/<pid>/limits`.
+fn open_file_limits(pid: u32) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("Max open files");
+    let fields: Vec<&str> = line["Max open files".len()..].split_whitespace().collect();
+    (fields[0].to_owned(), fields[1].to_owned())
+}
+
+async fn metrics_text(webhook: &Webhook) -> String {
+    webhook
+        .metrics_get("/metrics")
+        .await
+        .expect("metrics")
+        .text()
+}
+
+fn closed_count(metrics: &str, port: &str, reason: &str) -> u64 {
+    metric(
+        metrics,
+        &format!(
+            "probelint_webhook_connections_closed_total{{port=\"{port}\",reason=\"{reason}\"}}"
+        ),
+    )
+}
+
+/// Sends one complete request on a raw HTTP/1.1 stream and reads its answer's head.
+async fn one_request(
+    stream: &mut (impl AsyncReadExt + AsyncWriteExt + Unpin),
+    path: &str,
+) -> String {
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .expect("request");
+    read_head(stream, Duration::from_secs(5)).await
+}
+
+/// Writes a request head one byte every `every`, until the server closes the connection (or
+/// `within` passes). Returns how long the server let it trickle.
+async fn trickle_until_closed<S>(stream: S, every: Duration, within: Duration) -> Option<Duration>
+where
+    S: AsyncReadExt + AsyncWriteExt + Unpin,
+{
+    let (mut read, mut write) = tokio::io::split(stream);
+    let start = Instant::now();
+    let head = b"POST /validate HTTP/1.1\r\nHost: localhost\r\nX-Trickle: ".repeat(4);
+    let writer = async {
+        for byte in head.iter().cycle() {
+            if write.write_all(&[*byte]).await.is_err() || write.flush().await.is_err() {
+                break;
+            }
+            tokio::time::sleep(every).await;
+        }
+    };
+    let reader = async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match read.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    let closed = tokio::time::timeout(within, async {
+        tokio::select! {
+            () = writer => {}
+            () = reader => {}
+        }
+    })
+    .await;
+    closed.is_ok().then(|| start.elapsed())
+}
+
+/// 1.4 times as many connections as the webhook's cap — idle TCP, idle TLS, keep-alive after one
+/// review, trickling a request head after one review — and a reviewer is still served: the
+/// longest-idle connections are evicted to make room, and the webhook's descriptors stay under
+/// its cap. It starts under the soft limit of 256 open files under which 242 idle connections
+/// used to lock every reviewer out, and raises it to the hard limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_are_evicted_idle_first_and_never_lock_out_a_reviewer() {
+    raise_own_fd_limit();
+    let webhook = Webhook::start_with(Options {
+        nofile: Some((256, 1024)),
+        ..Options::default()
+    })
+    .await;
+    let pid = webhook.pid();
+    assert_eq!(
+        open_file_limits(pid),
+        ("1024".to_owned(), "1024".to_owned()),
+        "the soft limit is raised to the hard one"
+    );
+    let raised = webhook
+        .log_lines()
+        .into_iter()
+        .find(|l| l["message"] == "raised the open file limit to its hard limit")
+        .expect("the raise is logged");
+    assert_eq!(
+        (raised["soft_before"].as_str(), raised["soft"].as_str()),
+        (Some("256"), Some("1024"))
+    );
+    let cap = webhook.max_connections;
+    assert_eq!(cap, 256);
+
+    let hostile = cap * 7 / 5;
+    let mut held = Vec::new();
+    let mut tricklers = Vec::new();
+    let start = Instant::now();
+    for i in 0..hostile {
+        match i % 4 {
+            0 => held.push(
+                Box::new(TcpStream::connect(webhook.addr).await.expect("connect"))
+                    as Box<dyn std::any::Any + Send>,
+            ),
+            1 => held.push(Box::new(raw_tls(&webhook).await)),
+            2 => {
+                let mut tls = raw_tls(&webhook).await;
+                let head = one_request(&mut tls, "/livez").await;
+                assert!(head.starts_with("HTTP/1.1 200"), "{head:?}");
+                held.push(Box::new(tls));
+            }
+            _ => {
+                let mut tls = raw_tls(&webhook).await;
+                let head = one_request(&mut tls, "/livez").await;
+                assert!(head.starts_with("HTTP/1.1 200"), "{head:?}");
+                tricklers.push(tokio::spawn(trickle_until_closed(
+                    tls,
+                    Duration::from_millis(500),
+                    Duration::from_secs(30),
+                )));
+            }
+        }
+    }
+    let opened_in = start.elapsed();
+    let fds_under_attack = open_fds(pid).expect("fds");
+    // A reviewer on new connections, and one keeping its connection.
+    for _ in 0..5 {
+        let review = webhook.review("/validate", "allow-clean-gpu-pod").await;
+        assert_eq!(review["response"]["allowed"], true);
+    }
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    for _ in 0..5 {
+        let answer = conn
+            .post("/validate", Bytes::from(fixture("allow-clean-gpu-pod")))
+            .await
+            .expect("served past the cap");
+        assert_eq!(answer.status, 200);
+    }
+    assert_eq!(conn.opened, 1);
+    let metrics = metrics_text(&webhook).await;
+    let evicted = closed_count(&metrics, "tls", "evicted");
+    eprintln!(
+        "{hostile} hostile connections (cap {cap}) opened in {opened_in:?}: {fds_under_attack} fds \
+         open in the webhook, {evicted} evicted, 10 reviews served"
+    );
+    assert!(
+        evicted as usize >= hostile - cap,
+        "{evicted} evicted of {hostile} over a cap of {cap}"
+    );
+    assert!(
+        fds_under_attack < (cap + cap / 4 + 32) as u64,
+        "{fds_under_attack} fds: the cap bounds the webhook's connections"
+    );
+    assert_eq!(closed_count(&metrics, "tls", "refused"), 0, "{metrics}");
+
+    // The metrics port has a cap of its own: Prometheus still scrapes past it.
+    let metrics_cap = webhook.max_metrics_connections;
+    let mut idle_metrics = Vec::new();
+    for _ in 0..metrics_cap * 2 {
+        idle_metrics.push(
+            TcpStream::connect(webhook.metrics_addr)
+                .await
+                .expect("connect"),
+        );
+    }
+    let scrape = webhook
+        .metrics_get("/metrics")
+        .await
+        .expect("scrape past the cap");
+    assert_eq!(scrape.status, 200);
+    drop((held, idle_metrics));
+    for trickler in tricklers {
+        trickler.await.expect("trickler");
+    }
+}
+
+/// After one request, a connection that trickles the next request head is closed once the head
+/// has taken 10 s (hyper's own timeout only covered a connection's first request), on both ports;
+/// the bytes it trickles buy it nothing.
+#[tokio::test]
+async fn a_connection_trickling_headers_after_its_first_request_is_closed_on_both_ports() {
+    let webhook = Webhook::start().await;
+    let mut tls = raw_tls(&webhook).await;
+    assert!(
+        one_request(&mut tls, "/livez")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let mut plain = TcpStream::connect(webhook.metrics_addr)
+        .await
+        .expect("connect");
+    assert!(
+        one_request(&mut plain, "/livez")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let every = Duration::from_millis(200);
+    let within = Duration::from_secs(30);
+    let (tls_closed, plain_closed) = tokio::join!(
+        trickle_until_closed(tls, every, within),
+        trickle_until_closed(plain, every, within)
+    );
+    let tls_closed = tls_closed.expect("the TLS connection is closed");
+    let plain_closed = plain_closed.expect("the metrics connection is closed");
+    eprintln!(
+        "trickling connections closed after {tls_closed:?} (TLS), {plain_closed:?} (metrics)"
+    );
+    // Closed by the header timeout (10 s from the first byte), not by the idle one (100 s).
+    assert!(tls_closed < Duration::from_secs(20) && plain_closed < Duration::from_secs(20));
+    let metrics = metrics_text(&webhook).await;
+    assert_eq!(
+        closed_count(&metrics, "tls", "header_read_timeout"),
+        1,
+        "{metrics}"
+    );
+    assert_eq!(
+        closed_count(&metrics, "metrics", "header_read_timeout"),
+        1,
+        "{metrics}"
+    );
+    let review = webhook.review("/validate", "allow-clean-gpu-pod").await;
+    assert_eq!(review["response"]["allowed"], true);
+}
+
+/// A client config speaking only HTTP/2.
+fn h2_client(webhook: &Webhook) -> Arc<rustls::ClientConfig> {
+    let mut config = (*client_config(&webhook.ca.pem, ALL_VERSIONS, None)).clone();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Arc::new(config)
+}
+
+async fn h2_connect(
+    webhook: &Webhook,
+    builder: &h2::client::Builder,
+) -> (
+    h2::client::SendRequest<Bytes>,
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+) {
+    let tcp = TcpStream::connect(webhook.addr).await.expect("connect");
+    // As Go's client does: without it each window update waits on a delayed ACK.
+    tcp.set_nodelay(true).expect("nodelay");
+    let tls = tokio_rustls::TlsConnector::from(h2_client(webhook))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").expect("name"),
+            tcp,
+        )
+        .await
+        .expect("handshake");
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (client, connection) = builder.handshake(tls).await.expect("h2 handshake");
+    (client, tokio::spawn(connection))
+}
+
+/// A Deployment review with `containers` GPU containers and no probes: a ~200-byte-per-container
+/// body whose /validate denial is about 7 times larger.
+fn big_review(containers: usize) -> Vec<u8> {
+    let mut review = good_review();
+    let template = review["request"]["object"]["spec"]["template"]["spec"]["containers"][0].clone();
+    let list: Vec<Value> = (0..containers)
+        .map(|i| {
+            let mut c = template.clone();
+            c["name"] = json!(format!("c{i}"));
+            c
+        })
+        .collect();
+    review["request"]["object"]["spec"]["template"]["spec"]["containers"] = json!(list);
+    serde_json::to_vec(&review).expect("json")
+}
+
+/// What one zero-window attacker achieved.
+#[derive(Debug)]
+struct Attack {
+    /// Streams the server answered (headers only: the window lets no body through).
+    answered: usize,
+    closed_by_server: bool,
+}
+
+/// One HTTP/2 connection that advertises a zero stream window (the server can send headers but
+/// no answer bytes), opens up to `streams` streams each uploading `body` to /validate, and never
+/// reads: every answer the server builds waits in memory. Holds everything until the server
+/// closes the connection (at most `hold`).
+async fn zero_window_attack(
+    webhook: &Webhook,
+    body: Bytes,
+    declared: bool,
+    streams: usize,
+    hold: Duration,
+) -> Attack {
+    let mut builder = h2::client::Builder::new();
+    builder.initial_window_size(0);
+    let (mut client, connection) = h2_connect(webhook, &builder).await;
+    let mut kept = Vec::new();
+    for _ in 0..streams {
+        // Past the server's 32 concurrent streams h2 queues the rest on the client side.
+        client = match tokio::time::timeout(Duration::from_secs(2), client.clone().ready()).await {
+            Ok(Ok(client)) => client,
+            _ => break,
+        };
+        let mut request = hyper::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "https://localhost:{}/validate",
+                webhook.addr.port()
+            ))
+            .header("content-type", "application/json");
+        if declared {
+            request = request.header("content-length", body.len());
+        }
+        let request = request.body(()).expect("request");
+        let Ok((response, mut send)) = client.send_request(request, false) else {
+            break;
+        };
+        if send.send_data(body.clone(), true).is_err() {
+            break;
+        }
+        kept.push((response, send));
+    }
+    let closed = tokio::time::timeout(hold, connection).await.is_ok();
+    // Streams past the server's limit never reach it (h2 queues them, or the server refuses
+    // them): only the streams it took can have an answer.
+    let mut answered = 0;
+    for (response, _) in kept {
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(10), response).await {
+            answered += 1;
+        }
+    }
+    Attack {
+        answered,
+        closed_by_server: closed,
+    }
+}
+
+/// Three HTTP/2 connections with a zero window, each trying 200 streams of a 10,000-container
+/// review (a ~2 MB body, a ~14 MB denial): before, each answer stayed in memory for as long as
+/// the client liked (200 streams held ~300 MiB, over the chart's 256 MiB limit). Now a
+/// connection gets 32 streams, what reviews hold is budgeted, and connections whose answers do
+/// not move are closed; RSS stays far below the limit and a reviewer is served throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
+    let webhook = Webhook::start().await;
+    let pid = webhook.pid();
+    let body = Bytes::from(big_review(10_000));
+    // One big review answered normally first, so that the baseline includes its allocations.
+    let warm = webhook.post("/validate", &body).await;
+    assert!(warm.status == 200 || warm.status == 503, "{}", warm.status);
+    // Its evaluation thread exits after a second idle, and gives its memory back.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss_before_kb = proc_status(pid, "VmRSS:").expect("rss");
+    let fds_before = open_fds(pid).expect("fds");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let (mut rss_max, mut fds_max) = (0, 0);
+            let t0 = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let rss = proc_status(pid, "VmRSS:").unwrap_or(0);
+                rss_max = rss_max.max(rss);
+                fds_max = fds_max.max(open_fds(pid).unwrap_or(0));
+                if std::env::var_os("DEBUG_ATTACK").is_some() {
+                    eprintln!("{:.1}s rss {} MiB", t0.elapsed().as_secs_f64(), rss / 1024);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (rss_max, fds_max)
+        }
+    });
+    let webhook = Arc::new(webhook);
+    // Two send 1,000-container reviews (0.6 MB; a 1.4 MB denial each) and declare their
+    // length, as the apiserver does; one sends 10,000-container ones without a length.
+    let medium = Bytes::from(big_review(1_000));
+    let attackers: Vec<_> = [(true, &medium), (true, &medium), (false, &body)]
+        .into_iter()
+        .map(|(declared, body)| {
+            let (webhook, body) = (webhook.clone(), body.clone());
+            tokio::spawn(async move {
+                zero_window_attack(&webhook, body, declared, 200, Duration::from_secs(40)).await
+            })
+        })
+        .collect();
+    // A reviewer meanwhile, on HTTP/2 with a Content-Length as the apiserver: every review
+    // answered.
+    let mut builder = h2::client::Builder::new();
+    builder.initial_window_size(1 << 20);
+    let mut served = 0;
+    let reviewer_start = Instant::now();
+    let good = Bytes::from(fixture("allow-clean-gpu-pod"));
+    while reviewer_start.elapsed() < Duration::from_secs(8) {
+        let (client, _connection) = h2_connect(&webhook, &builder).await;
+        let mut client = client.ready().await.expect("ready");
+        let request = hyper::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "https://localhost:{}/validate",
+                webhook.addr.port()
+            ))
+            .header("content-type", "application/json")
+            .header("content-length", good.len())
+            .body(())
+            .expect("request");
+        let (response, mut send) = client.send_request(request, false).expect("stream");
+        send.send_data(good.clone(), true).expect("body");
+        let response = tokio::time::timeout(ANSWER_BOUND, response)
+            .await
+            .expect("answered in time")
+            .expect("answer");
+        assert_eq!(response.status(), 200);
+        let mut answer = response.into_body();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = answer.data().await {
+            let chunk = chunk.expect("chunk");
+            let _ = answer.flow_control().release_capacity(chunk.len());
+            bytes.extend_from_slice(&chunk);
+        }
+        let review: Value = serde_json::from_slice(&bytes).expect("review");
+        assert_eq!(review["response"]["allowed"], true);
+        served += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut attacks = Vec::new();
+    for attacker in attackers {
+        attacks.push(attacker.await.expect("attacker"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (rss_max_kb, fds_max) = sampler.await.expect("sampler");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_after_kb = proc_status(pid, "VmRSS:").expect("rss");
+    let metrics = metrics_text(&webhook).await;
+    let (stuck, send_timeout) = (
+        closed_count(&metrics, "tls", "memory"),
+        closed_count(&metrics, "tls", "send_timeout"),
+    );
+    eprintln!(
+        "zero-window attack, 3 connections x 200 streams of {} KB: {attacks:?}; RSS before {:.1} \
+         MiB, max {:.1} MiB, after {:.1} MiB; fds before {fds_before}, max {fds_max}; closed for \
+         memory {stuck}, for send timeout {send_timeout}; {served} reviews served meanwhile",
+        body.len() / 1024,
+        rss_before_kb as f64 / 1024.0,
+        rss_max_kb as f64 / 1024.0,
+        rss_after_kb as f64 / 1024.0,
+    );
+    for attack in &attacks {
+        assert!(
+            attack.answered <= 32,
+            "{attack:?}: 32 streams per connection"
+        );
+        assert!(
+            attack.closed_by_server,
+            "{attack:?}: the server closes the connection"
+        );
+    }
+    assert_eq!(stuck + send_timeout, 3, "{metrics}");
+    // The chart's limit is 256 MiB; the webhook stays well under it.
+    assert!(
+        rss_max_kb < 192 * 1024,
+        "RSS reached {} MiB under the attack",
+        rss_max_kb / 1024
+    );
+    assert!(served >= 5, "{served} reviews served during the attack");
+    let review = webhook.review("/validate", "allow-clean-gpu-pod").await;
+    assert_eq!(review["response"]["allowed"], true);
+}
+
+/// One HTTP/2 stream whose answer the client never reads, on a connection whose other streams
+/// are read at once: the answer is timed by itself (10 s), and the connection is closed although
+/// it keeps delivering the others.
+#[tokio::test]
+async fn an_unread_stream_is_timed_by_itself_on_a_busy_connection() {
+    let webhook = Webhook::start().await;
+    let mut builder = h2::client::Builder::new();
+    // A large connection window: the unread stream holds only its own 64 KiB.
+    builder
+        .initial_window_size(64 * 1024)
+        .initial_connection_window_size(16 << 20);
+    let (client, connection) = h2_connect(&webhook, &builder).await;
+    let post = |body: &Bytes| {
+        hyper::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "https://localhost:{}/validate",
+                webhook.addr.port()
+            ))
+            .header("content-type", "application/json")
+            .header("content-length", body.len())
+            .body(())
+            .expect("request")
+    };
+    // A 1,000-container review: its 1.4 MB denial cannot pass a 64 KiB window never released.
+    let big = Bytes::from(big_review(1_000));
+    let mut client = client.ready().await.expect("ready");
+    let (unread, mut send) = client.send_request(post(&big), false).expect("stream");
+    send.send_data(big, true).expect("body");
+    let unread = unread.await.expect("the answer's headers");
+    assert_eq!(unread.status(), 200);
+    let small = Bytes::from(fixture("allow-clean-gpu-pod"));
+    let start = Instant::now();
+    let mut served = 0;
+    let closed_after = loop {
+        if connection.is_finished() {
+            break start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(25),
+            "the connection was never closed"
+        );
+        let Ok(ready) = client.clone().ready().await else {
+            break start.elapsed();
+        };
+        client = ready;
+        let Ok((response, mut send)) = client.send_request(post(&small), false) else {
+            break start.elapsed();
+        };
+        if send.send_data(small.clone(), true).is_err() {
+            break start.elapsed();
+        }
+        let Ok(response) = response.await else {
+            break start.elapsed();
+        };
+        let mut body = response.into_body();
+        while let Some(Ok(chunk)) = body.data().await {
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        served += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    drop(unread);
+    eprintln!("closed after {closed_after:?}, {served} other reviews answered on it meanwhile");
+    assert!(served >= 10, "{served}: the other streams were answered");
+    let metrics = metrics_text(&webhook).await;
+    assert_eq!(
+        closed_count(&metrics, "tls", "send_timeout"),
+        1,
+        "{metrics}"
+    );
+}
+
+/// A body over the limit gets the same 413 and message over HTTP/2 (what the apiserver speaks)
+/// as over HTTP/1.1, declared by Content-Length or not, and the connection goes on serving.
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413_over_http2_too() {
+    let webhook = Webhook::start().await;
+    let mut big = fixture_json("allow-clean-gpu-pod");
+    big["request"]["object"]["metadata"]["annotations"]["padding"] =
+        Value::String("x".repeat(7 * 1024 * 1024));
+    let big = Bytes::from(serde_json::to_vec(&big).expect("json"));
+    let over_http1 = webhook.post("/validate", &big).await;
+    assert_eq!(over_http1.status, 413);
+
+    let mut builder = h2::client::Builder::new();
+    builder.initial_window_size(1 << 20);
+    let (mut client, _connection) = h2_connect(&webhook, &builder).await;
+    for declared in [true, false] {
+        client = client.ready().await.expect("ready");
+        let mut request = hyper::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "https://localhost:{}/validate",
+                webhook.addr.port()
+            ))
+            .header("content-type", "application/json");
+        if declared {
+            request = request.header("content-length", big.len());
+        }
+        let (response, mut send) = client
+            .send_request(request.body(()).expect("request"), false)
+            .expect("stream");
+        // Uploaded as the window allows, while the answer is awaited (as Go's client does).
+        let upload = {
+            let big = big.clone();
+            tokio::spawn(async move {
+                let mut rest = big;
+                while !rest.is_empty() {
+                    send.reserve_capacity(rest.len().min(1 << 20));
+                    match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                        Some(Ok(n)) if n > 0 => {
+                            let piece = rest.split_to(n.min(rest.len()));
+                            if send.send_data(piece, rest.is_empty()).is_err() {
+                                return;
+                            }
+                        }
+                        Some(Ok(_)) => {}
+                        _ => return,
+                    }
+                }
+            })
+        };
+        let response = tokio::time::timeout(ANSWER_BOUND, response)
+            .await
+            .expect("answered in time")
+            .unwrap_or_else(|e| panic!("declared {declared}: no answer but {e}"));
+        assert_eq!(response.status(), 413, "declared {declared}");
+        let mut body = response.into_body();
+        let mut text = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.unwrap_or_else(|e| panic!("declared {declared}: {e}"));
+            let _ = body.flow_control().release_capacity(chunk.len());
+            text.extend_from_slice(&chunk);
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&text),
+            over_http1.text(),
+            "the same message over both protocols"
+        );
+        upload.abort();
+    }
+    // The same connection serves the next review.
+    let mut client = client.ready().await.expect("ready");
+    let request = hyper::Request::builder()
+        .method("POST")
+        .uri(format!(
+            "https://localhost:{}/validate",
+            webhook.addr.port()
+        ))
+        .header("content-type", "application/json")
+        .body(())
+        .expect("request");
+    let (response, mut send) = client.send_request(request, false).expect("stream");
+    send.send_data(Bytes::from(fixture("allow-clean-gpu-pod")), true)
+        .expect("body");
+    assert_eq!(response.await.expect("answer").status(), 200);
+}
+
+/// A certificate rotated in that has expired, or is not valid yet, is refused: the previous one
+/// stays served, the logs say so at error level, `/readyz` stays ready and says why, the failure
+/// is counted and `certificate_files_refused` is 1. A valid one is then served, and the expiry
+/// gauge follows the served certificate. A not-yet-valid certificate is served, without a file
+/// change, once its time comes.
+#[tokio::test]
+async fn certificates_outside_their_validity_are_never_swapped_in() {
+    let mut webhook = Webhook::start().await;
+    let ca = webhook.ca.pem.clone();
+    let v1 = webhook.server_leaf.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let day = 86_400;
+    let expired = webhook
+        .ca
+        .server_valid("expired", now - 30 * day, now - day);
+    let future = webhook
+        .ca
+        .server_valid("not valid yet", now + 30 * day, now + 60 * day);
+    let served_with = |webhook: &Webhook| {
+        let webhook_addr = webhook.addr;
+        let client = webhook.client();
+        async move {
+            https(
+                webhook_addr,
+                client,
+                "POST",
+                "/validate",
+                Some("application/json"),
+                fixture("allow-clean-gpu-pod"),
+            )
+            .await
+            .expect("review")
+            .peer_cert
+        }
+    };
+    let metrics = metrics_text(&webhook).await;
+    let gauge = |metrics: &str, name: &str| metric(metrics, &format!("probelint_webhook_{name}"));
+    assert!(
+        gauge(&metrics, "certificate_expiry_timestamp_seconds") > now as u64,
+        "{metrics}"
+    );
+    assert_eq!(gauge(&metrics, "certificate_files_refused"), 0);
+
+    for (what, leaf, expect) in [
+        ("expired", &expired, "the certificate expired at"),
+        ("not valid yet", &future, "the certificate is not valid yet"),
+    ] {
+        webhook.certs.rotate(&[
+            ("tls.crt", &leaf.cert_pem),
+            ("tls.key", &leaf.key_pem),
+            ("ca.crt", &ca),
+        ]);
+        let ready = webhook.readyz_saying(expect).await;
+        assert_eq!(ready.status, 200, "{what}: still ready, the old pair works");
+        assert!(
+            ready
+                .text()
+                .contains("still serving the previous certificate"),
+            "{what}: {}",
+            ready.text()
+        );
+        assert_eq!(
+            served_with(&webhook).await,
+            Some(v1.der()),
+            "{what}: the old pair is served"
+        );
+        let metrics = metrics_text(&webhook).await;
+        assert_eq!(gauge(&metrics, "certificate_files_refused"), 1, "{what}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !webhook.log_lines().into_iter().any(|l| {
+            l["level"] == "ERROR"
+                && l["message"] == "TLS reload refused; still serving the previous certificate"
+                && l["error"].as_str().is_some_and(|e| e.contains(expect))
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: an error log line says why"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let metrics = metrics_text(&webhook).await;
+    assert!(
+        metric(
+            &metrics,
+            "probelint_webhook_certificate_reloads_total{result=\"failure\"}"
+        ) >= 2,
+        "{metrics}"
+    );
+
+    // A valid one is served, and the expiry gauge is its notAfter.
+    let not_after = now + 90 * day;
+    let v2 = webhook.ca.server_valid("v2", now - day, not_after);
+    webhook.certs.rotate(&[
+        ("tls.crt", &v2.cert_pem),
+        ("tls.key", &v2.key_pem),
+        ("ca.crt", &ca),
+    ]);
+    webhook.readyz_saying("tls: certificate loaded").await;
+    assert_eq!(served_with(&webhook).await, Some(v2.der()));
+    let metrics = metrics_text(&webhook).await;
+    assert_eq!(
+        gauge(&metrics, "certificate_expiry_timestamp_seconds"),
+        not_after as u64,
+        "{metrics}"
+    );
+    assert_eq!(gauge(&metrics, "certificate_files_refused"), 0);
+
+    // Valid in 3 s (a clock a little behind the issuer's): refused now, served then, with no
+    // file event in between.
+    let soon = webhook.ca.server_valid("v3", now + 3, not_after);
+    webhook.certs.rotate(&[
+        ("tls.crt", &soon.cert_pem),
+        ("tls.key", &soon.key_pem),
+        ("ca.crt", &ca),
+    ]);
+    webhook.readyz_saying("not valid yet").await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while served_with(&webhook).await != Some(soon.der()) {
+        assert!(
+            Instant::now() < deadline,
+            "the certificate was never served once valid"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    webhook.readyz_saying("tls: certificate loaded").await;
+}
+
+/// The served certificate expiring with no valid one on disk is said loudly: an error log line
+/// and `/readyz` (still ready: nothing better can be served), and the expiry gauge shows it was
+/// coming.
+#[tokio::test]
+async fn the_served_certificate_expiring_is_reported() {
+    let mut webhook = Webhook::start().await;
+    let ca = webhook.ca.pem.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let short = webhook.ca.server_valid("short-lived", now - 60, now + 3);
+    webhook.certs.rotate(&[
+        ("tls.crt", &short.cert_pem),
+        ("tls.key", &short.key_pem),
+        ("ca.crt", &ca),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = metrics_text(&webhook).await;
+        let expiry = metric(
+            &metrics,
+            "probelint_webhook_certificate_expiry_timestamp_seconds",
+        );
+        if expiry == (now + 3) as u64 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the short-lived certificate was not loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The watch looks at the served certificate on every pass; SIGHUP makes one now.
+    webhook.hangup();
+    let ready = webhook
+        .readyz_saying("THE SERVED CERTIFICATE EXPIRED")
+        .await;
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    // The log line comes through the stdout pipe: give the reader a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !webhook.log_lines().into_iter().any(|l| {
+        l["level"] == "ERROR"
+            && l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("the served TLS certificate has expired"))
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "an error log line says the served certificate expired"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A renewed certificate clears it.
+    let renewed = webhook.ca.server("renewed");
+    webhook.certs.rotate(&[
+        ("tls.crt", &renewed.cert_pem),
+        ("tls.key", &renewed.key_pem),
+        ("ca.crt", &ca),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ready = webhook.metrics_get("/readyz").await.expect("readyz").text();
+        if !ready.contains("EXPIRED") {
+            assert!(ready.contains("tls: certificate loaded"), "{ready}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still reported expired: {ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// At startup there is no previous pair to fall back on: an expired or not-yet-valid
+/// certificate stops the webhook with a message saying so.
+#[test]
+fn an_expired_or_not_yet_valid_certificate_at_startup_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = Ca::new("startup CA");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    for (leaf, expect) in [
+        (
+            ca.server_valid("old", now - 7200, now - 3600),
+            "the certificate expired at",
+        ),
+        (
+            ca.server_valid("new", now + 3600, now + 7200),
+            "the certificate is not valid yet",
+        ),
+    ] {
+        let cert = dir.path().join("tls.crt");
+        let key = dir.path().join("tls.key");
+        std::fs::write(&cert, &leaf.cert_pem).expect("cert");
+        std::fs::write(&key, &leaf.key_pem).expect("key");
+        let out = std::process::Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .arg("--tls-cert")
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key)
+            .output()
+            .expect("run");
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{log}");
+        assert!(
+            log.contains(expect)
+                && log.contains("tls.crt")
+                && log.contains("refusing to start without a valid certificate"),
+            "{log}"
+        );
+    }
+}
+
+/// With `--log-format text`, a uid, name or namespace holding line breaks or terminal controls
+/// cannot forge a log line: what the real binary prints has one line per review, with the
+/// request's text escaped. With `--log-format json` the same values come out exactly.
+#[tokio::test]
+async fn request_text_cannot_forge_log_lines() {
+    let forged = "2026-11-30T00:00:00.000000Z  INFO review uid=forged decision=allowed";
+    let mut review = good_review();
+    review["request"]["uid"] = json!(format!("u-1\n{forged}"));
+    review["request"]["name"] = json!(format!("llama\r\n{forged}"));
+    review["request"]["object"]["metadata"]["name"] = json!(format!("llama\r\n{forged}"));
+    review["request"]["namespace"] = json!("ns\u{1b}[2K\u{2028}x\\ny");
+    review["request"]["object"]["metadata"]["namespace"] = json!("ns\u{1b}[2K\u{2028}x\\ny");
+    let body = serde_json::to_vec(&review).expect("json");
+
+    let webhook = Webhook::start_with(Options {
+        text_logs: true,
+        ..Options::default()
+    })
+    .await;
+    let reply = webhook.post("/validate", &body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let lines = loop {
+        let lines = webhook.text_logs.lock().expect("logs").clone();
+        if lines.iter().any(|l| l.contains(" review ")) {
+            break lines;
+        }
+        assert!(Instant::now() < deadline, "no review line in {lines:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let reviews: Vec<&String> = lines.iter().filter(|l| l.contains(" review ")).collect();
+    assert_eq!(reviews.len(), 1, "one line per review: {lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("2026-11-30T00:00:00")),
+        "a forged line: {lines:#?}"
+    );
+    let line = reviews[0];
+    for expected in [
+        r"u-1\n2026-11-30T00:00:00.000000Z  INFO review uid=forged",
+        r"llama\r\n2026-11-30",
+        r"ns\u{1b}[2K\u{2028}x\\ny",
+    ] {
+        assert!(line.contains(expected), "{expected} in {line}");
+    }
+    assert!(!line.contains('\u{1b}') && !line.contains('\r'), "{line:?}");
+    drop(webhook);
+
+    let webhook = Webhook::start().await;
+    let reply = webhook.post("/validate", &body).await;
+    assert_eq!(reply.status, 200);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let logged = loop {
+        if let Some(line) = webhook
+            .log_lines()
+            .into_iter()
+            .find(|l| l["message"] == "review")
+        {
+            break line;
+        }
+        assert!(Instant::now() < deadline, "no review line");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        logged["uid"], review["request"]["uid"],
+        "JSON keeps the exact value"
+    );
+    assert_eq!(logged["namespace"], review["request"]["namespace"]);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Soak
 
 /// How a soak runs. `ci()` for the 30-second version; `from_env()` for `tests/soak/soak.sh`.
@@ -711,6 +1683,12 @@ struct SoakConfig {
     keepalive_clients: usize,
     /// ... and clients opening a new connection (a new TLS handshake) for every review.
     fresh_clients: usize,
+    /// Hostile clients beside them, each reconnecting whenever the webhook closes it: idle
+    /// connections (half raw TCP, half TLS after one request), clients trickling a request head
+    /// after one request, and HTTP/2 clients with a zero window opening 32 streams.
+    idle_clients: usize,
+    trickling_clients: usize,
+    zero_window_clients: usize,
     report: Option<std::path::PathBuf>,
 }
 
@@ -724,6 +1702,9 @@ impl SoakConfig {
             bucket: Duration::from_secs(10),
             keepalive_clients: 2,
             fresh_clients: 2,
+            idle_clients: 24,
+            trickling_clients: 4,
+            zero_window_clients: 2,
             report: None,
         }
     }
@@ -755,6 +1736,9 @@ impl SoakConfig {
             bucket: secs("SOAK_BUCKET_SECONDS", 60.0),
             keepalive_clients: count("SOAK_KEEPALIVE_CLIENTS", 4),
             fresh_clients: count("SOAK_FRESH_CLIENTS", 4),
+            idle_clients: count("SOAK_IDLE_CLIENTS", 64),
+            trickling_clients: count("SOAK_TRICKLING_CLIENTS", 8),
+            zero_window_clients: count("SOAK_ZERO_WINDOW_CLIENTS", 4),
             report: std::env::var_os("SOAK_REPORT").map(Into::into),
         }
     }
@@ -826,6 +1810,165 @@ struct SoakReport {
     exit_code: Option<i32>,
     exit_after_sigterm: Duration,
     table: String,
+    hostile_clients: usize,
+    /// How many times the webhook closed a hostile client's connection.
+    hostile_closed: u64,
+    /// `reason=count` of `probelint_webhook_connections_closed_total` before SIGTERM.
+    closed_by_reason: String,
+}
+
+/// Starts the soak's hostile clients (see [`SoakConfig`]); each returns how many times the
+/// webhook closed its connection.
+fn spawn_hostile_clients(
+    webhook: &Webhook,
+    config: &SoakConfig,
+    stop: Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<u64>> {
+    let addr = webhook.addr;
+    let h1 = webhook.client();
+    let h2 = h2_client(webhook);
+    let port = webhook.addr.port();
+    let stopped = {
+        let stop = stop.clone();
+        move || stop.load(Ordering::Relaxed)
+    };
+    // Waits until the server closes `stream` (reads 0 or fails) or the soak stops; true if the
+    // server closed it.
+    async fn closed_by_server<S: AsyncReadExt + Unpin>(
+        stream: &mut S,
+        stopped: &(impl Fn() -> bool + Sync),
+    ) -> bool {
+        let mut buf = [0u8; 4096];
+        while !stopped() {
+            let read = tokio::time::timeout(Duration::from_millis(250), stream.read(&mut buf));
+            if let Ok(Ok(0) | Err(_)) = read.await {
+                return true;
+            }
+        }
+        false
+    }
+    async fn tls(
+        addr: SocketAddr,
+        config: Arc<rustls::ClientConfig>,
+    ) -> Option<tokio_rustls::client::TlsStream<TcpStream>> {
+        let tcp = TcpStream::connect(addr).await.ok()?;
+        tokio_rustls::TlsConnector::from(config)
+            .connect(
+                rustls::pki_types::ServerName::try_from("localhost").expect("name"),
+                tcp,
+            )
+            .await
+            .ok()
+    }
+    let mut tasks = Vec::new();
+    for i in 0..config.idle_clients {
+        let (h1, stopped) = (h1.clone(), stopped.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut closed = 0;
+            while !stopped() {
+                // A refused connection (after SIGTERM) is not a close: wait and try again.
+                let gone = if i % 2 == 0 {
+                    match TcpStream::connect(addr).await {
+                        Ok(mut tcp) => Some(closed_by_server(&mut tcp, &stopped).await),
+                        Err(_) => None,
+                    }
+                } else {
+                    match tls(addr, h1.clone()).await {
+                        Some(mut stream) => {
+                            one_request(&mut stream, "/livez").await;
+                            Some(closed_by_server(&mut stream, &stopped).await)
+                        }
+                        None => None,
+                    }
+                };
+                closed += u64::from(gone == Some(true));
+                if gone != Some(false) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            closed
+        }));
+    }
+    for _ in 0..config.trickling_clients {
+        let (h1, stopped) = (h1.clone(), stopped.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut closed = 0;
+            while !stopped() {
+                let Some(mut stream) = tls(addr, h1.clone()).await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                one_request(&mut stream, "/livez").await;
+                let stop_at = Duration::from_secs(3600);
+                let run = trickle_until_closed(stream, Duration::from_millis(500), stop_at);
+                tokio::pin!(run);
+                let gone = loop {
+                    tokio::select! {
+                        result = &mut run => break result.is_some(),
+                        () = tokio::time::sleep(Duration::from_millis(250)) => {
+                            if stopped() { break false; }
+                        }
+                    }
+                };
+                closed += u64::from(gone);
+            }
+            closed
+        }));
+    }
+    for _ in 0..config.zero_window_clients {
+        let (h2, stopped) = (h2.clone(), stopped.clone());
+        tasks.push(tokio::spawn(async move {
+            let body = Bytes::from(fixture("deny-gpu-deployment-without-probes"));
+            let mut closed = 0;
+            while !stopped() {
+                let Some(stream) = tls(addr, h2.clone()).await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let mut builder = h2::client::Builder::new();
+                builder.initial_window_size(0);
+                let Ok((mut client, connection)) = builder.handshake::<_, Bytes>(stream).await
+                else {
+                    continue;
+                };
+                let connection = tokio::spawn(connection);
+                let mut kept = Vec::new();
+                for _ in 0..32 {
+                    let Ok(Ok(ready)) =
+                        tokio::time::timeout(Duration::from_secs(1), client.clone().ready()).await
+                    else {
+                        break;
+                    };
+                    client = ready;
+                    let request = hyper::Request::builder()
+                        .method("POST")
+                        .uri(format!("https://localhost:{port}/validate"))
+                        .header("content-type", "application/json")
+                        .header("content-length", body.len())
+                        .body(())
+                        .expect("request");
+                    let Ok((response, mut send)) = client.send_request(request, false) else {
+                        break;
+                    };
+                    let _ = send.send_data(body.clone(), true);
+                    kept.push((response, send));
+                }
+                tokio::pin!(connection);
+                let gone = loop {
+                    tokio::select! {
+                        _ = &mut connection => break true,
+                        () = tokio::time::sleep(Duration::from_millis(250)) => {
+                            if stopped() { break false; }
+                        }
+                    }
+                };
+                drop(kept);
+                closed += u64::from(gone);
+            }
+            closed
+        }));
+    }
+    tasks
 }
 
 async fn run_soak(config: SoakConfig) -> SoakReport {
@@ -926,6 +2069,8 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
     // prints (one per review) for tests that read them; this one does not, and hundreds of
     // thousands of them would be the test's own memory growing, so they are dropped as they come.
     let rss_samples: Arc<Mutex<Vec<(f64, u64, u64)>>> = Arc::default();
+    let hostile = spawn_hostile_clients(&webhook, &config, stop.clone());
+
     let sampler = {
         let (rss_samples, stop, logs) = (rss_samples.clone(), stop.clone(), webhook.logs.clone());
         tokio::spawn(async move {
@@ -1032,6 +2177,10 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
     for client in clients {
         client.await.expect("client");
     }
+    let mut hostile_closed = 0;
+    for client in hostile {
+        hostile_closed += client.await.expect("hostile client");
+    }
     sampler.await.expect("sampler");
     let (status, _webhook) = status;
 
@@ -1125,6 +2274,20 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
         exit_code: status.code(),
         exit_after_sigterm,
         table,
+        hostile_clients: config.idle_clients
+            + config.trickling_clients
+            + config.zero_window_clients,
+        hostile_closed,
+        closed_by_reason: metrics
+            .lines()
+            .filter_map(|l| l.strip_prefix("probelint_webhook_connections_closed_total{"))
+            .map(|l| {
+                l.replace("\"} ", "=")
+                    .replace("port=\"", "")
+                    .replace("\",reason=\"", " ")
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
     };
     let summary = format!(
         "soak: {:?} of load, {} + {} clients (keep-alive + new connection per review)\n\n{}\n\
@@ -1135,7 +2298,10 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
          | certificate rotations / reloads ok / failed / distinct certificates served | {} / {} / {} / {} |\n\
          | policy writes valid / invalid; reloads ok / failed | {} / {}; {} / {} |\n\
          | serving after SIGHUP | {} |\n\
-         | exit code after SIGTERM / time to exit | {:?} / {:.2} s |\n",
+         | exit code after SIGTERM / time to exit | {:?} / {:.2} s |\n\
+         | hostile clients (idle / trickling / zero-window HTTP/2) | {} / {} / {} |\n\
+         | hostile connections closed by the webhook | {} |\n\
+         | connections closed, by port and reason (before SIGTERM) | {} |\n",
         config.duration,
         config.keepalive_clients,
         config.fresh_clients,
@@ -1162,6 +2328,11 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
         report.alive_after_sighup,
         report.exit_code,
         report.exit_after_sigterm.as_secs_f64(),
+        config.idle_clients,
+        config.trickling_clients,
+        config.zero_window_clients,
+        report.hostile_closed,
+        report.closed_by_reason,
     );
     println!("{summary}");
     if let Some(path) = &config.report {
@@ -1171,6 +2342,13 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
 }
 
 fn check_soak(report: &SoakReport) {
+    if report.hostile_clients > 0 {
+        // The tricklers and zero-window clients are cut within about 10 s each.
+        assert!(
+            report.hostile_closed > 0,
+            "the webhook closed none of the hostile clients' connections"
+        );
+    }
     assert!(report.sent >= 100, "only {} requests", report.sent);
     assert_eq!(
         report.failed_before_sigterm, 0,

@@ -195,6 +195,7 @@ DISCOVERY = {
         ("certificates", "Certificate", True),
     ],
     ("monitoring.coreos.com", "v1"): [("servicemonitors", "ServiceMonitor", True)],
+    ("networking.k8s.io", "v1"): [("networkpolicies", "NetworkPolicy", True)],
 }
 
 _RESOURCE_PATH = re.compile(
@@ -502,6 +503,14 @@ def variant_values(ca_pem: str) -> dict[str, dict]:
             "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}}},
             "priorityClassName": "system-cluster-critical",
         },
+        "networkPolicy": {
+            "networkPolicy": {
+                "enabled": True,
+                "apiserver": [{"ipBlock": {"cidr": "10.0.0.0/24"}}],
+                "metrics": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            }
+        },
+        "networkPolicy-openReviewPort": {"networkPolicy": {"enabled": True}},
         "singleReplica-policy": {
             "replicaCount": 1,
             "preStopSleepSeconds": 0,
@@ -856,6 +865,18 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
         path.write_text(yaml.safe_dump(d))
         probelint.lint_clean(path, "the Deployment with client auth (probes on the metrics port)")
 
+    r = render(variants["networkPolicy"])
+    np = r.one("NetworkPolicy")
+    pod_labels = r.one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    check(all(pod_labels.get(k) == v for k, v in np["spec"]["podSelector"]["matchLabels"].items()), "NetworkPolicy selects the webhook pods")
+    check(np["spec"]["policyTypes"] == ["Ingress"], f"NetworkPolicy types: {np['spec']}")
+    ingress = np["spec"]["ingress"]
+    check([rule["ports"] for rule in ingress] == [[{"port": "https", "protocol": "TCP"}], [{"port": "metrics", "protocol": "TCP"}]], f"NetworkPolicy ports: {ingress}")
+    check([rule["from"] for rule in ingress] == [variants["networkPolicy"]["networkPolicy"]["apiserver"], variants["networkPolicy"]["networkPolicy"]["metrics"]], f"NetworkPolicy peers: {ingress}")
+    check(not render().all("NetworkPolicy"), "no NetworkPolicy by default")
+    ingress = render(variants["networkPolicy-openReviewPort"]).one("NetworkPolicy")["spec"]["ingress"]
+    check(ingress == [{"ports": [{"port": "https", "protocol": "TCP"}]}], f"without peers: the review port from anywhere, the metrics port from no one: {ingress}")
+
     r = render(variants["singleReplica-policy"])
     check(not r.all("PodDisruptionBudget"), "no PDB with one replica")
     check("lifecycle" not in _container(r.one("Deployment")), "preStopSleepSeconds 0 drops the hook")
@@ -867,7 +888,7 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
         out = probelint.run("--config", str(config), "--format", "json", str(FIXTURE), cwd=tmp)
         check(out.returncode == 0, f"probelint refuses the policy the chart mounts:\n{out.stderr}")
     print("  variants: enforce, Ignore, cert-manager (own CA / ClusterIssuer), Secret (PEM / base64), "
-          "acceleratorsOnly, podsOnly, client auth + ServiceMonitor, one replica + policy")
+          "acceleratorsOnly, podsOnly, client auth + ServiceMonitor, NetworkPolicy, one replica + policy")
 
 
 def _schema_error(values: dict) -> str:
@@ -896,6 +917,7 @@ def check_schema(probelint: Probelint) -> None:
         ({"policy": {"rules": {"gpu-startup-probe-missing": "fatal"}}}, ["/policy/rules/gpu-startup-probe-missing"]),
         ({"policy": {"exemptions": [{"rules": ["all"]}]}}, ["/policy/exemptions/0", "reason"]),
         ({"policy": {"modelLoadSecond": 600}}, ["modelLoadSecond"]),
+        ({"networkPolicy": {"enabled": True, "apiserver": [{"ipBlock": {}}]}}, ["/networkPolicy/apiserver/0/ipBlock", "cidr"]),
     ]
     for values, expected in cases:
         message = _schema_error(values)

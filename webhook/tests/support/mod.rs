@@ -69,9 +69,27 @@ impl Ca {
     }
 
     fn leaf(&self, cn: &str, usage: ExtendedKeyUsagePurpose) -> Leaf {
+        self.leaf_valid(cn, usage, None)
+    }
+
+    fn leaf_valid(
+        &self,
+        cn: &str,
+        usage: ExtendedKeyUsagePurpose,
+        validity: Option<(i64, i64)>,
+    ) -> Leaf {
         let mut params =
             CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
                 .expect("params");
+        if let Some((not_before, not_after)) = validity {
+            let at = |unix| {
+                x509_parser::time::ASN1Time::from_timestamp(unix)
+                    .expect("a representable time")
+                    .to_datetime()
+            };
+            params.not_before = at(not_before);
+            params.not_after = at(not_after);
+        }
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages.push(usage);
         params.use_authority_key_identifier_extension = true;
@@ -88,6 +106,15 @@ impl Ca {
     /// A serving certificate for `localhost` and `127.0.0.1`, as cert-manager would issue.
     pub fn server(&self, cn: &str) -> Leaf {
         self.leaf(cn, ExtendedKeyUsagePurpose::ServerAuth)
+    }
+
+    /// A serving certificate valid from `not_before` to `not_after` (Unix times).
+    pub fn server_valid(&self, cn: &str, not_before: i64, not_after: i64) -> Leaf {
+        self.leaf_valid(
+            cn,
+            ExtendedKeyUsagePurpose::ServerAuth,
+            Some((not_before, not_after)),
+        )
     }
 
     /// A client certificate, as a cluster would give the apiserver.
@@ -165,6 +192,10 @@ pub struct Options {
     pub client_ca: bool,
     /// Start with `--policy` and this text in the policy file.
     pub policy: Option<String>,
+    /// `--log-format text` instead of JSON; the lines are kept in [`Webhook::text_logs`].
+    pub text_logs: bool,
+    /// Start under these soft and hard limits on open files (`ulimit -S -n`, `-H -n`).
+    pub nofile: Option<(u64, u64)>,
 }
 
 /// The real binary, running.
@@ -173,6 +204,11 @@ pub struct Webhook {
     pub addr: SocketAddr,
     pub metrics_addr: SocketAddr,
     pub logs: Arc<Mutex<Vec<Value>>>,
+    /// The lines of `--log-format text`, as printed.
+    pub text_logs: Arc<Mutex<Vec<String>>>,
+    /// The connection caps the webhook announced (`max_connections` of the `listening` lines).
+    pub max_connections: usize,
+    pub max_metrics_connections: usize,
     pub ca: Ca,
     pub server_leaf: Leaf,
     pub certs: SecretDir,
@@ -201,14 +237,26 @@ impl Webhook {
         std::fs::create_dir(&policy_dir).expect("policy dir");
         let policy_path = policy_dir.join("policy.yaml");
 
-        let mut command = Command::new(BIN);
+        let mut command = match options.nofile {
+            None => Command::new(BIN),
+            Some((soft, hard)) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!(
+                        "ulimit -S -n {soft} && ulimit -H -n {hard} && exec \"$0\" \"$@\""
+                    ))
+                    .arg(BIN);
+                sh
+            }
+        };
+        let format = if options.text_logs { "text" } else { "json" };
         command
             .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .arg("--tls-cert")
             .arg(certs.path("tls.crt"))
             .arg("--tls-key")
             .arg(certs.path("tls.key"))
-            .args(["--log-format", "json"])
+            .args(["--log-format", format])
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -224,12 +272,32 @@ impl Webhook {
         // Drain stdout continuously (a full pipe would block the server's logging) and pick the
         // ports out of the `listening` lines.
         let logs = Arc::new(Mutex::new(Vec::new()));
+        let text_logs = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let stdout = child.stdout.take().expect("stdout");
-        let sink = logs.clone();
+        let (sink, text_sink) = (logs.clone(), text_logs.clone());
+        let text = options.text_logs;
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                if text {
+                    if line.contains(" listening ") {
+                        let field = |name: &str| {
+                            line.split_whitespace()
+                                .find_map(|f| f.strip_prefix(name))
+                                .unwrap_or("")
+                                .trim_matches('"')
+                                .to_owned()
+                        };
+                        let _ = tx.send((
+                            field("port="),
+                            field("addr="),
+                            field("max_connections=").parse().unwrap_or(0),
+                        ));
+                    }
+                    text_sink.lock().expect("logs").push(line);
+                    continue;
+                }
                 let Ok(value) = serde_json::from_str::<Value>(&line) else {
                     eprintln!("non-JSON log line: {line}");
                     continue;
@@ -238,20 +306,28 @@ impl Webhook {
                     let _ = tx.send((
                         value["port"].as_str().unwrap_or("").to_owned(),
                         value["addr"].as_str().unwrap_or("").to_owned(),
+                        value["max_connections"].as_u64().unwrap_or(0) as usize,
                     ));
                 }
                 sink.lock().expect("logs").push(value);
             }
         });
         let (mut addr, mut metrics_addr) = (None, None);
+        let (mut max_connections, mut max_metrics_connections) = (0, 0);
         while addr.is_none() || metrics_addr.is_none() {
-            let (port, text) = rx
+            let (port, text, max) = rx
                 .recv_timeout(Duration::from_secs(10))
                 .expect("the webhook logs its listening addresses");
             let parsed: SocketAddr = text.parse().expect("listening addr");
             match port.as_str() {
-                "tls" => addr = Some(parsed),
-                _ => metrics_addr = Some(parsed),
+                "tls" => {
+                    addr = Some(parsed);
+                    max_connections = max;
+                }
+                _ => {
+                    metrics_addr = Some(parsed);
+                    max_metrics_connections = max;
+                }
             }
         }
         let webhook = Webhook {
@@ -259,6 +335,9 @@ impl Webhook {
             addr: addr.expect("tls addr"),
             metrics_addr: metrics_addr.expect("metrics addr"),
             logs,
+            text_logs,
+            max_connections,
+            max_metrics_connections,
             ca,
             server_leaf,
             certs,
