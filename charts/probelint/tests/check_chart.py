@@ -820,8 +820,8 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
             check(base64.b64decode(bundle).decode() == ca_pem.strip() or base64.b64decode(bundle).decode() == ca_pem, f"{name}: {kind} caBundle")
             check("annotations" not in r.one(kind)["metadata"], f"{name}: no cert-manager annotation")
 
-    r = render(variants["external"])
-    for kind in ("Deployment", "Service", "ServiceAccount", "PodDisruptionBudget", "Secret", "Certificate", "Issuer"):
+    r = render(deep_merge(variants["external"], {"networkPolicy": {"enabled": True}}))
+    for kind in ("Deployment", "Service", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy", "Secret", "Certificate", "Issuer"):
         check(not r.all(kind), f"external: no {kind} in the cluster")
     hooks = {kind: r.one(kind)["webhooks"][0]["clientConfig"] for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")}
     check(hooks["ValidatingWebhookConfiguration"].get("url") == "https://127.0.0.1:8443/validate", f"external: validating url {hooks}")
