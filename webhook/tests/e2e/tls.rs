@@ -132,17 +132,20 @@ fn post_with(
     body: &[u8],
 ) -> std::io::Result<(u16, Vec<u8>)> {
     let tcp = TcpStream::connect(("127.0.0.1", port))?;
+    tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
     let name = ServerName::try_from("127.0.0.1").expect("an IP address");
     let connection = ClientConnection::new(config.clone(), name).map_err(std::io::Error::other)?;
     let mut tls = rustls::StreamOwned::new(connection, tcp);
-    write!(
-        tls,
+    let mut message = format!(
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
          Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    )?;
-    tls.write_all(body)?;
+    )
+    .into_bytes();
+    message.extend_from_slice(body);
+    // One write: headers and body in separate small writes would wait on delayed ACKs.
+    tls.write_all(&message)?;
     tls.flush()?;
     let mut reader = BufReader::new(tls);
     let answer = read_message(&mut reader)?
@@ -239,6 +242,7 @@ fn serve_connection(
     exchanges: &Mutex<Vec<Exchange>>,
     delay_ms: &AtomicU64,
 ) -> std::io::Result<()> {
+    tcp.set_nodelay(true)?;
     let connection = ServerConnection::new(server.clone()).map_err(std::io::Error::other)?;
     let mut reader = BufReader::new(rustls::StreamOwned::new(connection, tcp));
     while let Some(request) = read_message(&mut reader)? {
@@ -274,13 +278,14 @@ fn serve_connection(
             request: review,
             response: serde_json::from_slice(&body).unwrap_or(Value::Null),
         });
-        let stream = reader.get_mut();
-        write!(
-            stream,
+        let mut message = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
-        )?;
-        stream.write_all(&body)?;
+        )
+        .into_bytes();
+        message.extend_from_slice(&body);
+        let stream = reader.get_mut();
+        stream.write_all(&message)?;
         stream.flush()?;
     }
     Ok(())
