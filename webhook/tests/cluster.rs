@@ -32,7 +32,7 @@ fn enforce_mode_refuses_a_gpu_deployment_without_probes_naming_rule_container_an
         &webhook,
         json!({"webhook": {"mode": "enforce"}}),
     );
-    let ns = release.namespace("enforce");
+    let ns = release.namespace_in_use("enforce", &webhook);
     let cluster = env.cluster;
 
     let bad = deployment(
@@ -139,6 +139,7 @@ fn warn_mode_admits_with_one_warning_per_finding_and_the_documented_smoke_test_p
     // The smoke test runs in `default` (the README's command names no namespace; the chart's
     // says `--namespace default`): only this test puts `default` in its scope.
     release.scope("default");
+    release.wait_in_use(&webhook, "default");
     let readme =
         std::fs::read_to_string(probelint_testkit::repo_path("README.md")).expect("README");
     let chart_readme =
@@ -195,7 +196,7 @@ fn warn_mode_admits_with_one_warning_per_finding_and_the_documented_smoke_test_p
     );
 
     // A Deployment with more findings: admitted, still one line per finding.
-    let ns = release.namespace("warn");
+    let ns = release.namespace_in_use("warn", &webhook);
     let bad = deployment(
         "two",
         1,
@@ -281,7 +282,7 @@ fn the_apiserver_applies_the_mutation_validates_it_and_stores_it() {
     let cluster = env.cluster;
     let webhook = Webhook::prepare("mutate");
     let release = Release::install(&env, "mutate", &webhook, json!({}));
-    let ns = release.namespace("mutate");
+    let ns = release.namespace_in_use("mutate", &webhook);
 
     // A Deployment, for real: the stored template has the startupProbe the webhook added.
     ok(
@@ -369,11 +370,22 @@ fn out_of_scope_objects_never_reach_the_webhook() {
         &webhook,
         json!({"webhook": {"acceleratorsOnly": {"enabled": true}}}),
     );
-    let ns = release.namespace("scope");
     let opted_out = release.namespace("scope-optout");
     cluster.kubectl_ok(&["label", "namespace", &opted_out, "probelint.io/ignore=true"]);
     // kube-system in this release's scope, so that only the chart's own exclusion keeps it out.
     release.scope("kube-system");
+    // Labelled last: the apiserver learns of namespace labels in order, so once it calls the
+    // webhook for this one it knows the labels above too.
+    let ns = release.namespace_in_use("scope", &webhook);
+    let requests_total = |webhook: &Webhook| -> f64 {
+        webhook
+            .metrics()
+            .lines()
+            .filter(|l| l.starts_with("probelint_webhook_requests_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let (reviews_before, requests_before) = (webhook.reviews().len(), requests_total(&webhook));
     let cpu =
         json!([{"name": "web", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1"}}}]);
     let gpu = json!([vllm("vllm")]);
@@ -409,7 +421,7 @@ fn out_of_scope_objects_never_reach_the_webhook() {
     webhook.wait_review(&ns, "gpu-in-scope", "mutate");
     webhook.wait_review(&ns, "gpu-in-scope", "validate/warn");
 
-    let reviews = webhook.reviews();
+    let reviews = webhook.reviews()[reviews_before..].to_vec();
     let names: Vec<&str> = reviews.iter().filter_map(|r| r["name"].as_str()).collect();
     assert!(
         names.iter().all(|n| *n == "gpu-in-scope"),
@@ -417,13 +429,12 @@ fn out_of_scope_objects_never_reach_the_webhook() {
     );
     assert_eq!(reviews.len(), 2, "{reviews:#?}");
     // Its metrics say the same: one review on each endpoint.
-    let metrics = webhook.metrics();
-    let requests: f64 = metrics
-        .lines()
-        .filter(|l| l.starts_with("probelint_webhook_requests_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    assert_eq!(requests, 2.0, "{metrics}");
+    assert_eq!(
+        requests_total(&webhook) - requests_before,
+        2.0,
+        "{}",
+        webhook.metrics()
+    );
 }
 
 /// How long the ReplicaSets of a Deployment are watched for a stream: the stream of
@@ -877,7 +888,7 @@ fn with_the_webhook_down_what_people_apply_is_refused_and_running_workloads_stil
     // The chart's defaults: every workload is sent, validation fails closed.
     let webhook = Webhook::prepare("down");
     let release = Release::install(&env, "down", &webhook, json!({}));
-    let ns = release.namespace("down");
+    let ns = release.namespace_in_use("down", &webhook);
     // acceleratorsOnly: CPU workloads never wait on the webhook.
     let accel_webhook = Webhook::prepare("down-accel");
     let accel = Release::install(
@@ -886,7 +897,7 @@ fn with_the_webhook_down_what_people_apply_is_refused_and_running_workloads_stil
         &accel_webhook,
         json!({"webhook": {"acceleratorsOnly": {"enabled": true}}}),
     );
-    let accel_ns = accel.namespace("down-accel");
+    let accel_ns = accel.namespace_in_use("down-accel", &accel_webhook);
     // A GPU Deployment admitted while the webhook was up.
     ok(
         &cluster_apply(
@@ -993,7 +1004,7 @@ fn a_slow_webhook_is_cut_off_at_the_charts_timeout_and_the_message_says_so() {
         json!({"webhook": {"timeoutSeconds": 2}}),
     );
     webhook.start(&release.policy());
-    let ns = release.namespace("slow");
+    let ns = release.namespace_in_use("slow", &webhook);
     ok(
         &cluster_apply(
             &env,
@@ -1043,7 +1054,7 @@ fn the_serving_certificate_and_ca_bundle_rotate_while_objects_are_admitted_witho
     let cluster = env.cluster;
     let webhook = Webhook::prepare("rotation");
     let mut release = Release::install(&env, "rotation", &webhook, json!({}));
-    let ns = release.namespace("rotation");
+    let ns = release.namespace_in_use("rotation", &webhook);
     let old_ca = webhook.ca.pem.clone();
     let new_ca = probelint_cluster::Ca::new("probelint-e2e rotation webhook CA 2");
 

@@ -139,13 +139,23 @@ fn install_crds(env: &Env) {
         &env.cluster.kubectl_output(&args),
         "kubectl create of the CRDs",
     );
-    env.cluster.kubectl_ok(&[
-        "wait",
-        "--for=condition=established",
-        "crd",
-        "--all",
-        "--timeout=120s",
-    ]);
+    // Polled rather than `kubectl wait`, which fails instead of waiting while a new CRD has no
+    // conditions yet.
+    wait_for(
+        "the CRDs to be established",
+        Duration::from_secs(120),
+        || {
+            items(env.cluster, &["get", "crd"])
+                .iter()
+                .all(|crd| {
+                    crd["status"]["conditions"].as_array().is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["type"] == "Established" && c["status"] == "True")
+                    })
+                })
+                .then_some(())
+        },
+    );
 }
 
 #[test]
@@ -201,11 +211,8 @@ fn every_workload_of_the_real_corpus_is_mutated_and_accepted_by_the_real_apiserv
         json!({}),
     );
     webhook.start(&release.policy());
-    let ns = release.namespace("corpus");
-    let (mutated, stderr) = wait_for("the webhook to be called", Duration::from_secs(30), || {
-        let result = dry_run_create(&env, &ns, &workloads);
-        (!proxy.exchanges().is_empty()).then_some(result)
-    });
+    let ns = release.namespace_in_use("corpus", &webhook);
+    let (mutated, stderr) = dry_run_create(&env, &ns, &workloads);
 
     // No object the apiserver accepts alone is refused once the webhook has changed it.
     let lost: Vec<&String> = baseline

@@ -26,21 +26,35 @@ pub const SCOPE_LABEL: &str = "e2e.probelint.io/release";
 
 const BIN: &str = env!("CARGO_BIN_EXE_probelint-webhook");
 
-/// What a test needs: the control plane and Helm.
+/// What a test needs: the control plane, and Helm for those that install the chart.
 pub struct Env {
     pub cluster: &'static Cluster,
-    pub python: &'static Path,
 }
 
-/// The environment, or `None` (after saying why) when the cluster or network tests are
-/// skipped. Helm comes from PyPI, so `PROBELINT_SKIP_NETWORK_TESTS=1` skips these tests too.
+impl Env {
+    /// The python of the Helm virtualenv (installed from PyPI on first use).
+    pub fn python(&self) -> &'static Path {
+        probelint_testkit::python::helm_python(env!("CARGO_TARGET_TMPDIR"))
+    }
+}
+
+/// The environment of a test that installs the chart, or `None` (after saying why) when the
+/// cluster or network tests are skipped: Helm comes from PyPI, so
+/// `PROBELINT_SKIP_NETWORK_TESTS=1` skips these tests too.
 pub fn env(test: &str) -> Option<Env> {
     if probelint_testkit::python::skip_network_test(test, "helm-sdkpy (Helm)") {
         return None;
     }
-    let cluster = probelint_cluster::shared(test)?;
-    let python = probelint_testkit::python::helm_python(env!("CARGO_TARGET_TMPDIR"));
-    Some(Env { cluster, python })
+    let env = cluster_env(test)?;
+    env.python();
+    Some(env)
+}
+
+/// The environment of a test that needs the control plane only (no Helm).
+pub fn cluster_env(test: &str) -> Option<Env> {
+    Some(Env {
+        cluster: probelint_cluster::shared(test)?,
+    })
 }
 
 /// A free loopback port (bound, then released: the webhook binds it next).
@@ -409,7 +423,7 @@ impl<'e> Release<'e> {
 
     fn helm(&self, action: &str, reuse_values: bool, values: &Value) -> Value {
         let script = probelint_testkit::repo_path("charts/probelint/tests/release.py");
-        let mut command = Command::new(self.env.python);
+        let mut command = Command::new(self.env.python());
         command
             .arg(&script)
             .arg(action)
@@ -457,6 +471,42 @@ impl<'e> Release<'e> {
     pub fn namespace(&self, prefix: &str) -> String {
         let ns = self.env.cluster.namespace(prefix);
         self.scope(&ns);
+        ns
+    }
+
+    /// Waits until the apiserver calls `webhook` for `namespace` (it learns of new webhook
+    /// configurations and namespace labels through informers, a moment after they change): a
+    /// GPU Pod named `in-use-probe` is sent with a server-side dry run until both webhooks
+    /// have reviewed it.
+    pub fn wait_in_use(&self, webhook: &Webhook, namespace: &str) {
+        let probe = pod(
+            "in-use-probe",
+            json!([gpu_container("vllm", "vllm/vllm-openai:v0.6.3", json!({}))]),
+        );
+        wait_for(
+            &format!("the apiserver to call {} for {namespace}", webhook.name),
+            Duration::from_secs(30),
+            || {
+                kubectl_in(
+                    self.env.cluster,
+                    &["-n", namespace, "apply", "--dry-run=server", "-f", "-"],
+                    &probe.to_string(),
+                );
+                let reviews = webhook.reviews_of(namespace, "in-use-probe");
+                let on = |e: &str| {
+                    reviews
+                        .iter()
+                        .any(|r| r["endpoint"].as_str().is_some_and(|x| x.starts_with(e)))
+                };
+                (on("mutate") && on("validate")).then_some(())
+            },
+        );
+    }
+
+    /// A new namespace in this release's scope, once the apiserver calls `webhook` for it.
+    pub fn namespace_in_use(&self, prefix: &str, webhook: &Webhook) -> String {
+        let ns = self.namespace(prefix);
+        self.wait_in_use(webhook, &ns);
         ns
     }
 
