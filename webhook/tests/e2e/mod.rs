@@ -276,6 +276,29 @@ impl Webhook {
         }
     }
 
+    /// The reviews of `namespace/name` once there are at least `count` and no more have come
+    /// for half a second (log lines reach the test through a pipe, a moment after the answer).
+    pub fn settled_reviews_of(&self, namespace: &str, name: &str, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = self.reviews_of(namespace, name);
+        let mut since = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.reviews_of(namespace, name);
+            if now.len() != seen.len() {
+                (seen, since) = (now, Instant::now());
+            } else if seen.len() >= count && since.elapsed() >= Duration::from_millis(500) {
+                return seen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: {} reviews of {namespace}/{name} within 30 s, expected {count}: {seen:#?}",
+                self.name,
+                seen.len()
+            );
+        }
+    }
+
     /// `GET /metrics` on the plain-HTTP port.
     pub fn metrics(&self) -> String {
         let mut stream =
