@@ -28,7 +28,11 @@ impl Binaries {
         let etcd_version =
             required_version(&source.join(ETCD_MODULE), "go.etcd.io/etcd/server/v3")?;
         let cache = target_dir().join("k8s");
-        let dir = cache.join(format!("kube-{kube_version}-etcd-{etcd_version}"));
+        // `BUILD_RECIPE` is part of the key: a change to how the binaries are built (flags,
+        // stamped version) must not reuse binaries an older recipe left behind.
+        let dir = cache.join(format!(
+            "kube-{kube_version}-etcd-{etcd_version}-{BUILD_RECIPE}"
+        ));
         let binaries = Binaries {
             apiserver: dir.join("kube-apiserver"),
             controller_manager: dir.join("kube-controller-manager"),
@@ -63,6 +67,7 @@ impl Binaries {
         go_build(
             &source.join(KUBE_MODULE),
             &format!("{}/", staging.display()),
+            &version_ldflags(&kube_version),
             &[
                 "k8s.io/kubernetes/cmd/kube-apiserver",
                 "k8s.io/kubernetes/cmd/kube-controller-manager",
@@ -71,6 +76,7 @@ impl Binaries {
         go_build(
             &source.join(ETCD_MODULE),
             &staging.join("etcd").display().to_string(),
+            "",
             &["go.etcd.io/etcd/server/v3"],
         )?;
         let _ = std::fs::remove_dir_all(&dir);
@@ -99,12 +105,18 @@ impl Binaries {
 /// `go build -o out packages` in `module`. The modules come from the Go module proxy, checked
 /// against the committed go.sum (`-mod=readonly`); the module cache is left writable
 /// (`-modcacherw`) so that it can be cleaned like any cache.
-fn go_build(module: &Path, out: &str, packages: &[&str]) -> Result<(), String> {
+fn go_build(module: &Path, out: &str, ldflags: &str, packages: &[&str]) -> Result<(), String> {
     let output = Command::new("go")
         .current_dir(module)
         .env("GOFLAGS", "-mod=readonly -modcacherw -buildvcs=false")
         .env("CGO_ENABLED", "0")
-        .args(["build", "-trimpath", "-ldflags=-s -w", "-o", out])
+        .args([
+            "build",
+            "-trimpath",
+            &format!("-ldflags=-s -w{ldflags}"),
+            "-o",
+            out,
+        ])
         .args(packages)
         .output()
         .map_err(|e| format!("cannot run go: {e}"))?;
@@ -119,6 +131,29 @@ fn go_build(module: &Path, out: &str, packages: &[&str]) -> Result<(), String> {
             String::from_utf8_lossy(&output.stderr)
         ))
     }
+}
+
+/// Revision of the build recipe, part of the cache key. 2: the Kubernetes version is stamped.
+const BUILD_RECIPE: &str = "r2";
+
+/// The `-X` flags that stamp the Kubernetes version into the binaries, as Kubernetes' own build
+/// does (`hack/lib/version.sh`). Unstamped, the apiserver reports `v0.0.0-master`, and clients
+/// that check the server's version refuse it (Helm: a chart's `kubeVersion: >=1.30.0-0`).
+fn version_ldflags(version: &str) -> String {
+    let mut parts = version.trim_start_matches('v').split('.');
+    let (major, minor) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    [
+        "k8s.io/component-base/version",
+        "k8s.io/client-go/pkg/version",
+    ]
+    .iter()
+    .map(|package| {
+        format!(
+            " -X {package}.gitVersion={version} -X {package}.gitMajor={major} \
+                 -X {package}.gitMinor={minor} -X {package}.gitTreeState=clean"
+        )
+    })
+    .collect()
 }
 
 /// The version `module`'s go.mod requires of `path` (`require path vX.Y.Z`).

@@ -174,6 +174,10 @@ impl Cluster {
                 // The loopback address cannot be an Endpoints address; nothing in the tests
                 // reaches the apiserver through the `kubernetes` Service.
                 "--endpoint-reconciler-type=none",
+                // As clusters run (kubeadm, GKE, EKS): privileged containers allowed, so the
+                // real-world manifests of device plugins and model servers that ask for it are
+                // judged by admission, not refused by a flag no cluster sets.
+                "--allow-privileged=true",
                 &format!("--cert-dir={}", dir.join("apiserver-certs").display()),
             ],
         )?);

@@ -57,6 +57,13 @@ fn rbac_is_enforced_and_dry_runs_are_validated() {
     else {
         return;
     };
+    // The apiserver reports the pinned version (clients such as Helm check it).
+    let version = cluster.get_json(&["version"]);
+    assert_eq!(
+        version["serverVersion"]["gitVersion"],
+        cluster.version.as_str(),
+        "{version}"
+    );
     let ns = cluster.namespace("rbac");
     let can =
         cluster.kubectl_output(&["auth", "can-i", "create", "pods", "-n", &ns, "--as=nobody"]);

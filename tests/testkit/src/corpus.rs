@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 pub const REAL: &str = "tests/corpus/real";
 /// Where the peers' fixtures live, relative to the repository root.
 pub const PEERS: &str = "tests/corpus/peers";
+/// Where the published CRDs of the serving projects live, relative to the repository root.
+pub const CRDS: &str = "tests/corpus/crds";
 
 /// The real-world corpus directory. Panics, naming the path, when it is not there.
 pub fn real_dir() -> PathBuf {
@@ -49,6 +51,35 @@ pub fn real_manifests() -> Vec<PathBuf> {
         unlisted.len(),
         unlisted[0]
     );
+    files
+}
+
+/// The vendored CRDs (`tests/corpus/crds/*.yaml`), sorted, each checked against the table of
+/// `crds/README.md` both ways, as [`real_manifests`] checks the corpus against SOURCES.md.
+pub fn crds() -> Vec<PathBuf> {
+    let dir = crate::repo_path(CRDS);
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}/README.md ({e}): the vendored CRDs are part of the repository \
+             (`git checkout -- {CRDS}` restores them)",
+            dir.display()
+        )
+    });
+    let listed = listed_files(&readme);
+    let files = manifests_under(&dir);
+    let present: Vec<String> = files.iter().map(|p| relative(&dir, p)).collect();
+    for file in &listed {
+        assert!(
+            present.contains(file),
+            "{CRDS}/{file} is listed in its README.md but missing: `git checkout -- {CRDS}`"
+        );
+    }
+    for file in &present {
+        assert!(
+            listed.contains(file),
+            "{CRDS}/{file} has no row in {CRDS}/README.md (repository, tag, commit, licence)"
+        );
+    }
     files
 }
 
@@ -112,6 +143,11 @@ fn listed_files(sources: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_vendored_crd_has_its_provenance() {
+        assert!(crds().len() >= 6);
+    }
 
     #[test]
     fn the_vendored_corpus_is_complete_and_every_file_has_its_provenance() {
