@@ -325,26 +325,6 @@ impl Cluster {
         name
     }
 
-    /// Polls `done` every 200 ms until it returns `Some`, or panics after `timeout` with `what`.
-    pub fn wait_for<T>(
-        &self,
-        what: &str,
-        timeout: Duration,
-        mut done: impl FnMut() -> Option<T>,
-    ) -> T {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(value) = done() {
-                return value;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {timeout:?} waiting for {what}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
     /// The last lines of a component's log, for failure messages.
     pub fn log_tail(&self, component: &str) -> String {
         process::tail(&self.dir.join(format!("{component}.log")), 40)
@@ -387,5 +367,21 @@ fn require_tool(tool: &str, args: &[&str]) -> Result<(), String> {
             "`{tool}` is needed to run the cluster tests and cannot be run ({e}); install it, \
              or set {SKIP_VAR}=1 to skip those tests"
         )),
+    }
+}
+
+/// Polls `done` every 200 ms until it returns `Some`, or panics after `timeout` with `what`:
+/// what the tests wait on (controllers, informers) happens asynchronously in the cluster.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut done: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = done() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }

@@ -29,7 +29,7 @@ fn a_deployment_becomes_a_replicaset_and_pending_pods() {
     let ns = cluster.namespace("control-plane");
     let applied = cluster.apply(DEPLOYMENT, &["-n", &ns]);
     assert!(applied.status.success(), "{applied:?}");
-    let pods = cluster.wait_for(
+    let pods = probelint_cluster::wait_for(
         "two pods of the Deployment",
         Duration::from_secs(60),
         || {

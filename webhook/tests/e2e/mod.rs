@@ -616,20 +616,7 @@ pub fn ok(out: &Output, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Polls `done` every 200 ms until it returns `Some`, or panics after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut done: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = done() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+pub use probelint_cluster::wait_for;
 
 /// The `items` of `kubectl get ARGS -o json`.
 pub fn items(cluster: &Cluster, args: &[&str]) -> Vec<Value> {
