@@ -58,7 +58,15 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
         if !selected {
             continue;
         }
-        let load = req.load_seconds.unwrap_or(cx.pod.load_seconds);
+        // Where the load time comes from: --load-seconds, else the engine's (declared, estimated
+        // from the manifest, or the policy default), said in a note.
+        let (load, load_from) = match req.load_seconds {
+            Some(seconds) => (seconds, "given with --load-seconds".to_owned()),
+            None => (
+                cx.container.load.seconds,
+                format!("model load {}", cx.container.load.explained()),
+            ),
+        };
         let mut scenario = scenario_for(cx.container, load, req.duration);
         scenario.port_open_during_load = !req.port_opens_after_load;
         let outcome = simulate(&scenario);
@@ -67,7 +75,9 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
             cx.container.name.clone(),
             load,
             outcome,
-            assumptions(cx.container),
+            std::iter::once(load_from)
+                .chain(assumptions(cx.container))
+                .collect::<Vec<_>>(),
         ));
     }
     if results.is_empty() {

@@ -198,6 +198,7 @@ fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
                 pointer: pointer.to_owned(),
                 suppressed: None,
                 fix: None,
+                load: None,
             });
         };
         match rule.target {

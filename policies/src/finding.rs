@@ -138,6 +138,9 @@ pub struct Finding {
     pub suppressed: Option<Suppression>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+    /// The load time the finding rests on, with its inputs and arithmetic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadTime>,
 }
 
 impl Finding {

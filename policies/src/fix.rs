@@ -371,24 +371,64 @@ pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) 
     Some(fix)
 }
 
+/// The budget of a startupProbe that a fix adds, and the bound that set it.
+///
+/// **The invariant every added startupProbe keeps:** a fix never shortens a kill deadline the
+/// container already has, and a kill deadline it adds is never shorter than the worst-case load
+/// probelint itself states, nor than the policy's floor. A startup budget that is too long costs
+/// only the time it takes to notice a load that hung; one that is too short is the restart
+/// storm the fix exists to prevent. So the budget is the largest of:
+/// - the load time × (1 + margin) (declared, estimated, or the policy's default);
+/// - the liveness tolerance the container had (until now liveness was the first to kill it);
+/// - the readiness budget it had (a hand-sized readiness says how long loading takes);
+/// - `modelLoad.startupFloorSeconds` (default 1,200 s, beside NIM's 1,230 s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartupBudget {
+    /// Seconds: `failure_threshold × STARTUP_PERIOD_SECONDS`.
+    pub seconds: i64,
+    pub failure_threshold: i64,
+    /// What set it: `the load (957 s with margin)`, `the policy's floor`.
+    pub set_by: String,
+}
+
+impl StartupBudget {
+    pub fn for_container(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Self {
+        let load = crate::rules::required_startup_seconds(cx.container.load.seconds, policy.startup_margin);
+        let budget = |kind: ProbeKind| {
+            cx.container
+                .probe(kind)
+                .filter(|p| p.timings_valid())
+                .map_or(0, Probe::budget_seconds)
+        };
+        let floor = policy.model_load.startup_floor_seconds.ceil() as i64;
+        let bounds = [
+            (load, format!("the load with margin ({load} s)")),
+            (budget(ProbeKind::Liveness), "the liveness tolerance it had".to_owned()),
+            (budget(ProbeKind::Readiness), "the readiness budget it had".to_owned()),
+            (floor, "modelLoad.startupFloorSeconds, the shortest startup budget a fix adds".to_owned()),
+        ];
+        let (needed, set_by) = bounds
+            .into_iter()
+            .max_by_key(|(seconds, _)| *seconds)
+            .expect("four bounds");
+        // Rounded up without an addition that overflows for an absurd load time.
+        let failure_threshold = (needed.max(1) - 1) / STARTUP_PERIOD_SECONDS + 1;
+        StartupBudget {
+            seconds: failure_threshold.saturating_mul(STARTUP_PERIOD_SECONDS),
+            failure_threshold,
+            set_by,
+        }
+    }
+}
+
 fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Fix> {
     let (mut probe, timeout, source) = startup_handler(cx)?;
-    // Never shorten the kill deadline the container has: until now liveness was the first to
-    // kill it, at its budget, and that may be longer than the load time the engine knows of (a
-    // Deployment that predates the webhook, sized by hand with initialDelaySeconds, whose Pods
-    // the mutating webhook fixes on a scale-up).
-    let needed = crate::rules::required_startup_seconds(cx.pod.load_seconds, policy.startup_margin)
-        .max(
-            cx.container
-                .probe(ProbeKind::Liveness)
-                .map_or(0, Probe::budget_seconds),
-        );
-    // Rounded up without an addition that overflows for an absurd load time; failureThreshold
-    // is an int32, so a budget it cannot express gets no fix (the finding stays).
-    let threshold = (needed.max(1) - 1) / STARTUP_PERIOD_SECONDS + 1;
-    if threshold > i64::from(i32::MAX) {
+    let budget = StartupBudget::for_container(cx, policy);
+    // failureThreshold is an int32: a budget it cannot express gets no fix (the finding stays).
+    if budget.failure_threshold > i64::from(i32::MAX) {
         return None;
     }
+    let threshold = budget.failure_threshold;
     probe.insert("periodSeconds".to_owned(), json!(STARTUP_PERIOD_SECONDS));
     probe.insert("failureThreshold".to_owned(), json!(threshold));
     if let Some(timeout) = timeout {
@@ -396,8 +436,8 @@ fn build_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option
     }
     Some(safe(
         format!(
-            "add a startupProbe on {source} with periodSeconds {STARTUP_PERIOD_SECONDS} and failureThreshold {threshold} ({} s budget)",
-            threshold * STARTUP_PERIOD_SECONDS
+            "add a startupProbe on {source} with periodSeconds {STARTUP_PERIOD_SECONDS} and failureThreshold {threshold} ({} s budget, set by {})",
+            budget.seconds, budget.set_by
         ),
         vec![add(
             pointer::join(&cx.container.pointer, "startupProbe"),

@@ -178,6 +178,9 @@ pub struct PolicyFile {
     pub model_load_seconds: Option<f64>,
     /// Extra startup budget over the load time, as a fraction (0.25 = 25 %). Default 0.25.
     pub startup_margin: Option<f64>,
+    /// How load times are estimated from the manifest: bandwidths, server start times, model
+    /// sizes, and the shortest startupProbe budget a fix adds.
+    pub model_load: Option<crate::load::ModelLoadFile>,
     /// What makes a container an accelerator container. Lists given here replace the built-in ones.
     pub accelerators: Option<AcceleratorsFile>,
     /// Whether probelint.io/ignore annotations exempt findings. Default true; false is strict mode.
@@ -242,6 +245,7 @@ pub struct Policy {
     pub kubernetes_version: KubernetesVersion,
     pub model_load_seconds: f64,
     pub startup_margin: f64,
+    pub model_load: crate::load::ModelLoad,
     pub accelerator_resources: Vec<String>,
     pub accelerator_runtime_classes: Vec<String>,
     pub allow_annotation_exemptions: bool,
@@ -308,6 +312,11 @@ impl Policy {
                 format!("expected a fraction between 0 and 10 (0.25 = 25 %), got {startup_margin}"),
             ));
         }
+        let model_load = crate::load::ModelLoad::merge(
+            base.model_load.unwrap_or_default(),
+            user.model_load.unwrap_or_default(),
+        )
+        .map_err(|(key, message)| PolicyError::invalid(key, message))?;
         let accelerator_resources = user_accel
             .resources
             .or(base_accel.resources)
@@ -404,6 +413,7 @@ impl Policy {
             kubernetes_version,
             model_load_seconds,
             startup_margin,
+            model_load,
             accelerator_resources,
             accelerator_runtime_classes,
             allow_annotation_exemptions: user

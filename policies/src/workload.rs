@@ -2,6 +2,7 @@
 //! about each: accelerator or not, serving or batch, expected model load time, known server.
 
 use crate::fields::{self, pick};
+use crate::load::LoadTime;
 use crate::finding::{Fix, ObjectRef};
 use crate::pointer;
 use crate::policy::Policy;
@@ -153,17 +154,6 @@ impl std::fmt::Display for AcceleratorReason {
     }
 }
 
-/// Where the model load time came from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoadSource {
-    /// `probelint.io/model-load-seconds` on the object or pod template.
-    Annotation,
-    /// The policy's `modelLoadSeconds`.
-    Policy,
-    /// The annotation is present but not a number of seconds; the policy default applies.
-    InvalidAnnotation(String),
-}
-
 /// A declared container port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerPort<'a> {
@@ -202,6 +192,10 @@ pub struct Container<'a> {
     /// Empty when the container uses no accelerator.
     pub accelerators: Vec<AcceleratorReason>,
     pub server: Option<&'static KnownServer>,
+    /// Worst-case time from container start to "can infer", and where it comes from
+    /// ([`crate::load`]). Estimated for accelerator containers and known servers; the others
+    /// carry the policy default.
+    pub load: LoadTime,
     /// The probes, in [`ProbeKind::ALL`] order.
     probes: [Option<Probe<'a>>; 3],
     ports: Vec<ContainerPort<'a>>,
@@ -261,9 +255,6 @@ pub struct PodSpec<'a> {
     /// merge theirs over defaults).
     pub core: bool,
     pub containers: Vec<Container<'a>>,
-    /// Expected worst-case model load, in seconds.
-    pub load_seconds: f64,
-    pub load_source: LoadSource,
     termination_grace_period: i64,
 }
 
@@ -433,7 +424,7 @@ fn analyse_pod_spec<'a>(
             .and_then(Value::as_object),
         None => annotations.and_then(Value::as_object),
     };
-    let (load_seconds, load_source) = load_time(template_annotations, object_annotations, policy);
+    let declared = declared_load(template_annotations, object_annotations);
 
     let runtime_class = runtime_class.and_then(Value::as_str).filter(|rc| {
         policy
@@ -489,6 +480,27 @@ fn analyse_pod_spec<'a>(
         }
     }
 
+    for container in &mut containers {
+        if !(container.is_accelerated() || container.server.is_some()) {
+            container.load.seconds = policy.model_load_seconds;
+            continue;
+        }
+        let cx = crate::load::Context {
+            object,
+            kind: &object_ref.kind,
+            pod: spec,
+            container: container.value,
+            image: container.image,
+            server: container.server.map(|s| (s.id, s.name)),
+        };
+        container.load = crate::load::load_time(
+            &cx,
+            declared.clone(),
+            policy.model_load_seconds,
+            &policy.model_load,
+        );
+    }
+
     let run_to_completion = matches!(
         restart_policy.and_then(Value::as_str),
         Some("Never" | "OnFailure")
@@ -503,8 +515,6 @@ fn analyse_pod_spec<'a>(
         serving: !batch,
         core,
         containers,
-        load_seconds,
-        load_source,
         termination_grace_period: grace.and_then(Value::as_i64).unwrap_or(30),
     }
 }
@@ -571,6 +581,12 @@ fn analyse_container<'a>(
             .map(|p| p.iter().map(ContainerPort::from_value).collect())
             .unwrap_or_default(),
         lifecycle,
+        load: LoadTime {
+            seconds: policy.model_load_seconds,
+            basis: crate::load::Basis::Assumed {
+                why: "not an accelerator container or a known model server".to_owned(),
+            },
+        },
         spare_startup_probe_fix: RefCell::new(None),
         pointer,
         value,
@@ -579,36 +595,28 @@ fn analyse_container<'a>(
     }
 }
 
-fn load_time<'a>(
-    template: Option<&'a serde_json::Map<String, Value>>,
-    object: Option<&'a serde_json::Map<String, Value>>,
-    policy: &Policy,
-) -> (f64, LoadSource) {
-    let annotation = |a: &'a serde_json::Map<String, Value>| {
-        let [raw] = fields::pick_in(a, [LOAD_SECONDS_ANNOTATION]);
-        raw
-    };
+/// `probelint.io/model-load-seconds` from the pod template, else the object: its seconds, or
+/// the text that is not a number of seconds.
+fn declared_load(
+    template: Option<&serde_json::Map<String, Value>>,
+    object: Option<&serde_json::Map<String, Value>>,
+) -> Option<Result<f64, String>> {
+    let annotation = |a: &serde_json::Map<String, Value>| a.get(LOAD_SECONDS_ANNOTATION).cloned();
     let raw = template
         .and_then(annotation)
-        .or_else(|| object.and_then(annotation));
-    let Some(raw) = raw else {
-        return (policy.model_load_seconds, LoadSource::Policy);
-    };
-    let parsed = match raw {
+        .or_else(|| object.and_then(annotation))?;
+    let parsed = match &raw {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().trim_end_matches('s').trim().parse::<f64>().ok(),
         _ => None,
     };
-    match parsed {
-        Some(secs) if secs.is_finite() && secs >= 0.0 => (secs, LoadSource::Annotation),
-        _ => (
-            policy.model_load_seconds,
-            LoadSource::InvalidAnnotation(match raw {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            }),
-        ),
-    }
+    Some(match parsed {
+        Some(secs) if secs.is_finite() && secs >= 0.0 => Ok(secs),
+        _ => Err(match raw {
+            Value::String(s) => s,
+            other => other.to_string(),
+        }),
+    })
 }
 
 /// Accelerator resources a container asks for (non-zero quantities only), and DRA claims.
@@ -675,8 +683,8 @@ mod tests {
         let pod = &w.pod_specs[0];
         assert_eq!(pod.pointer, "/spec/template/spec");
         assert!(pod.serving);
-        assert_eq!(pod.load_seconds, 600.0);
-        assert_eq!(pod.load_source, LoadSource::Annotation);
+        assert_eq!(pod.containers[0].load.seconds, 600.0);
+        assert_eq!(pod.containers[0].load.basis, crate::load::Basis::Declared);
         let names: Vec<_> = pod
             .containers
             .iter()
@@ -843,12 +851,16 @@ mod tests {
     fn bad_load_annotation_falls_back_to_policy_and_says_so() {
         let v = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"annotations": {LOAD_SECONDS_ANNOTATION: "ten minutes"}},
-            "spec": {"containers": [{"name": "a"}]}});
+            "spec": {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}});
         let w = analyse(&v);
-        assert_eq!(w.pod_specs[0].load_seconds, 300.0);
+        let load = &w.pod_specs[0].containers[0].load;
+        assert_eq!(load.seconds, 300.0);
         assert_eq!(
-            w.pod_specs[0].load_source,
-            LoadSource::InvalidAnnotation("ten minutes".into())
+            load.basis,
+            crate::load::Basis::Assumed {
+                why: "probelint.io/model-load-seconds \"ten minutes\" is not a number of seconds"
+                    .into()
+            }
         );
     }
 }

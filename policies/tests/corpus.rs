@@ -40,9 +40,15 @@ fn engine_never_panics_and_findings_are_stable_on_the_real_corpus() {
         )
         .unwrap();
         for f in findings {
+            // The load time a finding rests on, so that a reviewer sees which errors have evidence.
+            let load = f
+                .load
+                .as_ref()
+                .map(|l| format!(" [load {}]", l.short()))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "  {} {} {} {} {}",
+                "  {} {} {} {} {}{load}",
                 f.severity,
                 f.rule,
                 f.object,

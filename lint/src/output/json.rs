@@ -5,7 +5,8 @@
 //! {"version": 1,
 //!  "findings": [{"rule", "severity", "message", "help", "file", "line", "column",
 //!                "object": {"apiVersion", "kind", "namespace", "name"},
-//!                "container", "pointer", "suppressed"?: {"source", "reason"}}],
+//!                "container", "pointer", "suppressed"?: {"source", "reason"},
+//!                "load"?: {…} (the load time it rests on: `output/load.rs`)}],
 //!  "errors": [{"file", "line", "column", "message"}],
 //!  "skipped": [{"file", "reason"}],
 //!  "summary": {"files", "objects", "errors", "warnings", "infos", "suppressed"}}
@@ -48,6 +49,8 @@ struct Finding<'a> {
     pointer: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     suppressed: Option<Suppressed<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<super::load::Load<'a>>,
 }
 
 #[derive(Serialize)]
@@ -118,6 +121,7 @@ pub(super) fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                         source: s.source,
                         reason: &s.reason,
                     }),
+                    load: f.load.as_ref().map(super::load::Load::of),
                 }
             })
             .collect(),

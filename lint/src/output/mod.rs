@@ -23,6 +23,7 @@ mod github;
 mod human;
 mod json;
 mod junit;
+mod load;
 mod sarif;
 
 #[cfg(test)]

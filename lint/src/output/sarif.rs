@@ -40,7 +40,7 @@ struct Log<'a> {
 struct Run<'a> {
     tool: Tool<'a>,
     invocations: [Invocation; 1],
-    results: Vec<SarifResult>,
+    results: Vec<SarifResult<'a>>,
     /// Our columns count characters, not the UTF-16 code units SARIF assumes by default.
     column_kind: &'static str,
 }
@@ -97,7 +97,7 @@ struct DescriptorProperties {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct SarifResult {
+struct SarifResult<'a> {
     rule_id: String,
     /// Always set: [`descriptors`] lists every rule id that appears in a finding.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,16 +108,19 @@ struct SarifResult {
     partial_fingerprints: BTreeMap<&'static str, String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     suppressions: Vec<Suppression>,
-    properties: ResultProperties,
+    properties: ResultProperties<'a>,
 }
 
 /// What GitHub does not show but a reader of the file wants: which object and where in it.
 #[derive(Serialize)]
-struct ResultProperties {
+struct ResultProperties<'a> {
     object: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     container: Option<String>,
     pointer: String,
+    /// The load time the finding rests on (`output/load.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<super::load::Load<'a>>,
 }
 
 #[derive(Serialize)]
@@ -306,7 +309,7 @@ fn custom_rule<'a>(id: &'a str, located: &LocatedFinding) -> Descriptor<'a> {
     }
 }
 
-fn result(located: &LocatedFinding, rule_index: Option<usize>) -> SarifResult {
+fn result(located: &LocatedFinding, rule_index: Option<usize>) -> SarifResult<'_> {
     let finding = &located.finding;
     let text = if finding.help.is_empty() {
         finding.message.clone()
@@ -342,6 +345,7 @@ fn result(located: &LocatedFinding, rule_index: Option<usize>) -> SarifResult {
             object: finding.object.to_string(),
             container: finding.container.clone(),
             pointer: finding.pointer.clone(),
+            load: finding.load.as_ref().map(super::load::Load::of),
         },
     }
 }

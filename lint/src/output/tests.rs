@@ -92,6 +92,7 @@ fn finding(
             pointer: pointer.to_owned(),
             suppressed: None,
             fix: None,
+            load: None,
         },
         file: at.file.to_owned(),
         line: at.line,

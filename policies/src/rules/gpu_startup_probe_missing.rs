@@ -1,6 +1,6 @@
 //! `gpu-startup-probe-missing`: a serving accelerator container has no startupProbe.
 
-use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds};
+use super::{Report, Rule, RuleMeta, required_arithmetic};
 use crate::engine::Analysis;
 use crate::finding::Severity;
 use crate::probe::ProbeKind;
@@ -84,30 +84,44 @@ impl Rule for GpuStartupProbeMissing {
             if !cx.pod.serving || cx.container.probe(ProbeKind::Startup).is_some() {
                 continue;
             }
-            let needed = required_startup_seconds(cx.pod.load_seconds, margin);
-            let threshold = (needed + 9) / 10;
+            let load = &cx.container.load;
             let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
             let help = match &fix {
                 Some(fix) => fix.description.clone(),
-                None => format!(
-                    "add a startupProbe on the server's health endpoint with periodSeconds: 10 \
-                     and failureThreshold: {threshold} (a {} s budget)",
-                    threshold * 10
-                ),
-            };
-            report
-                .container(
-                    &cx,
-                    cx.container.pointer.clone(),
+                None => {
+                    let budget = crate::fix::StartupBudget::for_container(&cx, analysis.policy);
                     format!(
-                        "{} has no startupProbe: until its model is loaded (budget needed: {}), \
-                     liveness and readiness run unguarded",
-                        cx.container.describe(),
-                        required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
-                    ),
-                    help,
-                )
-                .fix = fix;
+                        "add a startupProbe on the server's health endpoint with periodSeconds: {} \
+                         and failureThreshold: {} (a {} s budget, set by {})",
+                        crate::fix::STARTUP_PERIOD_SECONDS,
+                        budget.failure_threshold,
+                        budget.seconds,
+                        budget.set_by
+                    )
+                }
+            };
+            // Which risk applies depends on whether anything can kill the container mid-load.
+            let risk = match cx.container.probe(ProbeKind::Liveness) {
+                Some(liveness) => format!(
+                    "its liveness probe ({}) runs from container start and can kill it mid-load",
+                    liveness.budget_arithmetic()
+                ),
+                None => "nothing restarts a load that hangs, and a liveness probe added later \
+                         will kill it mid-load"
+                    .to_owned(),
+            };
+            let finding = report.container(
+                &cx,
+                cx.container.pointer.clone(),
+                format!(
+                    "{} has no startupProbe: {risk} (a startup budget needs {})",
+                    cx.container.describe(),
+                    required_arithmetic(load, margin)
+                ),
+                help,
+            );
+            finding.fix = fix;
+            finding.load = Some(load.clone());
         }
     }
 }
@@ -131,17 +145,46 @@ mod tests {
         );
         assert!(
             f.message
-                .contains("375 s (load 300 s by policy default + 25 %)"),
+                .contains("375 s (load 300 s by policy default + 25 %; no model named"),
             "{}",
             f.message
         );
-        assert!(f.help.contains("failureThreshold 38"), "{}", f.help);
+        // No liveness: the risk is a hang nothing restarts, not a kill.
+        assert!(f.message.contains("nothing restarts a load that hangs"), "{}", f.message);
+        // The added deadline is the policy's 1,200 s floor, not the 375 s the default load needs.
+        assert!(f.help.contains("failureThreshold 120 (1200 s budget, set by modelLoad.startupFloorSeconds"), "{}", f.help);
         assert!(
             f.help
                 .contains("readiness check (httpGet /health on port 8000)"),
             "{}",
             f.help
         );
+    }
+
+    #[test]
+    fn the_added_budget_covers_the_estimated_load_and_never_undercuts_liveness() {
+        // The issue's case: vLLM 70B from the Hub, readiness only. 140 GB / 200 MB/s + 60 s =
+        // 760 s; with 25 % 950 s; the floor (1,200 s) is longer still.
+        let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llama-70b}\nspec:\n  template:\n    spec:\n      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.10.1\n          args: [--model, meta-llama/Llama-3.1-70B-Instruct, --tensor-parallel-size, '4']\n          resources: {limits: {nvidia.com/gpu: 4}}\n          readinessProbe: {httpGet: {path: /health, port: 8000}}\n";
+        let f = &findings_of(yaml, ID)[0];
+        assert!(f.message.contains("950 s (load ≈ 760 s + 25 %; 140 GB"), "{}", f.message);
+        assert!(f.help.contains("failureThreshold 120 (1200 s budget"), "{}", f.help);
+        // DeepSeek-R1 on a PVC: 671B × 1 byte (FP8 in the name) / 125 MB/s = 5,368 s + 60 s.
+        let r1 = yaml
+            .replace("meta-llama/Llama-3.1-70B-Instruct", "/models/DeepSeek-R1-FP8")
+            .replace("          readinessProbe", "          volumeMounts: [{name: w, mountPath: /models}]\n          readinessProbe")
+            .replace("      containers:", "      volumes: [{name: w, persistentVolumeClaim: {claimName: r1}}]\n      containers:");
+        let f = &findings_of(&r1, ID)[0];
+        assert!(f.message.contains("load ≈ 5428 s + 25 %; 671 GB (DeepSeek-R1-FP8: 671B parameters × 1 byte, fp8) read from PVC \"r1\" at 125 MB/s = 5368 s + 60 s vLLM start"), "{}", f.message);
+        assert!(f.help.contains("failureThreshold 679 (6790 s budget, set by the load with margin"), "{}", f.help);
+        // A liveness tolerance longer than all of that is kept: the fix never shortens it.
+        let long = yaml.replace(
+            "          readinessProbe",
+            "          livenessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 3000}\n          readinessProbe",
+        );
+        let f = &findings_of(&long, ID)[0];
+        assert!(f.message.contains("its liveness probe (3030 s"), "{}", f.message);
+        assert!(f.help.contains("failureThreshold 303 (3030 s budget, set by the liveness tolerance it had)"), "{}", f.help);
     }
 
     #[test]

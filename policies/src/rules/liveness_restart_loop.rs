@@ -1,6 +1,6 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
-use super::{Report, Rule, RuleMeta, secs};
+use super::{Report, Rule, RuleMeta, rest_on};
 use crate::engine::Analysis;
 use crate::finding::Severity;
 use crate::probe::ProbeKind;
@@ -104,26 +104,27 @@ impl Rule for LivenessRestartLoop {
             else {
                 continue;
             };
-            let load = cx.pod.load_seconds;
-            if liveness.budget_seconds() as f64 >= load {
+            let load = &cx.container.load;
+            if liveness.budget_seconds() as f64 >= load.seconds {
                 continue;
             }
             let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
-            report.container(
+            let finding = report.container(
                 &cx,
                 liveness.pointer.clone(),
                 format!(
-                    "{}: liveness tolerates {} but the model takes {} to load, and there is no \
+                    "{}: liveness tolerates {} but loading takes {}, and there is no \
                      startupProbe: the kubelet will kill it mid-load, forever",
                     cx.container.describe(),
                     liveness.budget_arithmetic(),
-                    secs(load)
+                    load.explained()
                 ),
                 "add a startupProbe sized to the load time (it gates liveness until the model is \
                  loaded); keep liveness quick to catch real hangs"
                     .to_owned(),
-            )
-            .fix = fix;
+            );
+            finding.fix = fix;
+            rest_on(load, finding);
         }
     }
 }
@@ -142,7 +143,13 @@ mod tests {
             "{}",
             f.message
         );
-        assert!(f.message.contains("120 s to load"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("loading takes 120 s from probelint.io/model-load-seconds"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.severity, crate::Severity::Error, "a declared load is evidence");
         assert_eq!(f.pointer, "/spec/template/spec/containers/0/livenessProbe");
     }
 
@@ -150,6 +157,34 @@ mod tests {
     fn a_long_enough_initial_delay_is_not_a_loop() {
         let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {probelint.io/model-load-seconds: '60'}}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      livenessProbe:\n        httpGet: {path: /health, port: 8000}\n        initialDelaySeconds: 40\n";
         assert!(fired(pod, ID).is_empty(), "40 + 30 ≥ 60");
+    }
+
+    #[test]
+    fn an_estimated_load_is_evidence_and_an_assumed_one_makes_a_warning() {
+        // Llama-3.1-8B from the Hub: 16 GB / 200 MB/s = 80 s + 60 s vLLM start = 140 s, which a
+        // 60 s liveness tolerance cannot cover.
+        let estimated = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.10.1\n      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n      resources: {limits: {nvidia.com/gpu: 1}}\n      livenessProbe:\n        httpGet: {path: /health, port: 8000}\n        initialDelaySeconds: 30\n";
+        let f = &findings_of(estimated, ID)[0];
+        assert_eq!(f.severity, crate::Severity::Error);
+        assert!(
+            f.message.contains(
+                "loading takes ≈ 140 s (16 GB (Llama-3.1-8B-Instruct: 8B parameters × 2 bytes, \
+                 bf16) downloaded from the Hugging Face Hub at 200 MB/s = 80 s + 60 s vLLM start)"
+            ),
+            "{}",
+            f.message
+        );
+        let load = f.load.as_ref().expect("the load it rests on");
+        assert_eq!(load.seconds, 140.0);
+        // No model named: the 300 s default, so a warning that says why.
+        let assumed = estimated.replace("      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n", "");
+        let f = &findings_of(&assumed, ID)[0];
+        assert_eq!(f.severity, crate::Severity::Warning);
+        assert!(f.message.contains("the load time is the policy's default"), "{}", f.message);
+        // A model that loads well within the tolerance is not a loop at all.
+        let small = estimated.replace("meta-llama/Llama-3.1-8B-Instruct", "facebook/opt-125m");
+        let small = small.replace("initialDelaySeconds: 30", "initialDelaySeconds: 60");
+        assert!(fired(&small, ID).is_empty(), "0.25 GB + 60 s start < 90 s");
     }
 
     #[test]

@@ -198,6 +198,7 @@ impl<'f> Report<'f> {
             pointer,
             suppressed: None,
             fix: None,
+            load: None,
         });
         self.findings.last_mut().expect("just pushed")
     }
@@ -208,16 +209,6 @@ pub(crate) fn is_heavy_exec(command: &[String]) -> bool {
     exec_probe_heavy::heavy(command).is_some()
 }
 
-/// Seconds without a useless `.0` (`300 s`, `37.5 s`).
-pub(crate) fn secs(value: f64) -> impl std::fmt::Display {
-    shown(move |f| {
-        if value.fract() == 0.0 && value.abs() < 1e15 {
-            write!(f, "{} s", value as i64)
-        } else {
-            write!(f, "{value:.1} s")
-        }
-    })
-}
 
 /// The startup budget a container needs: load × (1 + margin), rounded up to whole seconds.
 ///
@@ -228,30 +219,39 @@ pub fn required_startup_seconds(load_seconds: f64, margin: f64) -> i64 {
     ((load_seconds * (1.0 + margin)).ceil() as i64).clamp(-CAP, CAP)
 }
 
-/// `150 s (load 120 s + 25 %)`: how the required budget is explained.
+/// `150 s (load 120 s from probelint.io/model-load-seconds + 25 %)`, or with an estimate
+/// `957 s (load ≈ 765 s + 25 %; load: 141 GB (…) downloaded from the Hugging Face Hub …)`: how
+/// the required budget is explained.
 pub(crate) fn required_arithmetic(
-    load_seconds: f64,
+    load: &crate::load::LoadTime,
     margin: f64,
-    source: &crate::workload::LoadSource,
 ) -> impl std::fmt::Display + '_ {
-    use crate::workload::LoadSource;
     shown(move |f| {
         write!(
             f,
-            "{} s (load {}",
-            required_startup_seconds(load_seconds, margin),
-            secs(load_seconds)
+            "{} s (load {} + {} %",
+            required_startup_seconds(load.seconds, margin),
+            load.short(),
+            (margin * 100.0).round() as i64
         )?;
-        match source {
-            LoadSource::Annotation => f.write_str(" from probelint.io/model-load-seconds")?,
-            LoadSource::Policy => f.write_str(" by policy default")?,
-            LoadSource::InvalidAnnotation(raw) => write!(
-                f,
-                " by policy default; probelint.io/model-load-seconds {raw:?} is not a number of seconds"
-            )?,
+        match load.basis {
+            crate::load::Basis::Declared => f.write_str(")"),
+            _ => write!(f, "; {})", load.derivation()),
         }
-        write!(f, " + {} %)", (margin * 100.0).round() as i64)
     })
+}
+
+/// What a finding that rests on an assumed load time adds to its message, and the severity it
+/// gets: an error needs evidence, a guess makes at most a warning.
+pub(crate) fn rest_on(load: &crate::load::LoadTime, finding: &mut Finding) {
+    finding.load = Some(load.clone());
+    if !load.is_evidence() {
+        finding.severity = finding.severity.min(Severity::Warning);
+        finding.message.push_str(
+            " — a warning, not an error: the load time is the policy's default, since nothing in \
+             the manifest says how big the model is (declare it with probelint.io/model-load-seconds)",
+        );
+    }
 }
 
 #[cfg(test)]
@@ -322,11 +322,24 @@ mod tests {
 
     #[test]
     fn required_arithmetic_reads_well() {
-        use crate::workload::LoadSource;
+        use crate::load::{Basis, LoadTime};
+        let declared = LoadTime {
+            seconds: 120.0,
+            basis: Basis::Declared,
+        };
         assert_eq!(
-            required_arithmetic(120.0, 0.25, &LoadSource::Annotation).to_string(),
+            required_arithmetic(&declared, 0.25).to_string(),
             "150 s (load 120 s from probelint.io/model-load-seconds + 25 %)"
         );
-        assert_eq!(secs(37.5).to_string(), "37.5 s");
+        let assumed = LoadTime {
+            seconds: 300.0,
+            basis: Basis::Assumed {
+                why: "no model named".into(),
+            },
+        };
+        assert_eq!(
+            required_arithmetic(&assumed, 0.25).to_string(),
+            "375 s (load 300 s by policy default + 25 %; no model named)"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! `startup-budget-too-short`: the startupProbe gives up before the model can have loaded.
 
-use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds};
+use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds, rest_on};
 use crate::engine::Analysis;
 use crate::finding::Severity;
 use crate::probe::ProbeKind;
@@ -98,7 +98,8 @@ impl Rule for StartupBudgetTooShort {
             else {
                 continue;
             };
-            let needed = required_startup_seconds(cx.pod.load_seconds, margin);
+            let load = &cx.container.load;
+            let needed = required_startup_seconds(load.seconds, margin);
             if probe.budget_seconds() >= needed {
                 continue;
             }
@@ -106,22 +107,22 @@ impl Rule for StartupBudgetTooShort {
             // Rounded up without `remaining + period - 1`, which overflows for huge periods.
             let threshold = (remaining - 1) / probe.period() + 1;
             let fix = crate::fix::raise_failure_threshold(probe, needed);
-            report
-                .container(
-                    &cx,
-                    probe.pointer.clone(),
-                    format!(
-                        "{}: startup budget {} < {}",
-                        cx.container.describe(),
-                        probe.budget_arithmetic(),
-                        required_arithmetic(cx.pod.load_seconds, margin, &cx.pod.load_source)
-                    ),
-                    format!(
-                        "raise startupProbe.failureThreshold to {threshold} (or set \
+            let finding = report.container(
+                &cx,
+                probe.pointer.clone(),
+                format!(
+                    "{}: startup budget {} < {}",
+                    cx.container.describe(),
+                    probe.budget_arithmetic(),
+                    required_arithmetic(load, margin)
+                ),
+                format!(
+                    "raise startupProbe.failureThreshold to {threshold} (or set \
                      probelint.io/model-load-seconds to the real worst-case load time)"
-                    ),
-                )
-                .fix = fix;
+                ),
+            );
+            finding.fix = fix;
+            rest_on(load, finding);
         }
     }
 }

@@ -1,0 +1,86 @@
+//! The load time a finding rests on, as JSON and SARIF carry it: spelled out here (a contract
+//! with scripts) rather than derived from the engine's types.
+//!
+//! ```json
+//! "load": {"seconds": 760, "confidence": "estimated", "explanation": "≈ 760 s (140 GB (…) …)",
+//!          "why"?: "…", "estimate"?: {"model", "model_from", "parameters_billions",
+//!          "parameters_from", "bytes_per_parameter", "precision", "precision_from", "bytes",
+//!          "pipeline_stages", "source", "bandwidth_mb_per_second", "read_seconds", "server",
+//!          "start_seconds", "fetched_by"}}
+//! ```
+//! `confidence` is `declared` (probelint.io/model-load-seconds), `estimated`, `lazy` (the server
+//! loads models on first request) or `assumed` (the policy's default; `why` says what was
+//! missing). Findings that rest on an assumed load are warnings at most.
+
+use probelint_policies::load::{Basis, LoadTime};
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub(super) struct Load<'a> {
+    seconds: f64,
+    confidence: &'static str,
+    explanation: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimate: Option<Estimate<'a>>,
+}
+
+#[derive(Serialize)]
+struct Estimate<'a> {
+    model: &'a str,
+    model_from: &'a str,
+    parameters_billions: f64,
+    parameters_from: &'a str,
+    bytes_per_parameter: f64,
+    precision: &'a str,
+    precision_from: &'a str,
+    bytes: f64,
+    pipeline_stages: u32,
+    /// `downloaded from the Hugging Face Hub`, `read from PVC "models"`.
+    source: String,
+    bandwidth_mb_per_second: f64,
+    read_seconds: f64,
+    server: Option<&'a str>,
+    start_seconds: f64,
+    /// The init container that downloads the weights before this one starts.
+    fetched_by: Option<&'a str>,
+}
+
+impl<'a> Load<'a> {
+    pub(super) fn of(load: &'a LoadTime) -> Self {
+        let (confidence, why, estimate) = match &load.basis {
+            Basis::Declared => ("declared", None, None),
+            Basis::Lazy { .. } => ("lazy", None, None),
+            Basis::Assumed { why } => ("assumed", Some(why.as_str()), None),
+            Basis::Estimated(e) => (
+                "estimated",
+                None,
+                Some(Estimate {
+                    model: &e.model,
+                    model_from: &e.model_from,
+                    parameters_billions: e.parameters.billions,
+                    parameters_from: &e.parameters.from,
+                    bytes_per_parameter: e.precision.bytes_per_parameter,
+                    precision: &e.precision.name,
+                    precision_from: &e.precision.from,
+                    bytes: e.bytes,
+                    pipeline_stages: e.pipeline_stages,
+                    source: e.source.to_string(),
+                    bandwidth_mb_per_second: e.bandwidth_mb_per_second,
+                    read_seconds: e.read_seconds,
+                    server: e.server.as_deref(),
+                    start_seconds: e.start_seconds,
+                    fetched_by: e.fetched_by.as_ref().map(|f| f.container.as_str()),
+                }),
+            ),
+        };
+        Load {
+            seconds: load.seconds,
+            confidence,
+            explanation: load.explained().to_string(),
+            why,
+            estimate,
+        }
+    }
+}

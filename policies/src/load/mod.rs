@@ -1,0 +1,345 @@
+//! How long a container takes from start to "can infer": declared with
+//! `probelint.io/model-load-seconds`, else estimated from what the manifest says (which model,
+//! how big, from where, which server), else the policy's default — each with its arithmetic
+//! and its source, so that every message can show where its number comes from.
+//!
+//! The estimate is a worst case for one start of one pod:
+//! `bytes read ÷ bandwidth of their source + the server's start`, where the bytes are the
+//! model's parameters × bytes per parameter (÷ pipeline stages across the pods of a group), the
+//! bandwidth is the policy's figure for the Hub, NGC, object storage, a PVC, a hostPath, the
+//! node's disk or memory, and the start is the policy's figure for the server. `docs/load-time.md`
+//! gives every default with its source.
+
+pub mod model;
+pub mod settings;
+pub mod size;
+pub mod source;
+
+use crate::text::shown;
+use model::{CommandLine, ModelArg};
+use serde::Serialize;
+use serde_json::Value;
+pub use settings::{Bandwidth, BandwidthFile, ModelLoad, ModelLoadFile};
+use size::{Parameters, Precision};
+use source::{Fetch, WeightSource};
+
+/// A container's load time and where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadTime {
+    pub seconds: f64,
+    #[serde(flatten)]
+    pub basis: Basis,
+}
+
+/// Where a load time comes from; its `confidence` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "confidence", rename_all = "kebab-case")]
+pub enum Basis {
+    /// `probelint.io/model-load-seconds` on the object or its pod template.
+    Declared,
+    /// Computed from the model, its size, its source and the server.
+    Estimated(Box<Estimate>),
+    /// The server loads models on first request, not at start (Ollama).
+    Lazy { server: String },
+    /// The policy's `modelLoadSeconds`: the manifest does not say enough to estimate.
+    Assumed { why: String },
+}
+
+/// The inputs and arithmetic of an estimate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The model as the manifest names it.
+    pub model: String,
+    /// Where it was named: `--model`, `vllm serve`, `MODEL_ID`, `storageUri`.
+    pub model_from: String,
+    pub parameters: Parameters,
+    pub precision: Precision,
+    /// Bytes this container reads: parameters × bytes per parameter ÷ `pipeline_stages`.
+    pub bytes: f64,
+    /// Pods of a group that each load only their pipeline stages' layers (1: the whole model).
+    pub pipeline_stages: u32,
+    pub source: WeightSource,
+    pub bandwidth_mb_per_second: f64,
+    pub read_seconds: f64,
+    /// The server's name, when known.
+    pub server: Option<String>,
+    pub start_seconds: f64,
+    /// An init container that downloads the weights first (outside this container's load).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_by: Option<Fetch>,
+}
+
+impl LoadTime {
+    /// Whether the manifest backs this load time (declared, or estimated from a known model);
+    /// findings that rest on an assumed one are warnings at most.
+    pub fn is_evidence(&self) -> bool {
+        !matches!(self.basis, Basis::Assumed { .. })
+    }
+
+    /// `120 s from probelint.io/model-load-seconds`, `≈ 765 s`, `300 s by policy default`.
+    pub fn short(&self) -> impl std::fmt::Display + '_ {
+        shown(move |f| match &self.basis {
+            Basis::Declared => write!(f, "{} from probelint.io/model-load-seconds", secs(self.seconds)),
+            Basis::Estimated(_) | Basis::Lazy { .. } => write!(f, "≈ {}", secs(self.seconds)),
+            Basis::Assumed { .. } => write!(f, "{} by policy default", secs(self.seconds)),
+        })
+    }
+
+    /// How the load time was found, in a sentence fragment (empty when declared).
+    pub fn derivation(&self) -> impl std::fmt::Display + '_ {
+        shown(move |f| match &self.basis {
+            Basis::Declared => Ok(()),
+            Basis::Estimated(e) => {
+                write!(f, "{} (", gigabytes(e.bytes))?;
+                let per = e.precision.bytes_per_parameter;
+                write!(
+                    f,
+                    "{}: {} parameters × {} byte{}, {}",
+                    size::model_name(&e.model),
+                    billions(e.parameters.billions),
+                    trim(per),
+                    if per == 1.0 { "" } else { "s" },
+                    e.precision.name
+                )?;
+                if e.pipeline_stages > 1 {
+                    write!(f, ", ÷ {} pipeline stages", e.pipeline_stages)?;
+                }
+                write!(
+                    f,
+                    ") {} at {} MB/s = {} + {} {} start",
+                    e.source,
+                    trim(e.bandwidth_mb_per_second),
+                    secs(e.read_seconds.ceil()),
+                    secs(e.start_seconds),
+                    e.server.as_deref().unwrap_or("server")
+                )?;
+                if let Some(fetch) = &e.fetched_by {
+                    write!(f, "; init container {:?} downloads it first", fetch.container)?;
+                }
+                Ok(())
+            }
+            Basis::Lazy { server } => write!(f, "{server} loads models on first request, not at start"),
+            Basis::Assumed { why } => f.write_str(why),
+        })
+    }
+}
+
+impl LoadTime {
+    /// `120 s from probelint.io/model-load-seconds`, `≈ 765 s (141 GB (…) … + 60 s vLLM start)`.
+    pub fn explained(&self) -> impl std::fmt::Display + '_ {
+        shown(move |f| match &self.basis {
+            Basis::Declared => write!(f, "{}", self.short()),
+            _ => write!(f, "{} ({})", self.short(), self.derivation()),
+        })
+    }
+}
+
+impl std::fmt::Display for LoadTime {
+    /// `load ≈ 765 s: 141 GB (…) downloaded from the Hugging Face Hub at 200 MB/s = 705 s + 60 s vLLM start`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "load {}", self.short())?;
+        match &self.basis {
+            Basis::Declared => Ok(()),
+            _ => write!(f, ": {}", self.derivation()),
+        }
+    }
+}
+
+/// What the estimate reads of one container.
+pub struct Context<'a> {
+    pub object: &'a Value,
+    pub kind: &'a str,
+    pub pod: &'a Value,
+    pub container: &'a Value,
+    pub image: &'a str,
+    /// The recognised server's id and name.
+    pub server: Option<(&'static str, &'static str)>,
+}
+
+/// The load time of `cx`'s container: `declared` (the annotation: its seconds, or the text that
+/// is not a number), else the estimate, else `default_seconds`.
+pub fn load_time(
+    cx: &Context<'_>,
+    declared: Option<Result<f64, String>>,
+    default_seconds: f64,
+    settings: &ModelLoad,
+) -> LoadTime {
+    let invalid = match declared {
+        Some(Ok(seconds)) => {
+            return LoadTime {
+                seconds,
+                basis: Basis::Declared,
+            };
+        }
+        Some(Err(text)) => Some(text),
+        None => None,
+    };
+    let estimated = estimate(cx, settings);
+    match (estimated, invalid) {
+        (Ok(load), None) => load,
+        (_, Some(text)) => LoadTime {
+            seconds: default_seconds,
+            basis: Basis::Assumed {
+                why: format!("probelint.io/model-load-seconds {text:?} is not a number of seconds"),
+            },
+        },
+        (Err(why), None) => LoadTime {
+            seconds: default_seconds,
+            basis: Basis::Assumed { why },
+        },
+    }
+}
+
+fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> {
+    let server_id = cx.server.map(|(id, _)| id);
+    if server_id == Some("ollama") {
+        let name = cx.server.map_or("Ollama", |(_, n)| n).to_owned();
+        return Ok(LoadTime {
+            seconds: settings.start_seconds(server_id),
+            basis: Basis::Lazy { server: name },
+        });
+    }
+    let line = CommandLine::of(cx.container);
+    let mut found = model::find(server_id, &line, cx.image, cx.container);
+    let mut kserve_storage = matches!(found, ModelArg::Found { ref found_in, .. } if found_in == "storageUri");
+    // An LLMInferenceService names its model once, for every template.
+    if matches!(found, ModelArg::NotFound)
+        && cx.kind == "LLMInferenceService"
+        && let Some(uri) = cx.object.pointer("/spec/model/uri").and_then(Value::as_str)
+    {
+        found = ModelArg::Found {
+            reference: uri.to_owned(),
+            found_in: "spec.model.uri".to_owned(),
+        };
+        kserve_storage = true;
+    }
+    let (reference, model_from) = match found {
+        ModelArg::Found { reference, found_in } => (reference, found_in),
+        ModelArg::Unresolved { found_in, text } => {
+            return Err(format!(
+                "the model is {text:?} in {found_in}, a value the manifest does not hold"
+            ));
+        }
+        ModelArg::NotFound => {
+            return Err("no model named in the container's command, args or env".to_owned());
+        }
+    };
+    let parameters = size::parameters(&reference, &settings.parameters_billions).ok_or_else(|| {
+        format!(
+            "the size of {:?} is not in its name (add it to modelLoad.parametersBillions)",
+            size::model_name(&reference)
+        )
+    })?;
+    let quantization = line
+        .flag(&["--quantization", "--quantize", "-q"])
+        .map(|(_, v)| v);
+    let dtype = line.flag(&["--dtype"]).map(|(_, v)| v);
+    let precision = size::precision(&reference, &settings.bytes_per_parameter, quantization, dtype);
+    // Where the weights are read from: a storageUri beside the model (NIM's cache on a PVC)
+    // says so even when the model was named elsewhere.
+    let storage = match cx.container.get("storageUri").and_then(Value::as_str) {
+        Some(uri) => uri,
+        None => &reference,
+    };
+    let kserve_storage = kserve_storage || storage != reference;
+    let mut located = source::locate(storage, cx.pod, cx.container, &line, kserve_storage);
+    // NIM fetches the model its image names from NGC, not from the Hub.
+    if server_id == Some("nim") && model_from == "the image name" && located.source == WeightSource::Hub {
+        located.source = WeightSource::Ngc;
+    }
+    // Pipeline stages across the pods of a LeaderWorkerSet group: each pod reads its stages'
+    // layers. Tensor-parallel ranks read every file and keep their slice, and a download
+    // fetches the whole checkpoint on every node: neither splits.
+    let group = if cx.kind == "LeaderWorkerSet" {
+        cx.object
+            .pointer("/spec/leaderWorkerTemplate/size")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+    } else {
+        1
+    };
+    let stages = line
+        .flag(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp"])
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .unwrap_or(1);
+    let pipeline_stages = if located.source.is_download() {
+        1
+    } else {
+        group.min(stages).clamp(1, u64::from(u32::MAX)) as u32
+    };
+    let bytes = parameters.billions * 1e9 * precision.bytes_per_parameter / f64::from(pipeline_stages);
+    let bandwidth = located.source.bandwidth(&settings.bandwidth);
+    let read_seconds = bytes / (bandwidth * 1e6);
+    let server_id = server_id.or(match model_from.as_str() {
+        "vllm serve" => Some("vllm"),
+        "trtllm-serve" => Some("trtllm"),
+        _ => None,
+    });
+    let start_seconds = settings.start_seconds(server_id);
+    let server = cx.server.map(|(_, name)| name.to_owned()).or_else(|| {
+        server_id.map(|id| {
+            crate::servers::KNOWN_SERVERS
+                .iter()
+                .find(|s| s.id == id)
+                .map_or(id, |s| s.name)
+                .to_owned()
+        })
+    });
+    Ok(LoadTime {
+        seconds: (read_seconds + start_seconds).ceil(),
+        basis: Basis::Estimated(Box::new(Estimate {
+            model: reference,
+            model_from,
+            parameters,
+            precision,
+            bytes,
+            pipeline_stages,
+            source: located.source,
+            bandwidth_mb_per_second: bandwidth,
+            read_seconds,
+            server,
+            start_seconds,
+            fetched_by: located.fetched_by,
+        })),
+    })
+}
+
+/// Seconds without a useless `.0`.
+fn secs(value: f64) -> impl std::fmt::Display {
+    shown(move |f| write!(f, "{} s", trim(value)))
+}
+
+fn trim(value: f64) -> impl std::fmt::Display {
+    shown(move |f| {
+        if value.fract() == 0.0 && value.abs() < 1e15 {
+            write!(f, "{}", value as i64)
+        } else {
+            let text = format!("{value:.2}");
+            f.write_str(text.trim_end_matches('0').trim_end_matches('.'))
+        }
+    })
+}
+
+fn billions(value: f64) -> impl std::fmt::Display {
+    shown(move |f| {
+        if value >= 1.0 {
+            write!(f, "{}B", trim((value * 10.0).round() / 10.0))
+        } else {
+            write!(f, "{}M", trim((value * 1000.0).round()))
+        }
+    })
+}
+
+/// `141 GB`, `2.5 GB`, `250 MB` (decimal units, as model cards and disks state them).
+fn gigabytes(bytes: f64) -> impl std::fmt::Display {
+    shown(move |f| {
+        let gb = bytes / 1e9;
+        if gb >= 10.0 {
+            write!(f, "{} GB", gb.round() as i64)
+        } else if gb >= 1.0 {
+            write!(f, "{:.1} GB", gb)
+        } else {
+            write!(f, "{} MB", (bytes / 1e6).round() as i64)
+        }
+    })
+}
