@@ -136,7 +136,11 @@ fn engine_object(object: &Value) {
     );
     let analysis = Analysis::new(std::slice::from_ref(object), policy);
     for cx in analysis.containers() {
-        let outcome = simulate(&scenario_for(cx.container, cx.pod.load_seconds, 3600.0));
+        let outcome = simulate(&scenario_for(
+            cx.container,
+            cx.container.load.seconds,
+            3600.0,
+        ));
         assert!(outcome.transitions.len() <= 200_000);
     }
 }

@@ -75,9 +75,8 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
             cx.container.name.clone(),
             load,
             outcome,
-            std::iter::once(load_from)
-                .chain(assumptions(cx.container))
-                .collect::<Vec<_>>(),
+            assumptions(cx.container),
+            load_from,
         ));
     }
     if results.is_empty() {
@@ -93,11 +92,12 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
     let text = if req.json {
         let containers: Vec<Value> = results
             .iter()
-            .map(|(object, container, load, o, assumed)| {
+            .map(|(object, container, load, o, assumed, load_from)| {
                 json!({
                     "object": object,
                     "container": container,
                     "load_seconds": load,
+                    "load_from": load_from,
                     "assumptions": assumed,
                     "restarts": o.restarts,
                     "first_ready_seconds": o.first_ready_seconds,
@@ -111,13 +111,13 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
             + "\n"
     } else {
         let mut text = String::new();
-        for (object, container, load, outcome, assumed) in &results {
+        for (object, container, load, outcome, assumed, load_from) in &results {
             human(
                 &mut text,
                 &object.to_string(),
                 container,
                 (*load, req.duration),
-                assumed,
+                std::iter::once(load_from).chain(assumed),
                 outcome,
             );
         }
@@ -135,15 +135,15 @@ fn human(
     object: &str,
     container: &str,
     (load, duration): (f64, f64),
-    assumed: &[String],
+    notes: impl Iterator<Item = impl std::fmt::Display>,
     o: &Outcome,
 ) {
     let _ = writeln!(
         out,
         "{object}, container {container:?} (model load {load} s, {duration} s simulated)"
     );
-    for a in assumed {
-        let _ = writeln!(out, "  note: {a}");
+    for note in notes {
+        let _ = writeln!(out, "  note: {note}");
     }
     let _ = writeln!(out, "  {:>7}  {:<9}  {:<7}  event", "t", "probe", "result");
     for t in &o.transitions {

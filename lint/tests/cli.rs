@@ -537,3 +537,109 @@ fn fix_relints_with_the_unchanged_files_too() {
     assert!(!rules.contains(&"gpu-startup-probe-missing"), "{json:#}");
     assert!(!rules.contains(&"gpu-serving-without-pdb"), "{json:#}");
 }
+
+/// A vLLM Deployment serving Llama-3.1-70B from the Hub, liveness and no startupProbe.
+const LLAMA_70B: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama-70b
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
+          resources:
+            limits:
+              nvidia.com/gpu: 4
+          livenessProbe:
+            httpGet: {path: /health, port: 8000}
+            initialDelaySeconds: 120
+          readinessProbe:
+            httpGet: {path: /health, port: 8000}
+"#;
+
+#[test]
+fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "llama.yaml", LLAMA_70B);
+    let arithmetic = "≈ 760 s (140 GB (Llama-3.1-70B-Instruct: 70B parameters × 2 bytes, bf16) \
+                      downloaded from the Hugging Face Hub at 200 MB/s = 700 s + 60 s vLLM start)";
+    // Human output: the arithmetic in the message.
+    let out = probelint()
+        .current_dir(dir.path())
+        .arg("llama.yaml")
+        .output()
+        .unwrap();
+    let human = text(&out);
+    assert!(
+        human.contains(&format!("loading takes {arithmetic}")),
+        "{human}"
+    );
+    // JSON: the estimate's inputs as properties.
+    let (code, json) = json_run(dir.path(), &["llama.yaml"]);
+    assert_eq!(code, 1, "an estimated load is evidence: errors");
+    let restart_loop = array(&json, "findings")
+        .iter()
+        .find(|f| f["rule"] == "liveness-restart-loop")
+        .expect("liveness-restart-loop");
+    let load = &restart_loop["load"];
+    assert_eq!(load["seconds"], 760.0);
+    assert_eq!(load["confidence"], "estimated");
+    assert_eq!(
+        load["estimate"]["model"],
+        "meta-llama/Llama-3.1-70B-Instruct"
+    );
+    assert_eq!(load["estimate"]["parameters_billions"], 70.0);
+    assert_eq!(load["estimate"]["bytes_per_parameter"], 2.0);
+    assert_eq!(load["estimate"]["bandwidth_mb_per_second"], 200.0);
+    assert_eq!(load["estimate"]["start_seconds"], 60.0);
+    assert_eq!(
+        load["estimate"]["source"],
+        "downloaded from the Hugging Face Hub"
+    );
+    // SARIF: the same in the result's properties.
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--format", "sarif", "llama.yaml"])
+        .output()
+        .unwrap();
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let result = results
+        .iter()
+        .find(|r| r["ruleId"] == "liveness-restart-loop")
+        .expect("result");
+    assert_eq!(result["properties"]["load"]["confidence"], "estimated");
+    // simulate: without --load-seconds it uses the estimate and says where it came from.
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["simulate", "llama.yaml"])
+        .output()
+        .unwrap();
+    let timeline = text(&out);
+    assert!(timeline.contains("(model load 760 s,"), "{timeline}");
+    assert!(
+        timeline.contains(&format!("note: model load {arithmetic}")),
+        "{timeline}"
+    );
+    // Without a model the default is a warning that says so.
+    let unknown = LLAMA_70B.replace(
+        r#"          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
+"#,
+        "",
+    );
+    write(dir.path(), "unknown.yaml", &unknown);
+    let (_, json) = json_run(dir.path(), &["unknown.yaml"]);
+    let restart_loop = array(&json, "findings")
+        .iter()
+        .find(|f| f["rule"] == "liveness-restart-loop")
+        .expect("liveness-restart-loop");
+    assert_eq!(restart_loop["severity"], "warning");
+    assert_eq!(restart_loop["load"]["confidence"], "assumed");
+    assert_eq!(
+        restart_loop["load"]["why"],
+        "no model named in the container's command, args or env"
+    );
+}

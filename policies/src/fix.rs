@@ -393,7 +393,10 @@ pub struct StartupBudget {
 
 impl StartupBudget {
     pub fn for_container(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Self {
-        let load = crate::rules::required_startup_seconds(cx.container.load.seconds, policy.startup_margin);
+        let load = crate::rules::required_startup_seconds(
+            cx.container.load.seconds,
+            policy.startup_margin,
+        );
         let budget = |kind: ProbeKind| {
             cx.container
                 .probe(kind)
@@ -403,9 +406,18 @@ impl StartupBudget {
         let floor = policy.model_load.startup_floor_seconds.ceil() as i64;
         let bounds = [
             (load, format!("the load with margin ({load} s)")),
-            (budget(ProbeKind::Liveness), "the liveness tolerance it had".to_owned()),
-            (budget(ProbeKind::Readiness), "the readiness budget it had".to_owned()),
-            (floor, "modelLoad.startupFloorSeconds, the shortest startup budget a fix adds".to_owned()),
+            (
+                budget(ProbeKind::Liveness),
+                "the liveness tolerance it had".to_owned(),
+            ),
+            (
+                budget(ProbeKind::Readiness),
+                "the readiness budget it had".to_owned(),
+            ),
+            (
+                floor,
+                "modelLoad.startupFloorSeconds, the shortest startup budget a fix adds".to_owned(),
+            ),
         ];
         let (needed, set_by) = bounds
             .into_iter()

@@ -173,8 +173,9 @@ pub struct PolicyFile {
     pub policy_version: Option<String>,
     /// The oldest Kubernetes version the manifests must run on, e.g. "1.30".
     pub kubernetes_version: Option<String>,
-    /// Worst-case model load time (seconds) for accelerator containers without the
-    /// probelint.io/model-load-seconds annotation. Default 300.
+    /// Load time (seconds) assumed for an accelerator container when no
+    /// probelint.io/model-load-seconds annotation declares one and the manifest does not say
+    /// enough to estimate it (`modelLoad`); findings that rest on it are warnings. Default 300.
     pub model_load_seconds: Option<f64>,
     /// Extra startup budget over the load time, as a fraction (0.25 = 25 %). Default 0.25.
     pub startup_margin: Option<f64>,

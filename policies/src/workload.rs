@@ -2,8 +2,8 @@
 //! about each: accelerator or not, serving or batch, expected model load time, known server.
 
 use crate::fields::{self, pick};
-use crate::load::LoadTime;
 use crate::finding::{Fix, ObjectRef};
+use crate::load::LoadTime;
 use crate::pointer;
 use crate::policy::Policy;
 use crate::probe::{Probe, ProbeKind};

@@ -115,7 +115,15 @@ fn startup_probe_reuses_liveness_with_its_timeout_and_covers_the_load() {
     let fixed = apply(&object, &mutate(&object, &Policy::default()).patch);
     assert_eq!(
         fixed.pointer("/spec/containers/0/startupProbe").unwrap(),
-        &json!({"httpGet": {"path": "/alive", "port": 9000}, "periodSeconds": 10, "failureThreshold": 75, "timeoutSeconds": 3})
+        &json!({"httpGet": {"path": "/alive", "port": 9000}, "periodSeconds": 10, "failureThreshold": 120, "timeoutSeconds": 3})
+    );
+    // A load longer than the 1,200 s floor sets the budget: 2,000 s + 25 %.
+    let mut slow = object.clone();
+    slow["metadata"]["annotations"]["probelint.io/model-load-seconds"] = json!("2000");
+    let fixed = apply(&slow, &mutate(&slow, &Policy::default()).patch);
+    assert_eq!(
+        fixed["spec"]["containers"][0]["startupProbe"]["failureThreshold"],
+        250
     );
 }
 
@@ -438,10 +446,12 @@ fn an_added_startup_probe_keeps_at_least_the_deadline_liveness_gave() {
         startup["failureThreshold"].as_i64().expect("threshold")
             * startup["periodSeconds"].as_i64().expect("period")
     };
-    // Liveness tolerated 930 s (900 s delay + 3 × 10 s); the policy's load time is 300 s.
-    let slow = object(900);
-    assert_eq!(budget(&apply(&slow, &mutate(&slow, &policy).patch)), 930);
-    // A short liveness does not shrink the budget the load time needs (300 s + 25 %).
+    // Liveness tolerated 1,530 s (1,500 s delay + 3 × 10 s); the policy's load time is 300 s
+    // and its floor 1,200 s.
+    let slow = object(1500);
+    assert_eq!(budget(&apply(&slow, &mutate(&slow, &policy).patch)), 1530);
+    // A short liveness does not shrink the budget below the floor for added startup probes
+    // (the 300 s default load + 25 % would give 380 s: the restart storm at a 900 s load).
     let quick = object(0);
-    assert_eq!(budget(&apply(&quick, &mutate(&quick, &policy).patch)), 380);
+    assert_eq!(budget(&apply(&quick, &mutate(&quick, &policy).patch)), 1200);
 }

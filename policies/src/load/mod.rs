@@ -79,7 +79,11 @@ impl LoadTime {
     /// `120 s from probelint.io/model-load-seconds`, `≈ 765 s`, `300 s by policy default`.
     pub fn short(&self) -> impl std::fmt::Display + '_ {
         shown(move |f| match &self.basis {
-            Basis::Declared => write!(f, "{} from probelint.io/model-load-seconds", secs(self.seconds)),
+            Basis::Declared => write!(
+                f,
+                "{} from probelint.io/model-load-seconds",
+                secs(self.seconds)
+            ),
             Basis::Estimated(_) | Basis::Lazy { .. } => write!(f, "≈ {}", secs(self.seconds)),
             Basis::Assumed { .. } => write!(f, "{} by policy default", secs(self.seconds)),
         })
@@ -114,11 +118,17 @@ impl LoadTime {
                     e.server.as_deref().unwrap_or("server")
                 )?;
                 if let Some(fetch) = &e.fetched_by {
-                    write!(f, "; init container {:?} downloads it first", fetch.container)?;
+                    write!(
+                        f,
+                        "; init container {:?} downloads it first",
+                        fetch.container
+                    )?;
                 }
                 Ok(())
             }
-            Basis::Lazy { server } => write!(f, "{server} loads models on first request, not at start"),
+            Basis::Lazy { server } => {
+                write!(f, "{server} loads models on first request, not at start")
+            }
             Basis::Assumed { why } => f.write_str(why),
         })
     }
@@ -201,7 +211,8 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     }
     let line = CommandLine::of(cx.container);
     let mut found = model::find(server_id, &line, cx.image, cx.container);
-    let mut kserve_storage = matches!(found, ModelArg::Found { ref found_in, .. } if found_in == "storageUri");
+    let mut kserve_storage =
+        matches!(found, ModelArg::Found { ref found_in, .. } if found_in == "storageUri");
     // An LLMInferenceService names its model once, for every template.
     if matches!(found, ModelArg::NotFound)
         && cx.kind == "LLMInferenceService"
@@ -214,7 +225,10 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
         kserve_storage = true;
     }
     let (reference, model_from) = match found {
-        ModelArg::Found { reference, found_in } => (reference, found_in),
+        ModelArg::Found {
+            reference,
+            found_in,
+        } => (reference, found_in),
         ModelArg::Unresolved { found_in, text } => {
             return Err(format!(
                 "the model is {text:?} in {found_in}, a value the manifest does not hold"
@@ -224,17 +238,23 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
             return Err("no model named in the container's command, args or env".to_owned());
         }
     };
-    let parameters = size::parameters(&reference, &settings.parameters_billions).ok_or_else(|| {
-        format!(
-            "the size of {:?} is not in its name (add it to modelLoad.parametersBillions)",
-            size::model_name(&reference)
-        )
-    })?;
+    let parameters =
+        size::parameters(&reference, &settings.parameters_billions).ok_or_else(|| {
+            format!(
+                "the size of {:?} is not in its name (add it to modelLoad.parametersBillions)",
+                size::model_name(&reference)
+            )
+        })?;
     let quantization = line
         .flag(&["--quantization", "--quantize", "-q"])
         .map(|(_, v)| v);
     let dtype = line.flag(&["--dtype"]).map(|(_, v)| v);
-    let precision = size::precision(&reference, &settings.bytes_per_parameter, quantization, dtype);
+    let precision = size::precision(
+        &reference,
+        &settings.bytes_per_parameter,
+        quantization,
+        dtype,
+    );
     // Where the weights are read from: a storageUri beside the model (NIM's cache on a PVC)
     // says so even when the model was named elsewhere.
     let storage = match cx.container.get("storageUri").and_then(Value::as_str) {
@@ -244,7 +264,10 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     let kserve_storage = kserve_storage || storage != reference;
     let mut located = source::locate(storage, cx.pod, cx.container, &line, kserve_storage);
     // NIM fetches the model its image names from NGC, not from the Hub.
-    if server_id == Some("nim") && model_from == "the image name" && located.source == WeightSource::Hub {
+    if server_id == Some("nim")
+        && model_from == "the image name"
+        && located.source == WeightSource::Hub
+    {
         located.source = WeightSource::Ngc;
     }
     // Pipeline stages across the pods of a LeaderWorkerSet group: each pod reads its stages'
@@ -267,7 +290,8 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     } else {
         group.min(stages).clamp(1, u64::from(u32::MAX)) as u32
     };
-    let bytes = parameters.billions * 1e9 * precision.bytes_per_parameter / f64::from(pipeline_stages);
+    let bytes =
+        parameters.billions * 1e9 * precision.bytes_per_parameter / f64::from(pipeline_stages);
     let bandwidth = located.source.bandwidth(&settings.bandwidth);
     let read_seconds = bytes / (bandwidth * 1e6);
     let server_id = server_id.or(match model_from.as_str() {
@@ -343,3 +367,6 @@ fn gigabytes(bytes: f64) -> impl std::fmt::Display {
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -98,7 +98,9 @@ impl CommandLine {
         {
             return None;
         }
-        rest.next().map(String::as_str).filter(|w| !w.starts_with('-'))
+        rest.next()
+            .map(String::as_str)
+            .filter(|w| !w.starts_with('-'))
     }
 
     /// A literal `env` value of the container.
@@ -221,7 +223,10 @@ pub enum ModelArg {
     },
     /// Given, but through a variable probelint cannot resolve (`--model $(MODEL)` with the value
     /// from a ConfigMap).
-    Unresolved { found_in: String, text: String },
+    Unresolved {
+        found_in: String,
+        text: String,
+    },
     NotFound,
 }
 
@@ -230,7 +235,12 @@ const MODEL_FLAGS: &[&str] = &["--model", "--model-id", "--model-path", "--model
 /// llama.cpp's `llama-server` flags, checked only for llama.cpp (`-m` is Python's too).
 const LLAMA_CPP_FLAGS: &[&str] = &["--hf-repo", "-hfr", "-hf", "--model", "-m"];
 /// Environment variables the servers read their model from.
-const MODEL_ENV: &[&str] = &["MODEL_ID", "LLAMA_ARG_HF_REPO", "LLAMA_ARG_MODEL", "STORAGE_URI"];
+const MODEL_ENV: &[&str] = &[
+    "MODEL_ID",
+    "LLAMA_ARG_HF_REPO",
+    "LLAMA_ARG_MODEL",
+    "STORAGE_URI",
+];
 
 /// The model `container` serves, for server `server` (an id of [`crate::servers`]).
 pub fn find(server: Option<&str>, line: &CommandLine, image: &str, container: &Value) -> ModelArg {
@@ -307,7 +317,10 @@ mod tests {
 
     fn reference(arg: ModelArg) -> (String, String) {
         match arg {
-            ModelArg::Found { reference, found_in } => (reference, found_in),
+            ModelArg::Found {
+                reference,
+                found_in,
+            } => (reference, found_in),
             other => panic!("no model: {other:?}"),
         }
     }
@@ -324,33 +337,74 @@ mod tests {
             json!({"args": ["--model", "$(MODEL_NAME)"], "env": [{"name": "MODEL_NAME", "value": "meta-llama/Llama-3.1-8B-Instruct"}]}),
         ];
         for case in cases {
-            let (r, _) = reference(model(Some("vllm"), "vllm/vllm-openai:v0.10.0", case.clone()));
+            let (r, _) = reference(model(
+                Some("vllm"),
+                "vllm/vllm-openai:v0.10.0",
+                case.clone(),
+            ));
             assert_eq!(r, "meta-llama/Llama-3.1-8B-Instruct", "{case}");
         }
-        let (_, found_in) = reference(model(None, "ghcr.io/llm-d/llm-d-cuda:v0.3", json!({"command": ["vllm", "serve", "Qwen/Qwen3-8B"]})));
+        let (_, found_in) = reference(model(
+            None,
+            "ghcr.io/llm-d/llm-d-cuda:v0.3",
+            json!({"command": ["vllm", "serve", "Qwen/Qwen3-8B"]}),
+        ));
         assert_eq!(found_in, "vllm serve");
-        let line = CommandLine::of(&json!({"command": ["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server --pipeline_parallel_size 2"]}));
-        assert_eq!(line.flag(&["--pipeline-parallel-size"]), Some(("--pipeline-parallel-size", "2")));
+        let line = CommandLine::of(
+            &json!({"command": ["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server --pipeline_parallel_size 2"]}),
+        );
+        assert_eq!(
+            line.flag(&["--pipeline-parallel-size"]),
+            Some(("--pipeline-parallel-size", "2"))
+        );
     }
 
     #[test]
     fn other_servers_name_their_model_their_own_way() {
-        let tgi = json!({"env": [{"name": "MODEL_ID", "value": "mistralai/Mistral-7B-Instruct-v0.3"}]});
-        assert_eq!(reference(model(Some("tgi"), "ghcr.io/huggingface/text-generation-inference:3.0", tgi)).1, "MODEL_ID");
+        let tgi =
+            json!({"env": [{"name": "MODEL_ID", "value": "mistralai/Mistral-7B-Instruct-v0.3"}]});
+        assert_eq!(
+            reference(model(
+                Some("tgi"),
+                "ghcr.io/huggingface/text-generation-inference:3.0",
+                tgi
+            ))
+            .1,
+            "MODEL_ID"
+        );
         let tgi = json!({"args": ["--model-id", "bigscience/bloom-560m", "--num-shard", "1"]});
-        assert_eq!(reference(model(Some("tgi"), "", tgi)).0, "bigscience/bloom-560m");
+        assert_eq!(
+            reference(model(Some("tgi"), "", tgi)).0,
+            "bigscience/bloom-560m"
+        );
         let sglang = json!({"command": ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-R1", "--tp", "8"]});
-        assert_eq!(reference(model(Some("sglang"), "", sglang)).0, "deepseek-ai/DeepSeek-R1");
+        assert_eq!(
+            reference(model(Some("sglang"), "", sglang)).0,
+            "deepseek-ai/DeepSeek-R1"
+        );
         let llama = json!({"args": ["-m", "/models/llama-2-7b.Q4_K_M.gguf", "--port", "8080"]});
-        assert_eq!(reference(model(Some("llama-cpp"), "", llama)), ("/models/llama-2-7b.Q4_K_M.gguf".to_owned(), "-m".to_owned()));
+        assert_eq!(
+            reference(model(Some("llama-cpp"), "", llama)),
+            ("/models/llama-2-7b.Q4_K_M.gguf".to_owned(), "-m".to_owned())
+        );
         let llama = json!({"command": ["llama-server", "-hf", "ggml-org/gemma-3-1b-it-GGUF"]});
         assert_eq!(reference(model(None, "", llama)).1, "-hf");
         let trt = json!({"command": ["trtllm-serve", "serve", "nvidia/Llama-3.1-8B-Instruct-FP8", "--backend", "pytorch"]});
-        assert_eq!(reference(model(None, "", trt)).0, "nvidia/Llama-3.1-8B-Instruct-FP8");
+        assert_eq!(
+            reference(model(None, "", trt)).0,
+            "nvidia/Llama-3.1-8B-Instruct-FP8"
+        );
         let nim = json!({"name": "nim"});
         assert_eq!(
-            reference(model(Some("nim"), "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.3.3", nim)),
-            ("meta/llama-3.1-70b-instruct".to_owned(), "the image name".to_owned())
+            reference(model(
+                Some("nim"),
+                "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.3.3",
+                nim
+            )),
+            (
+                "meta/llama-3.1-70b-instruct".to_owned(),
+                "the image name".to_owned()
+            )
         );
         let kserve = json!({"modelFormat": {"name": "huggingface"}, "storageUri": "hf://meta-llama/Llama-3.1-8B-Instruct"});
         assert_eq!(reference(model(Some("kserve"), "", kserve)).1, "storageUri");
@@ -364,9 +418,15 @@ mod tests {
         let c = json!({"args": ["--model", "$(MODEL)"], "env": [{"name": "MODEL", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}}}]});
         assert_eq!(
             model(Some("vllm"), "", c),
-            ModelArg::Unresolved { found_in: "--model".to_owned(), text: "$(MODEL)".to_owned() }
+            ModelArg::Unresolved {
+                found_in: "--model".to_owned(),
+                text: "$(MODEL)".to_owned()
+            }
         );
         // `$$(X)` is the kubelet's escape for a literal `$(X)`.
-        assert_eq!(expand_kubelet("$$(A)-$(A)", &[("A".into(), "x".into())]), "$(A)-x");
+        assert_eq!(
+            expand_kubelet("$$(A)-$(A)", &[("A".into(), "x".into())]),
+            "$(A)-x"
+        );
     }
 }

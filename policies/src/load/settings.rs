@@ -87,7 +87,10 @@ impl ModelLoad {
     }
 
     /// Merges `user` over `base`: scalars replace, maps add keys. Errors name the key.
-    pub(crate) fn merge(base: ModelLoadFile, user: ModelLoadFile) -> Result<Self, (String, String)> {
+    pub(crate) fn merge(
+        base: ModelLoadFile,
+        user: ModelLoadFile,
+    ) -> Result<Self, (String, String)> {
         let b = base.bandwidth_mb_per_second.unwrap_or_default();
         let u = user.bandwidth_mb_per_second.unwrap_or_default();
         let speed = |key: &str, user: Option<f64>, base: Option<f64>| {
@@ -110,11 +113,7 @@ impl ModelLoad {
             hub: speed("hub", u.hub, b.hub)?,
             ngc: speed("ngc", u.ngc, b.ngc)?,
             object_store: speed("objectStore", u.object_store, b.object_store)?,
-            persistent_volume: speed(
-                "persistentVolume",
-                u.persistent_volume,
-                b.persistent_volume,
-            )?,
+            persistent_volume: speed("persistentVolume", u.persistent_volume, b.persistent_volume)?,
             host_path: speed("hostPath", u.host_path, b.host_path)?,
             node_disk: speed("nodeDisk", u.node_disk, b.node_disk)?,
             memory: speed("memory", u.memory, b.memory)?,

@@ -77,7 +77,11 @@ fn parameters_in(name: &str, table: &[(String, f64)]) -> Option<Parameters> {
         .iter()
         .filter(|t| t.billions >= 1.0 || t.unit_is_billions)
         .max_by(|a, b| a.billions.total_cmp(&b.billions))
-        .or_else(|| tokens.iter().max_by(|a, b| a.billions.total_cmp(&b.billions)))?;
+        .or_else(|| {
+            tokens
+                .iter()
+                .max_by(|a, b| a.billions.total_cmp(&b.billions))
+        })?;
     Some(Parameters {
         billions: best.billions,
         from: format!("{:?} in the name", best.text),
@@ -121,7 +125,10 @@ fn size_tokens(name: &str) -> Vec<SizeToken<'_>> {
             continue;
         };
         // `8x7B`: experts × size.
-        if i + 1 < bytes.len() && (bytes[i] == b'x' || bytes[i] == b'X') && bytes[i + 1].is_ascii_digit() {
+        if i + 1 < bytes.len()
+            && (bytes[i] == b'x' || bytes[i] == b'X')
+            && bytes[i + 1].is_ascii_digit()
+        {
             i += 1;
             match number(&mut i) {
                 Some(each) => value *= each,
@@ -260,7 +267,9 @@ fn gguf_precision(name: &str) -> Option<Precision> {
         if bits.is_empty() || !matches!(after, Some('_')) {
             continue;
         }
-        let Ok(bits) = bits.parse::<u32>() else { continue };
+        let Ok(bits) = bits.parse::<u32>() else {
+            continue;
+        };
         if !(2..=8).contains(&bits) {
             continue;
         }
@@ -283,7 +292,8 @@ fn contains_word(haystack: &str, needle: &str) -> bool {
     haystack.match_indices(needle).any(|(i, _)| {
         let before = haystack[..i].chars().next_back();
         let after = haystack[i + needle.len()..].chars().next();
-        before.is_none_or(|c| !c.is_ascii_alphabetic()) && after.is_none_or(|c| !c.is_ascii_alphabetic())
+        before.is_none_or(|c| !c.is_ascii_alphabetic())
+            && after.is_none_or(|c| !c.is_ascii_alphabetic())
     })
 }
 
@@ -299,7 +309,7 @@ mod tests {
             ("glm-4.5".to_owned(), 355.0),
             ("glm-4.5-air".to_owned(), 106.0),
         ];
-        t.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        t.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
         t
     }
 
@@ -310,12 +320,21 @@ mod tests {
     #[test]
     fn sizes_from_ids_as_public_manifests_write_them() {
         assert_eq!(billions("meta-llama/Llama-3.1-8B-Instruct"), Some(8.0));
-        assert_eq!(billions("meta-llama/Meta-Llama-3.1-70B-Instruct"), Some(70.0));
-        assert_eq!(billions("meta-llama/Llama-3.1-405B-Instruct-FP8"), Some(405.0));
+        assert_eq!(
+            billions("meta-llama/Meta-Llama-3.1-70B-Instruct"),
+            Some(70.0)
+        );
+        assert_eq!(
+            billions("meta-llama/Llama-3.1-405B-Instruct-FP8"),
+            Some(405.0)
+        );
         assert_eq!(billions("Qwen/Qwen2.5-1.5B-Instruct"), Some(1.5));
         assert_eq!(billions("Qwen/Qwen2.5-7B-Instruct-1M"), Some(7.0));
         assert_eq!(billions("Qwen/Qwen3-30B-A3B"), Some(30.0));
-        assert_eq!(billions("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"), Some(235.0));
+        assert_eq!(
+            billions("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"),
+            Some(235.0)
+        );
         assert_eq!(billions("mistralai/Mistral-7B-Instruct-v0.3"), Some(7.0));
         assert_eq!(billions("google/gemma-2-27b-it"), Some(27.0));
         assert_eq!(billions("facebook/opt-125m"), Some(0.125));
@@ -323,7 +342,10 @@ mod tests {
         assert_eq!(billions("/models/llama-2-7b-chat.Q4_K_M.gguf"), Some(7.0));
         assert_eq!(billions("hf://meta-llama/Llama-3.2-1B/"), Some(1.0));
         assert_eq!(billions("openai/gpt-oss-120b"), Some(120.0));
-        assert_eq!(billions("deepseek-ai/DeepSeek-R1-Distill-Llama-8B"), Some(8.0));
+        assert_eq!(
+            billions("deepseek-ai/DeepSeek-R1-Distill-Llama-8B"),
+            Some(8.0)
+        );
         assert_eq!(billions("TinyLlama/TinyLlama-1.1B-Chat-v1.0"), Some(1.1));
         // Mixture-of-experts ids written as experts × size.
         assert_eq!(billions("someone/Foo-8x22B"), Some(176.0));
@@ -340,7 +362,10 @@ mod tests {
         assert_eq!(billions("deepseek-ai/DeepSeek-R1"), Some(671.0));
         assert_eq!(billions("deepseek-ai/DeepSeek-R1-0528"), Some(671.0));
         assert_eq!(billions("mistralai/Mixtral-8x7B-Instruct-v0.1"), Some(46.7));
-        assert_eq!(billions("meta-llama/Llama-4-Scout-17B-16E-Instruct"), Some(109.0));
+        assert_eq!(
+            billions("meta-llama/Llama-4-Scout-17B-16E-Instruct"),
+            Some(109.0)
+        );
         assert_eq!(billions("zai-org/GLM-4.5-Air-FP8"), Some(106.0));
         assert_eq!(billions("zai-org/GLM-4.5"), Some(355.0));
         let p = parameters("deepseek-ai/DeepSeek-R1", &table()).unwrap();
@@ -351,29 +376,75 @@ mod tests {
 
     #[test]
     fn bytes_per_parameter_from_names_and_flags() {
-        let table = [("deepseek-r1".to_owned(), 1.0), ("gpt-oss-20b".to_owned(), 0.5)];
-        let bytes = |r: &str, q: Option<&str>, d: Option<&str>| precision(r, &table, q, d).bytes_per_parameter;
+        let table = [
+            ("deepseek-r1".to_owned(), 1.0),
+            ("gpt-oss-20b".to_owned(), 0.5),
+        ];
+        let bytes = |r: &str, q: Option<&str>, d: Option<&str>| {
+            precision(r, &table, q, d).bytes_per_parameter
+        };
         assert_eq!(bytes("meta-llama/Llama-3.1-70B-Instruct", None, None), 2.0);
-        assert_eq!(bytes("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", None, None), 1.0);
-        assert_eq!(bytes("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", None, None), 1.0);
-        assert_eq!(bytes("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", None, None), 0.5);
-        assert_eq!(bytes("TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", None, None), 0.5);
-        assert_eq!(bytes("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int8", None, None), 1.0, "the width wins");
-        assert_eq!(bytes("RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8", None, None), 1.0);
+        assert_eq!(
+            bytes("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", None, None),
+            1.0
+        );
+        assert_eq!(
+            bytes("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", None, None),
+            1.0
+        );
+        assert_eq!(
+            bytes(
+                "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+                None,
+                None
+            ),
+            0.5
+        );
+        assert_eq!(
+            bytes("TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", None, None),
+            0.5
+        );
+        assert_eq!(
+            bytes("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int8", None, None),
+            1.0,
+            "the width wins"
+        );
+        assert_eq!(
+            bytes("RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8", None, None),
+            1.0
+        );
         assert_eq!(bytes("openai/gpt-oss-20b", None, None), 0.5);
         assert_eq!(bytes("deepseek-ai/DeepSeek-R1-0528", None, None), 1.0);
-        assert_eq!(bytes("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", None, None), 2.0);
-        assert_eq!(bytes("/models/llama-2-7b-chat.Q4_K_M.gguf", None, None), 0.5625);
-        assert_eq!(bytes("bartowski/Llama-3.2-3B-Instruct-GGUF:Q8_0", None, None), 1.0625);
+        assert_eq!(
+            bytes("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", None, None),
+            2.0
+        );
+        assert_eq!(
+            bytes("/models/llama-2-7b-chat.Q4_K_M.gguf", None, None),
+            0.5625
+        );
+        assert_eq!(
+            bytes("bartowski/Llama-3.2-3B-Instruct-GGUF:Q8_0", None, None),
+            1.0625
+        );
         assert_eq!(bytes("some/model", Some("awq"), None), 0.5);
         // Quantised while loading: the checkpoint read is still 16-bit.
         assert_eq!(bytes("meta-llama/Llama-3.1-8B", Some("fp8"), None), 2.0);
-        assert_eq!(bytes("meta-llama/Llama-3.1-8B", Some("bitsandbytes"), None), 2.0);
+        assert_eq!(
+            bytes("meta-llama/Llama-3.1-8B", Some("bitsandbytes"), None),
+            2.0
+        );
         assert_eq!(bytes("facebook/opt-125m", None, Some("float32")), 4.0);
         assert_eq!(bytes("facebook/opt-125m", None, Some("half")), 2.0);
         assert_eq!(precision("x/hawq-7B", &table, None, None).name, "bf16");
         assert_eq!(
-            precision("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", &table, None, None).from,
+            precision(
+                "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+                &table,
+                None,
+                None
+            )
+            .from,
             "\"fp8\" in the name"
         );
     }

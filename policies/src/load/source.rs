@@ -17,12 +17,24 @@ pub enum WeightSource {
     /// Downloaded from NGC at container start (NIM).
     Ngc,
     /// Downloaded from object storage at container start.
-    ObjectStore { scheme: String },
+    ObjectStore {
+        scheme: String,
+    },
     /// Read from a PersistentVolumeClaim or a network volume.
-    PersistentVolume { volume: String, claim: Option<String> },
-    HostPath { volume: String },
-    EmptyDir { volume: String, memory: bool },
-    ImageVolume { volume: String },
+    PersistentVolume {
+        volume: String,
+        claim: Option<String>,
+    },
+    HostPath {
+        volume: String,
+    },
+    EmptyDir {
+        volume: String,
+        memory: bool,
+    },
+    ImageVolume {
+        volume: String,
+    },
     /// Part of the container image.
     Image,
 }
@@ -37,9 +49,9 @@ impl WeightSource {
             WeightSource::PersistentVolume { .. } => b.persistent_volume,
             WeightSource::HostPath { .. } => b.host_path,
             WeightSource::EmptyDir { memory: true, .. } => b.memory,
-            WeightSource::EmptyDir { .. } | WeightSource::ImageVolume { .. } | WeightSource::Image => {
-                b.node_disk
-            }
+            WeightSource::EmptyDir { .. }
+            | WeightSource::ImageVolume { .. }
+            | WeightSource::Image => b.node_disk,
         }
     }
 
@@ -58,14 +70,19 @@ impl std::fmt::Display for WeightSource {
             WeightSource::Hub => f.write_str("downloaded from the Hugging Face Hub"),
             WeightSource::Ngc => f.write_str("downloaded from NGC"),
             WeightSource::ObjectStore { scheme } => write!(f, "downloaded from {scheme}://"),
-            WeightSource::PersistentVolume { claim: Some(claim), .. } => {
+            WeightSource::PersistentVolume {
+                claim: Some(claim), ..
+            } => {
                 write!(f, "read from PVC {claim:?}")
             }
             WeightSource::PersistentVolume { volume, .. } => {
                 write!(f, "read from network volume {volume:?}")
             }
             WeightSource::HostPath { volume } => write!(f, "read from hostPath volume {volume:?}"),
-            WeightSource::EmptyDir { volume, memory: true } => {
+            WeightSource::EmptyDir {
+                volume,
+                memory: true,
+            } => {
                 write!(f, "read from memory-backed emptyDir {volume:?}")
             }
             WeightSource::EmptyDir { volume, .. } => write!(f, "read from emptyDir {volume:?}"),
@@ -164,17 +181,23 @@ pub fn locate(
             fetched_by: fetch(init, Some(WeightSource::Hub)),
         };
     }
-    let offline = ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"]
-        .iter()
-        .any(|v| line.env(v).is_some_and(|x| matches!(x.trim(), "1" | "true" | "TRUE" | "True" | "yes")));
+    let offline = ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"].iter().any(|v| {
+        line.env(v)
+            .is_some_and(|x| matches!(x.trim(), "1" | "true" | "TRUE" | "True" | "yes"))
+    });
     if offline {
         let cache = line
             .flag(&["--download-dir"])
             .map(|(_, dir)| dir.to_owned())
             .or_else(|| {
-                ["HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "TRANSFORMERS_CACHE"]
-                    .iter()
-                    .find_map(|v| line.env(v).map(str::to_owned))
+                [
+                    "HF_HUB_CACHE",
+                    "HUGGINGFACE_HUB_CACHE",
+                    "HF_HOME",
+                    "TRANSFORMERS_CACHE",
+                ]
+                .iter()
+                .find_map(|v| line.env(v).map(str::to_owned))
             })
             .unwrap_or_else(|| "/root/.cache/huggingface".to_owned());
         return direct(mounts.source_of(&cache));
@@ -241,11 +264,15 @@ fn volume_source(name: &str, volume: Option<&Value>) -> WeightSource {
     if let Some(pvc) = get(volume, "persistentVolumeClaim") {
         return WeightSource::PersistentVolume {
             volume: volume_name,
-            claim: get(pvc, "claimName").and_then(Value::as_str).map(str::to_owned),
+            claim: get(pvc, "claimName")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         };
     }
     if get(volume, "hostPath").is_some() {
-        return WeightSource::HostPath { volume: volume_name };
+        return WeightSource::HostPath {
+            volume: volume_name,
+        };
     }
     if let Some(empty) = get(volume, "emptyDir") {
         let memory = get(empty, "medium").and_then(Value::as_str) == Some("Memory");
@@ -255,9 +282,21 @@ fn volume_source(name: &str, volume: Option<&Value>) -> WeightSource {
         };
     }
     if get(volume, "image").is_some() {
-        return WeightSource::ImageVolume { volume: volume_name };
+        return WeightSource::ImageVolume {
+            volume: volume_name,
+        };
     }
-    let network = ["nfs", "csi", "ephemeral", "iscsi", "cephfs", "glusterfs", "azureFile", "awsElasticBlockStore", "gcePersistentDisk"];
+    let network = [
+        "nfs",
+        "csi",
+        "ephemeral",
+        "iscsi",
+        "cephfs",
+        "glusterfs",
+        "azureFile",
+        "awsElasticBlockStore",
+        "gcePersistentDisk",
+    ];
     if network.iter().any(|k| get(volume, k).is_some()) {
         return WeightSource::PersistentVolume {
             volume: volume_name,
@@ -268,7 +307,10 @@ fn volume_source(name: &str, volume: Option<&Value>) -> WeightSource {
 }
 
 /// Names of the init containers that mount volume `name`.
-fn init_containers_mounting<'a>(pod: &'a Value, name: &'a str) -> impl Iterator<Item = String> + 'a {
+fn init_containers_mounting<'a>(
+    pod: &'a Value,
+    name: &'a str,
+) -> impl Iterator<Item = String> + 'a {
     get(pod, "initContainers")
         .and_then(Value::as_array)
         .into_iter()
@@ -276,19 +318,33 @@ fn init_containers_mounting<'a>(pod: &'a Value, name: &'a str) -> impl Iterator<
         .filter(move |c| {
             get(c, "volumeMounts")
                 .and_then(Value::as_array)
-                .is_some_and(|ms| ms.iter().any(|m| get(m, "name").and_then(Value::as_str) == Some(name)))
+                .is_some_and(|ms| {
+                    ms.iter()
+                        .any(|m| get(m, "name").and_then(Value::as_str) == Some(name))
+                })
         })
-        .map(|c| get(c, "name").and_then(Value::as_str).unwrap_or_default().to_owned())
+        .map(|c| {
+            get(c, "name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        })
 }
 
 /// An init container whose command names `model` and that shares a volume with the container:
 /// it downloads the weights there before the server starts.
 fn init_fetching(model: &str, pod: &Value, mounts: &Mounts<'_>) -> Option<(String, WeightSource)> {
-    for init in get(pod, "initContainers").and_then(Value::as_array).into_iter().flatten() {
+    for init in get(pod, "initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if !CommandLine::of(init).mentions(model) {
             continue;
         }
-        let name = get(init, "name").and_then(Value::as_str).unwrap_or_default();
+        let name = get(init, "name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let shared = get(init, "volumeMounts")
             .and_then(Value::as_array)
             .into_iter()
@@ -309,7 +365,13 @@ mod tests {
 
     fn at(reference: &str, pod: Value) -> Located {
         let container = &pod["containers"][0];
-        locate(reference, &pod, container, &CommandLine::of(container), false)
+        locate(
+            reference,
+            &pod,
+            container,
+            &CommandLine::of(container),
+            false,
+        )
     }
 
     #[test]
@@ -322,7 +384,13 @@ mod tests {
             "volumes": [{"name": "models", "emptyDir": {}}]
         });
         let got = at("meta-llama/Llama-3.1-8B", pod);
-        assert_eq!(got.source, WeightSource::EmptyDir { volume: "models".into(), memory: false });
+        assert_eq!(
+            got.source,
+            WeightSource::EmptyDir {
+                volume: "models".into(),
+                memory: false
+            }
+        );
         assert_eq!(got.fetched_by, fetch("download", Some(WeightSource::Hub)));
     }
 
@@ -342,9 +410,17 @@ mod tests {
         });
         assert_eq!(
             at("/data/Llama-3.1-70B", pod.clone()).source,
-            WeightSource::PersistentVolume { volume: "weights".into(), claim: Some("llama-70b".into()) }
+            WeightSource::PersistentVolume {
+                volume: "weights".into(),
+                claim: Some("llama-70b".into())
+            }
         );
-        assert_eq!(at("/data/local/x", pod.clone()).source, WeightSource::HostPath { volume: "local".into() });
+        assert_eq!(
+            at("/data/local/x", pod.clone()).source,
+            WeightSource::HostPath {
+                volume: "local".into()
+            }
+        );
         assert_eq!(at("/opt/models/x", pod).source, WeightSource::Image);
     }
 
@@ -354,11 +430,25 @@ mod tests {
         let c = &pod["containers"][0];
         let line = CommandLine::of(c);
         let hf = locate("hf://meta-llama/Llama-3.1-8B", &pod, c, &line, true);
-        assert_eq!(hf.fetched_by, fetch(KSERVE_STORAGE_INITIALIZER, Some(WeightSource::Hub)));
+        assert_eq!(
+            hf.fetched_by,
+            fetch(KSERVE_STORAGE_INITIALIZER, Some(WeightSource::Hub))
+        );
         let s3 = locate("s3://bucket/llama", &pod, c, &line, true);
-        assert_eq!(s3.fetched_by.unwrap().from, Some(WeightSource::ObjectStore { scheme: "s3".into() }));
+        assert_eq!(
+            s3.fetched_by.unwrap().from,
+            Some(WeightSource::ObjectStore {
+                scheme: "s3".into()
+            })
+        );
         let pvc = locate("pvc://models/llama", &pod, c, &line, true);
-        assert_eq!(pvc.source, WeightSource::PersistentVolume { volume: "models".into(), claim: Some("models".into()) });
+        assert_eq!(
+            pvc.source,
+            WeightSource::PersistentVolume {
+                volume: "models".into(),
+                claim: Some("models".into())
+            }
+        );
         assert_eq!(pvc.fetched_by, None);
     }
 
@@ -371,7 +461,10 @@ mod tests {
         });
         assert_eq!(
             at("Qwen/Qwen3-8B", pod).source,
-            WeightSource::PersistentVolume { volume: "c".into(), claim: Some("hf-cache".into()) }
+            WeightSource::PersistentVolume {
+                volume: "c".into(),
+                claim: Some("hf-cache".into())
+            }
         );
     }
 }

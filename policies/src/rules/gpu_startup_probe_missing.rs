@@ -15,7 +15,9 @@ static META: RuleMeta = RuleMeta {
 startupProbe, the liveness probe starts counting at container start and the kubelet kills the container \
 mid-load; it restarts, loads again and is killed again (a restart storm, ending in CrashLoopBackOff). A \
 startupProbe holds liveness and readiness off until the model is loaded, with a budget \
-(failureThreshold × periodSeconds) sized to the worst-case load time.",
+(failureThreshold × periodSeconds) sized to the worst-case load time. Without a liveness probe nothing \
+kills the container mid-load, but nothing restarts a load that hangs either, and the first liveness probe \
+someone adds will kill it mid-load: the startupProbe is what makes liveness safe to have.",
     example_policy: None,
     bad_example: r#"apiVersion: apps/v1
 kind: Deployment
@@ -68,8 +70,10 @@ spec:
 "#,
     fix: Some(
         "Adds a startupProbe that reuses the container's liveness handler (else its readiness handler, \
-else the known server's health endpoint), periodSeconds 10, and a failureThreshold that covers the \
-model load time plus the policy margin.",
+else the known server's health endpoint), periodSeconds 10, and a failureThreshold whose budget is the \
+largest of: the load time plus the policy margin, the liveness tolerance and readiness budget the \
+container had, and modelLoad.startupFloorSeconds (1,200 s by default). It never shortens a kill deadline \
+and never adds one shorter than the load probelint states (docs/load-time.md).",
     ),
 };
 
@@ -150,9 +154,19 @@ mod tests {
             f.message
         );
         // No liveness: the risk is a hang nothing restarts, not a kill.
-        assert!(f.message.contains("nothing restarts a load that hangs"), "{}", f.message);
+        assert!(
+            f.message.contains("nothing restarts a load that hangs"),
+            "{}",
+            f.message
+        );
         // The added deadline is the policy's 1,200 s floor, not the 375 s the default load needs.
-        assert!(f.help.contains("failureThreshold 120 (1200 s budget, set by modelLoad.startupFloorSeconds"), "{}", f.help);
+        assert!(
+            f.help.contains(
+                "failureThreshold 120 (1200 s budget, set by modelLoad.startupFloorSeconds"
+            ),
+            "{}",
+            f.help
+        );
         assert!(
             f.help
                 .contains("readiness check (httpGet /health on port 8000)"),
@@ -167,8 +181,16 @@ mod tests {
         // 760 s; with 25 % 950 s; the floor (1,200 s) is longer still.
         let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llama-70b}\nspec:\n  template:\n    spec:\n      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.10.1\n          args: [--model, meta-llama/Llama-3.1-70B-Instruct, --tensor-parallel-size, '4']\n          resources: {limits: {nvidia.com/gpu: 4}}\n          readinessProbe: {httpGet: {path: /health, port: 8000}}\n";
         let f = &findings_of(yaml, ID)[0];
-        assert!(f.message.contains("950 s (load ≈ 760 s + 25 %; 140 GB"), "{}", f.message);
-        assert!(f.help.contains("failureThreshold 120 (1200 s budget"), "{}", f.help);
+        assert!(
+            f.message.contains("950 s (load ≈ 760 s + 25 %; 140 GB"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.help.contains("failureThreshold 120 (1200 s budget"),
+            "{}",
+            f.help
+        );
         // DeepSeek-R1 on a PVC: 671B × 1 byte (FP8 in the name) / 125 MB/s = 5,368 s + 60 s.
         let r1 = yaml
             .replace("meta-llama/Llama-3.1-70B-Instruct", "/models/DeepSeek-R1-FP8")
@@ -176,15 +198,30 @@ mod tests {
             .replace("      containers:", "      volumes: [{name: w, persistentVolumeClaim: {claimName: r1}}]\n      containers:");
         let f = &findings_of(&r1, ID)[0];
         assert!(f.message.contains("load ≈ 5428 s + 25 %; 671 GB (DeepSeek-R1-FP8: 671B parameters × 1 byte, fp8) read from PVC \"r1\" at 125 MB/s = 5368 s + 60 s vLLM start"), "{}", f.message);
-        assert!(f.help.contains("failureThreshold 679 (6790 s budget, set by the load with margin"), "{}", f.help);
+        assert!(
+            f.help
+                .contains("failureThreshold 679 (6790 s budget, set by the load with margin"),
+            "{}",
+            f.help
+        );
         // A liveness tolerance longer than all of that is kept: the fix never shortens it.
         let long = yaml.replace(
             "          readinessProbe",
             "          livenessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 3000}\n          readinessProbe",
         );
         let f = &findings_of(&long, ID)[0];
-        assert!(f.message.contains("its liveness probe (3030 s"), "{}", f.message);
-        assert!(f.help.contains("failureThreshold 303 (3030 s budget, set by the liveness tolerance it had)"), "{}", f.help);
+        assert!(
+            f.message.contains("its liveness probe (3030 s"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.help.contains(
+                "failureThreshold 303 (3030 s budget, set by the liveness tolerance it had)"
+            ),
+            "{}",
+            f.help
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@ static META: RuleMeta = RuleMeta {
 kills the server mid-load, every time: a restart loop that never serves, burns GPU time and, with many \
 replicas reloading weights at once, can saturate the node's disk and network. Add a startupProbe (which \
 gates liveness until the model is loaded) rather than stretching initialDelaySeconds, which also delays \
-detection of real hangs.",
+detection of real hangs. The load time is declared (probelint.io/model-load-seconds), estimated from the \
+model the server is given (docs/load-time.md), or the policy's default, in which case the finding is a \
+warning.",
     example_policy: None,
     bad_example: r#"apiVersion: apps/v1
 kind: Deployment
@@ -149,7 +151,11 @@ mod tests {
             "{}",
             f.message
         );
-        assert_eq!(f.severity, crate::Severity::Error, "a declared load is evidence");
+        assert_eq!(
+            f.severity,
+            crate::Severity::Error,
+            "a declared load is evidence"
+        );
         assert_eq!(f.pointer, "/spec/template/spec/containers/0/livenessProbe");
     }
 
@@ -177,10 +183,17 @@ mod tests {
         let load = f.load.as_ref().expect("the load it rests on");
         assert_eq!(load.seconds, 140.0);
         // No model named: the 300 s default, so a warning that says why.
-        let assumed = estimated.replace("      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n", "");
+        let assumed = estimated.replace(
+            "      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n",
+            "",
+        );
         let f = &findings_of(&assumed, ID)[0];
         assert_eq!(f.severity, crate::Severity::Warning);
-        assert!(f.message.contains("the load time is the policy's default"), "{}", f.message);
+        assert!(
+            f.message.contains("the load time is the policy's default"),
+            "{}",
+            f.message
+        );
         // A model that loads well within the tolerance is not a loop at all.
         let small = estimated.replace("meta-llama/Llama-3.1-8B-Instruct", "facebook/opt-125m");
         let small = small.replace("initialDelaySeconds: 30", "initialDelaySeconds: 60");

@@ -209,7 +209,6 @@ pub(crate) fn is_heavy_exec(command: &[String]) -> bool {
     exec_probe_heavy::heavy(command).is_some()
 }
 
-
 /// The startup budget a container needs: load × (1 + margin), rounded up to whole seconds.
 ///
 /// Capped at 2^53 s: an absurd `probelint.io/model-load-seconds` ("1e300") must not overflow

@@ -15,8 +15,12 @@ static META: RuleMeta = RuleMeta {
 row, so a startup budget (initialDelaySeconds + failureThreshold × periodSeconds) shorter than the \
 model's load time restarts the server mid-load, every time: it never becomes ready and the node churns \
 through CrashLoopBackOff. Weights load slower on a cold node, from a busy registry or with more replicas \
-pulling at once, so the budget needs a margin over the typical load time. Declare the worst case with \
-the probelint.io/model-load-seconds annotation.",
+pulling at once, so the budget needs a margin over the load time: budget ≥ load × (1 + startupMargin). \
+The load time is the probelint.io/model-load-seconds annotation when there is one; else it is estimated \
+from the manifest as parameters × bytes per parameter ÷ the bandwidth of where the weights come from \
+(the Hub, a PVC, the node's disk) + the server's start, each figure from the policy's modelLoad section \
+(docs/load-time.md); else it is the policy's modelLoadSeconds, and then the finding is a warning, since \
+nothing in the manifest backs it.",
     example_policy: None,
     bad_example: r#"apiVersion: apps/v1
 kind: Deployment

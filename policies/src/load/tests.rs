@@ -1,0 +1,268 @@
+//! Estimates for real models as public manifests serve them, from a 1B model on local disk to
+//! DeepSeek-R1 on a PVC: the right order of magnitude, and the arithmetic users read.
+
+use super::*;
+use crate::policy::Policy;
+use serde_json::json;
+
+/// The load time of the first container of `pod` (a pod spec) under the built-in policy.
+fn load_of(kind: &str, object: &Value, pod: &Value, server: Option<&'static str>) -> LoadTime {
+    let policy = Policy::default();
+    let container = &pod["containers"][0];
+    let server = server.map(|id| {
+        let s = crate::servers::KNOWN_SERVERS
+            .iter()
+            .find(|s| s.id == id)
+            .expect("a known server");
+        (s.id, s.name)
+    });
+    let cx = Context {
+        object,
+        kind,
+        pod,
+        container,
+        image: container["image"].as_str().unwrap_or_default(),
+        server,
+    };
+    load_time(&cx, None, policy.model_load_seconds, &policy.model_load)
+}
+
+fn pod_load(pod: Value, server: Option<&'static str>) -> LoadTime {
+    load_of("Pod", &json!({}), &pod, server)
+}
+
+/// (what, pod spec, server, expected seconds within ×/÷ 2 of the figure)
+#[test]
+fn a_dozen_real_models_get_estimates_of_the_right_order_of_magnitude() {
+    let hub =
+        |args: Value| json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": args}]});
+    let pvc = |path: &str| {
+        json!({
+            "containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": ["--model", path],
+                            "volumeMounts": [{"name": "w", "mountPath": "/models"}]}],
+            "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}]
+        })
+    };
+    let host = |path: &str| {
+        json!({
+            "containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": ["--model", path],
+                            "volumeMounts": [{"name": "w", "mountPath": "/models"}]}],
+            "volumes": [{"name": "w", "hostPath": {"path": "/mnt/nvme"}}]
+        })
+    };
+    let cases: Vec<(&str, Value, Option<&'static str>, f64)> = vec![
+        // 2 GB from local NVMe: the engine's start dominates.
+        (
+            "Llama-3.2-1B on hostPath",
+            host("/models/Llama-3.2-1B-Instruct"),
+            Some("vllm"),
+            62.0,
+        ),
+        // One team reports a 7B model (14 GB) loading in 40–80 s on vLLM from local disk.
+        (
+            "Mistral-7B on hostPath",
+            host("/models/Mistral-7B-Instruct-v0.3"),
+            Some("vllm"),
+            74.0,
+        ),
+        (
+            "Llama-3.1-8B from the Hub",
+            hub(json!(["--model", "meta-llama/Llama-3.1-8B-Instruct"])),
+            Some("vllm"),
+            140.0,
+        ),
+        (
+            "Qwen2.5-7B AWQ from the Hub",
+            hub(json!(["--model", "Qwen/Qwen2.5-7B-Instruct-AWQ"])),
+            Some("vllm"),
+            78.0,
+        ),
+        (
+            "gemma-2-27b from the Hub",
+            hub(json!(["--model", "google/gemma-2-27b-it"])),
+            Some("vllm"),
+            330.0,
+        ),
+        (
+            "Mixtral-8x7B from the Hub",
+            hub(json!(["--model", "mistralai/Mixtral-8x7B-Instruct-v0.1"])),
+            Some("vllm"),
+            527.0,
+        ),
+        (
+            "Llama-3.1-70B from the Hub",
+            hub(json!(["--model", "meta-llama/Llama-3.1-70B-Instruct"])),
+            Some("vllm"),
+            760.0,
+        ),
+        (
+            "Llama-3.3-70B FP8 on a PVC",
+            pvc("/models/Llama-3.3-70B-Instruct-FP8-dynamic"),
+            Some("vllm"),
+            620.0,
+        ),
+        (
+            "Qwen3-235B-A22B on a PVC",
+            pvc("/models/Qwen3-235B-A22B"),
+            Some("vllm"),
+            3820.0,
+        ),
+        (
+            "Llama-3.1-405B from the Hub",
+            hub(json!(["--model", "meta-llama/Llama-3.1-405B-Instruct"])),
+            Some("vllm"),
+            4110.0,
+        ),
+        (
+            "DeepSeek-R1 on a PVC",
+            pvc("/models/DeepSeek-R1"),
+            Some("vllm"),
+            5428.0,
+        ),
+        (
+            "gpt-oss-120b from the Hub",
+            hub(json!(["--model", "openai/gpt-oss-120b"])),
+            Some("vllm"),
+            360.0,
+        ),
+    ];
+    for (what, pod, server, expected) in cases {
+        let load = pod_load(pod, server);
+        assert!(load.is_evidence(), "{what}: {load}");
+        assert!(
+            load.seconds >= expected / 2.0 && load.seconds <= expected * 2.0,
+            "{what}: {load} (expected about {expected} s)"
+        );
+        assert_eq!(load.seconds, expected, "{what}: {load}");
+    }
+}
+
+#[test]
+fn the_arithmetic_reads_as_a_user_would_check_it() {
+    let pod = json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": ["--model", "meta-llama/Llama-3.1-70B-Instruct"]}]});
+    assert_eq!(
+        pod_load(pod, Some("vllm")).to_string(),
+        "load ≈ 760 s: 140 GB (Llama-3.1-70B-Instruct: 70B parameters × 2 bytes, bf16) downloaded \
+         from the Hugging Face Hub at 200 MB/s = 700 s + 60 s vLLM start"
+    );
+}
+
+#[test]
+fn nim_downloads_its_image_model_from_ngc_unless_its_cache_is_on_a_volume_already() {
+    let pod = json!({"containers": [{"image": "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3"}]});
+    let load = pod_load(pod, Some("nim"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(e.source, WeightSource::Ngc);
+    assert_eq!(e.model_from, "the image name");
+    assert_eq!(load.seconds, 200.0, "16 GB / 200 MB/s + 120 s NIM start");
+}
+
+#[test]
+fn an_init_container_download_leaves_only_the_local_read_in_the_load() {
+    let pod = json!({
+        "initContainers": [{"name": "fetch", "image": "python:3.12",
+            "command": ["sh", "-c", "pip install -U huggingface_hub && hf download meta-llama/Llama-3.1-8B-Instruct --local-dir /models/llama"],
+            "volumeMounts": [{"name": "models", "mountPath": "/models"}]}],
+        "containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": ["--model", "/models/llama"],
+            "volumeMounts": [{"name": "models", "mountPath": "/models"}]}],
+        "volumes": [{"name": "models", "emptyDir": {}}]
+    });
+    // The path says no size, so the estimate cannot be made: the default, with the reason.
+    let load = pod_load(pod.clone(), Some("vllm"));
+    assert!(!load.is_evidence(), "{load}");
+    // Served by its Hub id from the shared cache, it can.
+    let mut by_id = pod;
+    by_id["containers"][0]["args"] = json!(["--model", "meta-llama/Llama-3.1-8B-Instruct"]);
+    by_id["containers"][0]["volumeMounts"][0]["mountPath"] = json!("/root/.cache/huggingface");
+    let load = pod_load(by_id, Some("vllm"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(
+        e.fetched_by.as_ref().map(|f| f.container.as_str()),
+        Some("fetch")
+    );
+    assert_eq!(
+        load.seconds, 124.0,
+        "16 GB from the node's disk at 250 MB/s + 60 s"
+    );
+    assert!(
+        load.to_string()
+            .contains("init container \"fetch\" downloads it first"),
+        "{load}"
+    );
+}
+
+#[test]
+fn pipeline_stages_across_a_leaderworkerset_group_split_what_each_pod_reads() {
+    let object = json!({"spec": {"leaderWorkerTemplate": {"size": 2}}});
+    let pod = json!({
+        "containers": [{"image": "vllm/vllm-openai:v0.10.1",
+            "command": ["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server --model /models/Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline_parallel_size 2"],
+            "volumeMounts": [{"name": "w", "mountPath": "/models"}]}],
+        "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}]
+    });
+    let load = load_of("LeaderWorkerSet", &object, &pod, Some("vllm"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(e.pipeline_stages, 2);
+    assert_eq!(load.seconds, 3300.0, "405 GB per pod / 125 MB/s + 60 s");
+}
+
+#[test]
+fn ollama_loads_lazily_and_unknown_sizes_fall_back_with_the_reason() {
+    let ollama = pod_load(
+        json!({"containers": [{"image": "ollama/ollama:0.6"}]}),
+        Some("ollama"),
+    );
+    assert_eq!(ollama.seconds, 10.0);
+    assert!(ollama.is_evidence());
+    assert!(
+        ollama.to_string().contains("loads models on first request"),
+        "{ollama}"
+    );
+
+    let triton = pod_load(
+        json!({"containers": [{"image": "nvcr.io/nvidia/tritonserver:24.08-py3", "args": ["tritonserver", "--model-repository=s3://bucket/models"]}]}),
+        Some("triton"),
+    );
+    assert_eq!(triton.seconds, 300.0);
+    assert!(!triton.is_evidence());
+    assert_eq!(
+        triton.to_string(),
+        "load 300 s by policy default: no model named in the container's command, args or env"
+    );
+}
+
+#[test]
+fn the_policy_can_change_every_constant() {
+    let policy = Policy::with_user_yaml(
+        "modelLoad:\n  bandwidthMBPerSecond: {hub: 1000}\n  serverStartSeconds: {vllm: 0}\n  parametersBillions: {my-model: 10}\n",
+    )
+    .expect("valid");
+    let pod = json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": ["--model", "acme/my-model"]}]});
+    let container = &pod["containers"][0];
+    let cx = Context {
+        object: &json!({}),
+        kind: "Pod",
+        pod: &pod,
+        container,
+        image: "vllm/vllm-openai:v0.10.1",
+        server: Some(("vllm", "vLLM")),
+    };
+    let load = load_time(&cx, None, 300.0, &policy.model_load);
+    assert_eq!(load.seconds, 20.0, "20 GB / 1000 MB/s + 0 s: {load}");
+    let err = Policy::with_user_yaml("modelLoad:\n  bandwidthMBPerSecond: {hub: 0}\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "modelLoad.bandwidthMBPerSecond.hub: expected MB/s > 0, got 0"
+    );
+    let err = Policy::with_user_yaml("modelLoad:\n  bandwith: {}\n").unwrap_err();
+    assert!(
+        err.to_string().contains("unknown field `bandwith`"),
+        "{err}"
+    );
+}
