@@ -70,6 +70,17 @@ pub struct Estimate {
 }
 
 impl LoadTime {
+    /// Seconds an init container spends downloading the weights before this container starts,
+    /// when the manifest says from where: the whole checkpoint at that source's bandwidth.
+    pub fn fetch_seconds(&self, bandwidth: &Bandwidth) -> Option<f64> {
+        let Basis::Estimated(e) = &self.basis else {
+            return None;
+        };
+        let from = e.fetched_by.as_ref()?.from.as_ref()?;
+        let whole = e.bytes * f64::from(e.pipeline_stages);
+        Some(whole / (from.bandwidth(bandwidth) * 1e6))
+    }
+
     /// Whether the manifest backs this load time (declared, or estimated from a known model);
     /// findings that rest on an assumed one are warnings at most.
     pub fn is_evidence(&self) -> bool {

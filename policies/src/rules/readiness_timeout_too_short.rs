@@ -3,8 +3,7 @@
 use super::{Report, Rule, RuleMeta};
 use crate::engine::Analysis;
 use crate::finding::Severity;
-use crate::probe::{Field, Handler, ProbeKind};
-use crate::servers::is_inference_path;
+use crate::probe::{Field, ProbeKind};
 
 pub struct ReadinessTimeoutTooShort;
 
@@ -88,15 +87,10 @@ impl Rule for ReadinessTimeoutTooShort {
             let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
                 continue;
             };
-            let Handler::HttpGet { path, .. } = &readiness.handler else {
+            let Some(path) = super::generation_path(&cx, readiness) else {
                 continue;
             };
-            let generates = is_inference_path(path)
-                || cx
-                    .container
-                    .server
-                    .is_some_and(|s| s.ready_runs_generation && s.is_ready_path(path));
-            if !generates || readiness.timeout() > 1 || readiness.timeout_seconds.is_invalid() {
+            if readiness.timeout() > 1 || readiness.timeout_seconds.is_invalid() {
                 continue;
             }
             let (pointer, shown) = match readiness.timeout_seconds {

@@ -1,0 +1,295 @@
+//! `lws-kill-recreates-group`: in a LeaderWorkerSet that recreates its group on any restart, a
+//! probe that can kill one member costs every node of the group a full reload.
+
+use super::{Report, Rule, RuleMeta, required_startup_seconds};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::probe::ProbeKind;
+use serde_json::Value;
+
+pub struct LwsKillRecreatesGroup;
+
+/// The shortest stall a group member's liveness should ride out: long enough for a garbage
+/// collection pause, a checkpoint write or a burst of long prefills (probelint's threshold).
+pub const GROUP_STALL_TOLERANCE_SECONDS: i64 = 60;
+
+static META: RuleMeta = RuleMeta {
+    id: "lws-kill-recreates-group",
+    severity: Severity::Warning,
+    summary: "A probe can kill one pod of a LeaderWorkerSet group, and the group's restart policy then recreates every pod",
+    rationale: "A LeaderWorkerSet's restartPolicy defaults to RecreateGroupOnPodRestart: when any container \
+of any pod in a group restarts, the controller deletes and recreates the whole group (LWS \
+api/leaderworkerset/v1/leaderworkerset_types.go), so every node reloads its share of the model. One \
+liveness kill on one worker therefore costs the group size × the load time, and a group that is killed \
+while loading never finishes. This rule flags group members whose liveness gives up after less than a \
+minute of unresponsiveness (a transient stall trips it), and, under RecreateGroupOnPodRestart, members that \
+can be killed before their model has loaded (a startup budget, or without one a liveness tolerance, \
+shorter than the load). RecreateGroupAfterStart recreates the group only once it has started, so kills \
+during the load restart one pod; None (formerly Default) restarts only the container. Seen by every front \
+end: the group and its probes are in one object.",
+    example_policy: None,
+    bad_example: r#"apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm-405b
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      metadata:
+        annotations:
+          probelint.io/model-load-seconds: "1800"
+      spec:
+        containers:
+          - name: vllm-leader
+            image: vllm/vllm-openai:v0.10.1
+            ports:
+              - containerPort: 8080
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+            startupProbe:
+              httpGet:
+                path: /health
+                port: 8080
+              periodSeconds: 10
+              failureThreshold: 240
+            livenessProbe:
+              httpGet:
+                path: /health
+                port: 8080
+              periodSeconds: 5
+              failureThreshold: 2
+            readinessProbe:
+              httpGet:
+                path: /health
+                port: 8080
+    workerTemplate:
+      metadata:
+        annotations:
+          probelint.io/ignore: gpu-startup-probe-missing,gpu-readiness-probe-missing
+          probelint.io/ignore-reason: a Ray worker; the leader's vLLM serves the group
+      spec:
+        containers:
+          - name: vllm-worker
+            image: vllm/vllm-openai:v0.10.1
+            command: ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+"#,
+    good_example: r#"apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm-405b
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      metadata:
+        annotations:
+          probelint.io/model-load-seconds: "1800"
+      spec:
+        containers:
+          - name: vllm-leader
+            image: vllm/vllm-openai:v0.10.1
+            ports:
+              - containerPort: 8080
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+            startupProbe:
+              httpGet:
+                path: /health
+                port: 8080
+              periodSeconds: 10
+              failureThreshold: 240
+            livenessProbe:
+              httpGet:
+                path: /health
+                port: 8080
+              periodSeconds: 10
+              failureThreshold: 6
+            readinessProbe:
+              httpGet:
+                path: /health
+                port: 8080
+    workerTemplate:
+      metadata:
+        annotations:
+          probelint.io/ignore: gpu-startup-probe-missing,gpu-readiness-probe-missing
+          probelint.io/ignore-reason: a Ray worker; the leader's vLLM serves the group
+      spec:
+        containers:
+          - name: vllm-worker
+            image: vllm/vllm-openai:v0.10.1
+            command: ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+"#,
+    fix: None,
+};
+
+impl Rule for LwsKillRecreatesGroup {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        let margin = analysis.policy.startup_margin;
+        for workload in &analysis.workloads {
+            if workload.object_ref.kind != "LeaderWorkerSet" {
+                continue;
+            }
+            let template = workload.object.pointer("/spec/leaderWorkerTemplate");
+            let size = template
+                .and_then(|t| t.get("size"))
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let policy = template
+                .and_then(|t| t.get("restartPolicy"))
+                .and_then(Value::as_str)
+                .unwrap_or("RecreateGroupOnPodRestart");
+            let during_load = match policy {
+                "RecreateGroupOnPodRestart" => true,
+                "RecreateGroupAfterStart" => false,
+                _ => continue,
+            };
+            if size <= 1 {
+                continue;
+            }
+            let cost = format!(
+                "recreates all {size} pods of the group (restartPolicy {policy}{})",
+                if template.and_then(|t| t.get("restartPolicy")).is_none() {
+                    ", the default"
+                } else {
+                    ""
+                }
+            );
+            for cx in analysis
+                .accelerated_containers()
+                .filter(|cx| std::ptr::eq(cx.workload, workload))
+            {
+                let c = cx.container;
+                let load = &c.load;
+                let startup = c.probe(ProbeKind::Startup).filter(|p| p.timings_valid());
+                let liveness = c.probe(ProbeKind::Liveness).filter(|p| p.timings_valid());
+                let needed = required_startup_seconds(load.seconds, margin);
+                // Killed before loading: a startup budget short of the load, or liveness from
+                // container start without a startupProbe.
+                let kill_during_load = match (startup, liveness) {
+                    _ if !during_load => None,
+                    (Some(s), _) => (s.budget_seconds() < needed).then_some(s),
+                    (None, Some(l)) => ((l.budget_seconds() as f64) < load.seconds).then_some(l),
+                    (None, None) => None,
+                };
+                if let Some(probe) = kill_during_load {
+                    report.container(
+                        &cx,
+                        probe.pointer.clone(),
+                        format!(
+                            "{}: its {} ({}) can kill it before the model has loaded ({}), and \
+                             every kill {cost}: the group reloads from scratch on every node",
+                            c.describe(),
+                            probe.kind.field(),
+                            probe.budget_arithmetic(),
+                            load.explained()
+                        ),
+                        "cover the load first (see startup-budget-too-short / \
+                         liveness-restart-loop); a group that is killed while loading never starts"
+                            .to_owned(),
+                    );
+                    continue;
+                }
+                // After the start: a stall shorter than a minute trips liveness.
+                let Some(liveness) = liveness else { continue };
+                let tolerance = liveness.failure_threshold() * liveness.period();
+                if tolerance >= GROUP_STALL_TOLERANCE_SECONDS {
+                    continue;
+                }
+                report.container(
+                    &cx,
+                    liveness.pointer.clone(),
+                    format!(
+                        "{}: liveness gives up after {tolerance} s of unresponsiveness ({} × {} s), \
+                         and a liveness kill {cost}: one stall on one pod makes {size} nodes \
+                         reload the model ({})",
+                        c.describe(),
+                        liveness.failure_threshold(),
+                        liveness.period(),
+                        load.explained()
+                    ),
+                    format!(
+                        "let liveness ride out a stall of at least {GROUP_STALL_TOLERANCE_SECONDS} s \
+                         (failureThreshold × periodSeconds), or set \
+                         spec.leaderWorkerTemplate.restartPolicy: None if the server survives a \
+                         peer's restart"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{findings_of, fired};
+
+    const ID: &str = "lws-kill-recreates-group";
+
+    #[test]
+    fn a_quick_liveness_on_a_group_member_names_the_group_cost() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(
+            f.pointer,
+            "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/livenessProbe"
+        );
+        assert!(
+            f.message.contains(
+                "liveness gives up after 10 s of unresponsiveness (2 × 5 s), and a liveness kill \
+                 recreates all 2 pods of the group (restartPolicy RecreateGroupOnPodRestart, the default)"
+            ),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_kill_during_the_load_under_recreate_on_restart_and_the_policies_that_spare_the_group() {
+        let short = super::META
+            .bad_example
+            .replace("failureThreshold: 240", "failureThreshold: 60");
+        let f = &findings_of(&short, ID)[0];
+        assert!(
+            f.message.contains("before the model has loaded"),
+            "{}",
+            f.message
+        );
+        assert_eq!(
+            f.pointer,
+            "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/startupProbe"
+        );
+        // After start only: the short startup budget restarts one pod, the quick liveness still
+        // recreates the group.
+        let after_start = short.replace(
+            "    size: 2\n",
+            "    size: 2\n    restartPolicy: RecreateGroupAfterStart\n",
+        );
+        let f = &findings_of(&after_start, ID);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].message.contains("gives up after 10 s"),
+            "{}",
+            f[0].message
+        );
+        let none = super::META
+            .bad_example
+            .replace("    size: 2\n", "    size: 2\n    restartPolicy: None\n");
+        assert!(fired(&none, ID).is_empty());
+        let single = super::META
+            .bad_example
+            .replace("    size: 2\n", "    size: 1\n");
+        assert!(fired(&single, ID).is_empty(), "a group of one is a pod");
+    }
+}

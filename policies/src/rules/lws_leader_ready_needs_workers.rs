@@ -1,0 +1,225 @@
+//! `lws-leader-ready-needs-workers`: `startupPolicy: LeaderReady` on a group whose leader cannot
+//! become Ready without its workers.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::Severity;
+use crate::load::model::CommandLine;
+use crate::probe::{Handler, ProbeKind};
+use crate::workload::AcceleratorReason;
+use serde_json::Value;
+
+pub struct LwsLeaderReadyNeedsWorkers;
+
+static META: RuleMeta = RuleMeta {
+    id: "lws-leader-ready-needs-workers",
+    severity: Severity::Warning,
+    summary: "startupPolicy LeaderReady on a group whose model is split across the leader and its workers",
+    rationale: "With startupPolicy: LeaderReady a LeaderWorkerSet creates a group's workers only once its \
+leader is Ready (LWS api/leaderworkerset/v1/leaderworkerset_types.go). When the model is split across the \
+group (tensor × pipeline parallelism larger than the leader's own GPUs), the leader's server cannot load \
+it, nor answer its readiness probe, until the workers have joined: the leader waits for workers that wait \
+for the leader, and the group never starts. This is inferred from the parallelism flags and the leader's \
+GPU count, not observed: a leader whose readiness does not depend on its workers is fine. Use \
+LeaderCreated (the default), or a readiness on the leader that passes before the workers join. Seen by \
+every front end.",
+    example_policy: None,
+    bad_example: r#"apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm-405b
+spec:
+  startupPolicy: LeaderReady
+  leaderWorkerTemplate:
+    size: 2
+    restartPolicy: RecreateGroupAfterStart
+    leaderTemplate:
+      spec:
+        containers:
+          - name: vllm-leader
+            image: vllm/vllm-openai:v0.10.1
+            command: ["sh", "-c", "ray start --head && vllm serve meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline-parallel-size 2"]
+            ports:
+              - containerPort: 8000
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+            startupProbe:
+              httpGet:
+                path: /health
+                port: 8000
+              failureThreshold: 600
+            readinessProbe:
+              httpGet:
+                path: /health
+                port: 8000
+    workerTemplate:
+      metadata:
+        annotations:
+          probelint.io/ignore: gpu-startup-probe-missing,gpu-readiness-probe-missing
+          probelint.io/ignore-reason: a Ray worker; the leader's vLLM serves the group
+      spec:
+        containers:
+          - name: vllm-worker
+            image: vllm/vllm-openai:v0.10.1
+            command: ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+"#,
+    good_example: r#"apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm-405b
+spec:
+  startupPolicy: LeaderCreated
+  leaderWorkerTemplate:
+    size: 2
+    restartPolicy: RecreateGroupAfterStart
+    leaderTemplate:
+      spec:
+        containers:
+          - name: vllm-leader
+            image: vllm/vllm-openai:v0.10.1
+            command: ["sh", "-c", "ray start --head && vllm serve meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline-parallel-size 2"]
+            ports:
+              - containerPort: 8000
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+            startupProbe:
+              httpGet:
+                path: /health
+                port: 8000
+              failureThreshold: 600
+            readinessProbe:
+              httpGet:
+                path: /health
+                port: 8000
+    workerTemplate:
+      metadata:
+        annotations:
+          probelint.io/ignore: gpu-startup-probe-missing,gpu-readiness-probe-missing
+          probelint.io/ignore-reason: a Ray worker; the leader's vLLM serves the group
+      spec:
+        containers:
+          - name: vllm-worker
+            image: vllm/vllm-openai:v0.10.1
+            command: ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+"#,
+    fix: None,
+};
+
+const LEADER: &str = "/spec/leaderWorkerTemplate/leaderTemplate/spec";
+
+impl Rule for LwsLeaderReadyNeedsWorkers {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.accelerated_containers() {
+            let object = cx.workload.object;
+            if cx.workload.object_ref.kind != "LeaderWorkerSet"
+                || cx.pod.pointer != LEADER
+                || object
+                    .pointer("/spec/startupPolicy")
+                    .and_then(Value::as_str)
+                    != Some("LeaderReady")
+            {
+                continue;
+            }
+            let size = object
+                .pointer("/spec/leaderWorkerTemplate/size")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+                continue;
+            };
+            // A port check passes once the server binds, whatever the workers do.
+            if size <= 1 || matches!(readiness.handler, Handler::TcpSocket { .. }) {
+                continue;
+            }
+            let line = CommandLine::of(cx.container.value);
+            let degree = |flags: &[&'static str]| {
+                line.flag(flags)
+                    .and_then(|(_, v)| v.parse::<i64>().ok())
+                    .unwrap_or(1)
+            };
+            let tensor = degree(&["--tensor-parallel-size", "-tp", "--tp-size", "--tp"]);
+            let pipeline = degree(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp"]);
+            let gpus = leader_gpus(cx.container.value, &cx.container.accelerators);
+            let Some(gpus) = gpus.filter(|g| tensor * pipeline > *g) else {
+                continue;
+            };
+            report.container(
+                &cx,
+                "/spec/startupPolicy".to_owned(),
+                format!(
+                    "LeaderWorkerSet {}: startupPolicy LeaderReady creates the workers only once the \
+                     leader is Ready, but the leader's model spans {} GPUs (tensor {tensor} × \
+                     pipeline {pipeline}) and it has {gpus}: its readiness ({}) needs the workers, \
+                     so the group never starts (inferred from the parallelism flags)",
+                    cx.workload.object_ref.name.as_deref().unwrap_or("-"),
+                    tensor * pipeline,
+                    readiness.handler.describe()
+                ),
+                "use startupPolicy: LeaderCreated (the default), or give the leader a readiness \
+                 that passes before its workers join"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+/// The GPUs the leader container asks for (its first accelerator resource's limit or request).
+fn leader_gpus(container: &Value, accelerators: &[AcceleratorReason]) -> Option<i64> {
+    let AcceleratorReason::Resource(name) = accelerators.first()? else {
+        return None;
+    };
+    ["limits", "requests"].iter().find_map(|k| {
+        let quantity = container.pointer(&format!("/resources/{k}"))?.get(name)?;
+        match quantity {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{findings_of, fired};
+
+    const ID: &str = "lws-leader-ready-needs-workers";
+
+    #[test]
+    fn a_model_split_over_the_group_with_leader_ready_never_starts() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.pointer, "/spec/startupPolicy");
+        assert!(
+            f.message
+                .contains("spans 16 GPUs (tensor 8 × pipeline 2) and it has 8"),
+            "{}",
+            f.message
+        );
+        let fits = super::META
+            .bad_example
+            .replace(" --pipeline-parallel-size 2", "");
+        assert!(
+            fired(&fits, ID).is_empty(),
+            "8 GPUs on the leader hold tensor 8"
+        );
+        let tcp = super::META.bad_example.replace(
+            "            readinessProbe:\n              httpGet:\n                path: /health\n                port: 8000\n",
+            "            readinessProbe:\n              tcpSocket:\n                port: 8000\n",
+        );
+        assert!(
+            fired(&tcp, ID).is_empty(),
+            "a port check does not need the workers"
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! `readiness-drops-every-replica`: readiness that runs a generation and gives up at the first
+//! failure.
+
+use super::{Report, Rule, RuleMeta};
+use crate::engine::Analysis;
+use crate::finding::{Applicability, Fix, Severity};
+use crate::pointer;
+use crate::probe::{Field, ProbeKind};
+use serde_json::json;
+
+pub struct ReadinessDropsEveryReplica;
+
+/// The failureThreshold the fix sets: a generation must fail three times in a row.
+const SUGGESTED_FAILURE_THRESHOLD: i64 = 3;
+
+static META: RuleMeta = RuleMeta {
+    id: "readiness-drops-every-replica",
+    severity: Severity::Warning,
+    summary: "Readiness runs a generation with failureThreshold 1: one slow spike takes every replica out of rotation",
+    rationale: "A readiness probe that runs a generation (SGLang's /health_generate, a completion, a \
+model's :predict) is slow exactly when the server is busy, and it is busy on every replica at once: a \
+burst of traffic makes them all slow together. With failureThreshold: 1 a single slow answer marks a \
+replica NotReady, so one spike removes every replica from the Service's endpoints at the same moment \
+and their traffic moves onto nothing, until each passes again a period later. Three failures in a row \
+tell a wedged server from a busy one. Seen by every front end: the probe is in the object itself.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang
+spec:
+  replicas: 4
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.4.1-cu124
+          ports:
+            - containerPort: 30000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 30000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health_generate
+              port: 30000
+            periodSeconds: 5
+            timeoutSeconds: 10
+            failureThreshold: 1
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang
+spec:
+  replicas: 4
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.4.1-cu124
+          ports:
+            - containerPort: 30000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 30000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health_generate
+              port: 30000
+            periodSeconds: 5
+            timeoutSeconds: 10
+            failureThreshold: 3
+"#,
+    fix: Some(
+        "Sets readinessProbe.failureThreshold to 3. Readiness never restarts a container, so a \
+higher threshold only keeps a busy replica in rotation a little longer.",
+    ),
+};
+
+impl Rule for ReadinessDropsEveryReplica {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
+        for cx in analysis.containers() {
+            if !cx.pod.serving {
+                continue;
+            }
+            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+                continue;
+            };
+            if !matches!(readiness.failure_threshold, Field::Set(1)) || !readiness.value.is_object()
+            {
+                continue;
+            }
+            let Some(path) = super::generation_path(&cx, readiness) else {
+                continue;
+            };
+            let field = pointer::join(&readiness.pointer, "failureThreshold");
+            let fix = Fix {
+                description: format!(
+                    "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD}"
+                ),
+                applicability: Applicability::Safe,
+                patch: json_patch::Patch(vec![crate::fix::replace(
+                    field.clone(),
+                    json!(SUGGESTED_FAILURE_THRESHOLD),
+                )]),
+            };
+            report
+                .container(
+                    &cx,
+                    field,
+                    format!(
+                        "{}: readiness runs a generation ({path}, every {} s) with failureThreshold \
+                         1: one slow answer takes this replica out of rotation, and a traffic spike \
+                         slows every replica at once",
+                        cx.container.describe(),
+                        readiness.period()
+                    ),
+                    format!(
+                        "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD} or more"
+                    ),
+                )
+                .fix = Some(fix);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{findings_of, fired};
+
+    const ID: &str = "readiness-drops-every-replica";
+
+    #[test]
+    fn fires_on_generation_readiness_with_threshold_one_and_fixes_to_three() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(
+            f.pointer,
+            "/spec/template/spec/containers/0/readinessProbe/failureThreshold"
+        );
+        assert!(
+            f.message.contains("/health_generate, every 5 s"),
+            "{}",
+            f.message
+        );
+        assert_eq!(
+            serde_json::to_value(&f.fix.as_ref().unwrap().patch).unwrap(),
+            serde_json::json!([{"op": "replace", "path": "/spec/template/spec/containers/0/readinessProbe/failureThreshold", "value": 3}])
+        );
+    }
+
+    #[test]
+    fn a_cheap_health_check_or_the_default_threshold_is_silent() {
+        let cheap = super::META
+            .bad_example
+            .replace("/health_generate", "/health");
+        assert!(fired(&cheap, ID).is_empty(), "/health does not generate");
+        let default = super::META
+            .bad_example
+            .replace("            failureThreshold: 1\n", "");
+        assert!(fired(&default, ID).is_empty(), "the default is 3");
+        let completion = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      readinessProbe: {httpGet: {path: /v1/completions, port: 8000}, failureThreshold: 1}\n";
+        assert_eq!(fired(completion, ID).len(), 1);
+    }
+}
