@@ -296,8 +296,8 @@ pub fn objects_in(document: Value) -> Vec<(String, Option<Value>)> {
 /// about it would point (located while the file's locations were at hand).
 struct CrossEntry {
     facts: ObjectFacts,
-    line: usize,
-    column: usize,
+    /// Each reportable pointer with its line and column; the document's start when none.
+    places: Vec<(String, usize, usize)>,
 }
 
 /// One file, evaluated: everything the report needs of it, and nothing more. The objects and
@@ -345,15 +345,19 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
     for (index, object) in file.objects.iter().enumerate() {
         let evaluation = evaluate_object(&object.value, index, policy);
         if let Some(facts) = evaluation.facts {
-            let span = facts.reportable_pointer().map_or_else(
-                || file.locations[object.document].document_start(),
-                |p| locate(object, p),
-            );
-            cross.push(CrossEntry {
-                facts,
-                line: span.line,
-                column: span.column,
-            });
+            let mut places: Vec<(String, usize, usize)> = facts
+                .reportable_pointers()
+                .into_iter()
+                .map(|p| {
+                    let span = locate(object, &p);
+                    (p, span.line, span.column)
+                })
+                .collect();
+            if places.is_empty() {
+                let span = file.locations[object.document].document_start();
+                places.push((String::new(), span.line, span.column));
+            }
+            cross.push(CrossEntry { facts, places });
         }
         let planned = (mode == Mode::Fix && file.text.is_some())
             .then(|| {
@@ -407,7 +411,9 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
     };
     let quoted = mode == Mode::Fix
         || !findings.is_empty()
-        || cross.iter().any(|c| c.facts.reportable_pointer().is_some());
+        || cross
+            .iter()
+            .any(|c| !c.facts.reportable_pointers().is_empty());
     FileResult {
         text: if quoted { file.text } else { None },
         objects: file.objects.len(),
@@ -456,7 +462,7 @@ fn finish(files: Vec<FileResult>, policy: &Policy) -> (Report, Vec<FileFix>) {
         }
         for mut entry in file.cross.drain(..) {
             entry.facts.index += offset;
-            places.push((file.name.clone(), entry.line, entry.column));
+            places.push((file.name.clone(), entry.places));
             facts.push(entry.facts);
         }
         report.errors.extend(file.errors);
@@ -471,7 +477,12 @@ fn finish(files: Vec<FileResult>, policy: &Policy) -> (Report, Vec<FileFix>) {
         let Ok(at) = facts.binary_search_by_key(&finding.object_index, |f| f.index) else {
             continue;
         };
-        let (file, line, column) = places[at].clone();
+        let (file, spots) = &places[at];
+        let (_, line, column) = spots
+            .iter()
+            .find(|(p, _, _)| *p == finding.pointer)
+            .unwrap_or(&spots[0]);
+        let (file, line, column) = (file.clone(), *line, *column);
         report.findings.push(LocatedFinding {
             file,
             line,

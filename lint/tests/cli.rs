@@ -643,3 +643,34 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
         "no model named in the container's command, args or env"
     );
 }
+
+#[test]
+fn cross_object_findings_point_at_the_line_they_are_about() {
+    // A Service named vllm, a vLLM Deployment, a PDB and an HPA in one file.
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cross-object-gpu.yaml"),
+    )
+    .unwrap();
+    write(dir.path(), "serving.yaml", &text);
+    let (code, json) = json_run(dir.path(), &["serving.yaml"]);
+    assert_eq!(code, 1);
+    let at = |rule: &str| {
+        let f = array(&json, "findings")
+            .iter()
+            .find(|f| f["rule"] == rule)
+            .unwrap_or_else(|| panic!("{rule} in {json:#}"))
+            .clone();
+        (f["line"].as_u64().unwrap() as usize, f)
+    };
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    // The pod spec that keeps service links on, the PDB's minAvailable, the HPA's spec.
+    let (line, f) = at("vllm-service-links");
+    assert_eq!(line, line_of("    spec:"), "{f}");
+    assert_eq!(f["severity"], "error");
+    let (line, _) = at("pdb-blocks-gpu-drains");
+    assert_eq!(line, line_of("minAvailable: 2"));
+    let (line, f) = at("hpa-scale-up-outpaces-load");
+    assert_eq!(line, line_of("scaleTargetRef") - 1, "{f}");
+    assert_eq!(f["load"]["confidence"], "estimated");
+}

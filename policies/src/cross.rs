@@ -25,6 +25,11 @@ pub enum Role {
     DisruptionBudget {
         /// `spec.selector`; `None` selects nothing (a PDB without a selector).
         selector: Option<Value>,
+        /// `spec.maxUnavailable` and `spec.minAvailable` as written (an int or a percentage).
+        max_unavailable: Option<Value>,
+        min_available: Option<Value>,
+        /// `spec.unhealthyPodEvictionPolicy` (`IfHealthyBudget` when absent).
+        unhealthy_pod_eviction_policy: Option<String>,
     },
     Autoscaler {
         target_kind: String,
@@ -33,12 +38,29 @@ pub enum Role {
         cpu_or_memory_only: bool,
         /// Where a finding about this HPA points.
         pointer: &'static str,
+        /// `spec.minReplicas` (1 when absent).
+        min_replicas: i64,
+        /// How often scale-up may add pods: the longest `periodSeconds` of
+        /// `behavior.scaleUp.policies` (the default policies' 15 s) and its
+        /// `stabilizationWindowSeconds` (0 by default), the larger.
+        scale_up_every_seconds: i64,
+        /// Whether `behavior.scaleUp` is written.
+        scale_up_written: bool,
+        /// `behavior.scaleUp.selectPolicy: Disabled`.
+        scale_up_disabled: bool,
     },
     /// A workload with at least one pod spec that serves on an accelerator.
     GpuServing {
         /// Set for the kinds that run replicas of one pod template.
         replicated: Option<Replicated>,
+        /// The slowest serving accelerator container's load time.
+        load: Option<crate::load::LoadTime>,
+        /// Pod specs that run vLLM with service links on (`enableServiceLinks` not false).
+        vllm_with_service_links: Vec<String>,
     },
+    /// A core Service whose name makes Kubernetes inject an environment variable a model
+    /// server reads as its own setting (`vllm` → `VLLM_PORT`).
+    ClashingService { name: String },
 }
 
 /// A replicated GPU serving workload: how many replicas, with which pod labels.
@@ -57,7 +79,21 @@ impl ObjectFacts {
         let role = match workload.object_ref.kind.as_str() {
             "PodDisruptionBudget" => Role::DisruptionBudget {
                 selector: object.pointer("/spec/selector").cloned(),
+                max_unavailable: object.pointer("/spec/maxUnavailable").cloned(),
+                min_available: object.pointer("/spec/minAvailable").cloned(),
+                unhealthy_pod_eviction_policy: object
+                    .pointer("/spec/unhealthyPodEvictionPolicy")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
             },
+            "Service"
+                if workload.object_ref.api_version == "v1"
+                    && workload.object_ref.name.as_deref() == Some("vllm") =>
+            {
+                Role::ClashingService {
+                    name: "vllm".to_owned(),
+                }
+            }
             "HorizontalPodAutoscaler" => {
                 let target = &object["spec"]["scaleTargetRef"];
                 let (Some(kind), Some(name)) = (
@@ -66,6 +102,22 @@ impl ObjectFacts {
                 ) else {
                     return None;
                 };
+                let scale_up = object.pointer("/spec/behavior/scaleUp");
+                // The default scale-up behaviour: no stabilisation, at most 4 pods or 100 % every
+                // 15 s (k8s.io/kubernetes pkg/apis/autoscaling/v2 defaults).
+                let longest_period = scale_up
+                    .and_then(|s| s.get("policies"))
+                    .and_then(Value::as_array)
+                    .and_then(|ps| {
+                        ps.iter()
+                            .filter_map(|p| p.get("periodSeconds")?.as_i64())
+                            .max()
+                    })
+                    .unwrap_or(15);
+                let window = scale_up
+                    .and_then(|s| s.get("stabilizationWindowSeconds"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
                 Role::Autoscaler {
                     target_kind: kind.to_owned(),
                     target_name: name.to_owned(),
@@ -75,6 +127,16 @@ impl ObjectFacts {
                     } else {
                         "/spec"
                     },
+                    min_replicas: object
+                        .pointer("/spec/minReplicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1),
+                    scale_up_every_seconds: longest_period.max(window),
+                    scale_up_written: scale_up.is_some(),
+                    scale_up_disabled: scale_up
+                        .and_then(|s| s.get("selectPolicy"))
+                        .and_then(Value::as_str)
+                        == Some("Disabled"),
                 }
             }
             _ if workload
@@ -84,6 +146,8 @@ impl ObjectFacts {
             {
                 Role::GpuServing {
                     replicated: replicated(workload),
+                    load: slowest_load(workload),
+                    vllm_with_service_links: vllm_with_service_links(workload),
                 }
             }
             _ => return None,
@@ -106,23 +170,63 @@ impl ObjectFacts {
         })
     }
 
-    /// Where a cross-object finding about this object would point, when one can be reported
-    /// about it at all (a PDB never is; an HPA scaling on a serving metric never is). A linter
-    /// places this pointer in its file while it still has the file's locations.
-    pub fn reportable_pointer(&self) -> Option<&'static str> {
+    /// Where cross-object findings about this object may point. A linter places these
+    /// pointers in its file while it still has the file's locations; a finding at another
+    /// pointer is placed at the first.
+    pub fn reportable_pointers(&self) -> Vec<String> {
         match &self.role {
-            Role::DisruptionBudget { .. } => None,
-            Role::Autoscaler {
-                cpu_or_memory_only,
-                pointer,
+            Role::DisruptionBudget { .. } => {
+                ["/spec/maxUnavailable", "/spec/minAvailable", "/spec"]
+                    .map(str::to_owned)
+                    .to_vec()
+            }
+            Role::Autoscaler { pointer, .. } => [
+                *pointer,
+                "/spec/minReplicas",
+                "/spec/behavior/scaleUp",
+                "/spec",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            Role::GpuServing {
+                replicated,
+                vllm_with_service_links,
                 ..
-            } => cpu_or_memory_only.then_some(*pointer),
-            Role::GpuServing { replicated } => replicated
-                .as_ref()
-                .filter(|r| r.replicas > 1)
-                .map(|r| r.pointer),
+            } => replicated
+                .iter()
+                .map(|r| r.pointer.to_owned())
+                .chain(vllm_with_service_links.iter().cloned())
+                .collect(),
+            Role::ClashingService { .. } => Vec::new(),
         }
     }
+}
+
+/// The load time of the slowest serving accelerator container.
+fn slowest_load(w: &Workload<'_>) -> Option<crate::load::LoadTime> {
+    w.pod_specs
+        .iter()
+        .filter(|p| p.serving)
+        .flat_map(|p| &p.containers)
+        .filter(|c| c.is_accelerated())
+        .map(|c| &c.load)
+        .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .cloned()
+}
+
+/// Serving pod specs with a vLLM container that leave `enableServiceLinks` on (the default).
+fn vllm_with_service_links(w: &Workload<'_>) -> Vec<String> {
+    w.pod_specs
+        .iter()
+        .filter(|p| p.serving && p.core)
+        .filter(|p| crate::fields::get(p.value, "enableServiceLinks") != Some(&Value::Bool(false)))
+        .filter(|p| {
+            p.containers
+                .iter()
+                .any(|c| c.server.is_some_and(|s| s.id == "vllm"))
+        })
+        .map(|p| p.pointer.clone())
+        .collect()
 }
 
 /// Whether every metric of the HPA is a cpu/memory resource metric (including the implicit
@@ -159,5 +263,34 @@ fn replicated(w: &Workload<'_>) -> Option<Replicated> {
         } else {
             "/spec"
         },
+    })
+}
+
+/// Whether a label selector (matchLabels + matchExpressions) selects `labels`.
+/// An empty selector selects everything, as in policy/v1.
+pub(crate) fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    if let Some(match_labels) = selector.get("matchLabels").and_then(Value::as_object)
+        && !match_labels.iter().all(|(k, v)| label(k) == v.as_str())
+    {
+        return false;
+    }
+    let Some(exprs) = selector.get("matchExpressions").and_then(Value::as_array) else {
+        return true;
+    };
+    exprs.iter().all(|e| {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match e.get("operator").and_then(Value::as_str) {
+            Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+            Some("Exists") => label(key).is_some(),
+            Some("DoesNotExist") => label(key).is_none(),
+            _ => false,
+        }
     })
 }

@@ -122,8 +122,13 @@ pub fn evaluate_cross(facts: &[ObjectFacts], policy: &Policy) -> Vec<Finding> {
         };
         let start = findings.len();
         rule.check_cross(facts, &mut Report::new(meta, &mut findings));
+        // A rule may lower a finding's severity (a guess makes at most a warning); only the
+        // policy's own level for the rule replaces it.
+        let overridden = policy.rule_levels.contains_key(meta.id);
         for finding in &mut findings[start..] {
-            finding.severity = severity;
+            if overridden {
+                finding.severity = severity;
+            }
             let exemptions = by_index.get(&finding.object_index).map(|f| &f.exemptions);
             finding.suppressed = suppression(policy, finding, [exemptions, None], &[]);
         }

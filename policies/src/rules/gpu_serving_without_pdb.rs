@@ -1,7 +1,7 @@
 //! `gpu-serving-without-pdb`: replicated GPU serving with no PodDisruptionBudget.
 
 use super::{Report, Rule, RuleMeta};
-use crate::cross::{ObjectFacts, Role};
+use crate::cross::{ObjectFacts, Role, selects};
 use crate::finding::Severity;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -99,35 +99,6 @@ spec:
     fix: None,
 };
 
-/// Whether a label selector (matchLabels + matchExpressions) selects `labels`.
-/// An empty selector selects everything, as in policy/v1.
-fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    if let Some(match_labels) = selector.get("matchLabels").and_then(Value::as_object)
-        && !match_labels.iter().all(|(k, v)| label(k) == v.as_str())
-    {
-        return false;
-    }
-    let Some(exprs) = selector.get("matchExpressions").and_then(Value::as_array) else {
-        return true;
-    };
-    exprs.iter().all(|e| {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        match e.get("operator").and_then(Value::as_str) {
-            Some("In") => label(key).is_some_and(|v| values.contains(&v)),
-            Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
-            Some("Exists") => label(key).is_some(),
-            Some("DoesNotExist") => label(key).is_none(),
-            _ => false,
-        }
-    })
-}
-
 /// Namespace, label key, label value.
 type LabelKey<'a> = (Option<&'a str>, &'a str, &'a str);
 
@@ -149,6 +120,7 @@ impl<'a> SelectorIndex<'a> {
         for object in objects {
             let Role::DisruptionBudget {
                 selector: Some(selector),
+                ..
             } = &object.role
             else {
                 continue;
@@ -204,6 +176,7 @@ impl Rule for GpuServingWithoutPdb {
         for object in objects {
             let Role::GpuServing {
                 replicated: Some(replicated),
+                ..
             } = &object.role
             else {
                 continue;

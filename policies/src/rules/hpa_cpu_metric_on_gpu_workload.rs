@@ -142,6 +142,7 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
                 target_name,
                 cpu_or_memory_only: true,
                 pointer,
+                ..
             } = &hpa.role
             else {
                 continue;

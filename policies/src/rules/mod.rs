@@ -14,11 +14,13 @@ mod gpu_serving_without_pdb;
 mod gpu_startup_probe_missing;
 mod grpc_probe_unsupported;
 mod hpa_cpu_metric_on_gpu_workload;
+mod hpa_scale_up_outpaces_load;
 mod known_server_endpoint;
 mod liveness_checks_readiness;
 mod liveness_restart_loop;
 mod lws_kill_recreates_group;
 mod lws_leader_ready_needs_workers;
+mod pdb_blocks_gpu_drains;
 mod pod_spec_invalid;
 mod probe_port_undeclared;
 mod probe_threshold_invalid;
@@ -27,6 +29,7 @@ mod readiness_drops_every_replica;
 mod readiness_port_open;
 mod readiness_timeout_too_short;
 mod startup_budget_too_short;
+mod vllm_service_links;
 
 /// What a rule is, for users: everything `probelint explain` prints.
 #[derive(Debug)]
@@ -86,6 +89,9 @@ static REGISTRY: &[&dyn Rule] = &[
     &readiness_drops_every_replica::ReadinessDropsEveryReplica,
     &lws_kill_recreates_group::LwsKillRecreatesGroup,
     &lws_leader_ready_needs_workers::LwsLeaderReadyNeedsWorkers,
+    &pdb_blocks_gpu_drains::PdbBlocksGpuDrains,
+    &hpa_scale_up_outpaces_load::HpaScaleUpOutpacesLoad,
+    &vllm_service_links::VllmServiceLinks,
 ];
 
 /// Every built-in rule, in catalog order.

@@ -1,0 +1,228 @@
+//! `hpa-scale-up-outpaces-load`: an HPA that adds GPU pods again before the last ones loaded.
+
+use super::{Report, Rule, RuleMeta, rest_on};
+use crate::cross::{ObjectFacts, Role};
+use crate::finding::Severity;
+
+pub struct HpaScaleUpOutpacesLoad;
+
+static META: RuleMeta = RuleMeta {
+    id: "hpa-scale-up-outpaces-load",
+    severity: Severity::Warning,
+    summary: "An HPA can scale a GPU workload up again before the pods it just added have loaded their model",
+    rationale: "New model-server pods take the whole load time before they serve. Meanwhile the metric \
+that triggered the scale-up (queue length, requests per pod, GPU utilisation) stays high, so an HPA whose \
+scale-up can act again sooner (the default behaviour adds up to 4 pods or 100 % every 15 s, with no \
+stabilisation window) keeps adding pods for the same load spike: it overshoots, claims GPUs it does not \
+need, and scales them away again after its 5-minute scale-down window. Limit scale-up to a period at least \
+as long as the load (behavior.scaleUp.policies with periodSeconds ≥ the load, at most 1800). The load is \
+declared, estimated (docs/load-time.md) or the policy default (then a warning says so). Only HPAs and \
+workloads in the same input are seen.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  replicas: 2
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "600"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: vllm
+  minReplicas: 2
+  maxReplicas: 8
+  metrics:
+    - type: Pods
+      pods:
+        metric:
+          name: vllm:num_requests_waiting
+        target:
+          type: AverageValue
+          averageValue: "5"
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  replicas: 2
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "600"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: vllm
+  minReplicas: 2
+  maxReplicas: 8
+  behavior:
+    scaleUp:
+      policies:
+        - type: Pods
+          value: 2
+          periodSeconds: 900
+  metrics:
+    - type: Pods
+      pods:
+        metric:
+          name: vllm:num_requests_waiting
+        target:
+          type: AverageValue
+          averageValue: "5"
+"#,
+    fix: None,
+};
+
+impl Rule for HpaScaleUpOutpacesLoad {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn needs_other_objects(&self) -> bool {
+        true
+    }
+
+    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        for hpa in objects {
+            let Role::Autoscaler {
+                target_kind,
+                target_name,
+                scale_up_every_seconds,
+                scale_up_written,
+                scale_up_disabled: false,
+                ..
+            } = &hpa.role
+            else {
+                continue;
+            };
+            let target = objects.iter().find(|o| {
+                o.object_ref.namespace == hpa.object_ref.namespace
+                    && o.object_ref.kind == *target_kind
+                    && o.object_ref.name.as_deref() == Some(target_name)
+            });
+            let Some(ObjectFacts {
+                role: Role::GpuServing {
+                    load: Some(load), ..
+                },
+                object_ref,
+                ..
+            }) = target
+            else {
+                continue;
+            };
+            if *scale_up_every_seconds as f64 >= load.seconds {
+                continue;
+            }
+            let every = if *scale_up_written {
+                format!("its behavior.scaleUp lets it add pods every {scale_up_every_seconds} s")
+            } else {
+                "the default scale-up behaviour lets it add up to 4 pods (or 100 %) every 15 s"
+                    .to_owned()
+            };
+            let period = (load.seconds.ceil() as i64).min(1800);
+            let finding = report.cross(
+                hpa,
+                if *scale_up_written { "/spec/behavior/scaleUp" } else { "/spec" },
+                format!(
+                    "{} scales {object_ref}, whose new pods need {} before they serve, and {every}: \
+                     the metric stays high while they load, so it keeps adding GPU pods for the \
+                     same spike",
+                    hpa.object_ref,
+                    load.explained()
+                ),
+                format!(
+                    "limit scale-up to the load time: behavior.scaleUp.policies: [{{type: Pods, \
+                     value: 1, periodSeconds: {period}}}]"
+                ),
+            );
+            rest_on(load, finding);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::findings_of;
+
+    const ID: &str = "hpa-scale-up-outpaces-load";
+
+    #[test]
+    fn the_default_behaviour_against_a_ten_minute_load() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.object.kind, "HorizontalPodAutoscaler");
+        assert_eq!(f.pointer, "/spec");
+        assert!(
+            f.message
+                .contains("need 600 s from probelint.io/model-load-seconds before they serve"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("every 15 s"), "{}", f.message);
+        assert!(f.help.contains("periodSeconds: 600"), "{}", f.help);
+        assert!(findings_of(super::META.good_example, ID).is_empty());
+        let disabled = super::META.good_example.replace(
+            "      policies:\n        - type: Pods\n          value: 2\n          periodSeconds: 900\n",
+            "      selectPolicy: Disabled\n",
+        );
+        assert!(findings_of(&disabled, ID).is_empty(), "scale-up disabled");
+        let window = super::META
+            .good_example
+            .replace("periodSeconds: 900", "periodSeconds: 60");
+        let f = &findings_of(&window, ID)[0];
+        assert_eq!(f.pointer, "/spec/behavior/scaleUp");
+        assert!(f.message.contains("add pods every 60 s"), "{}", f.message);
+    }
+}

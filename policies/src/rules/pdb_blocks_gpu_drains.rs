@@ -1,0 +1,317 @@
+//! `pdb-blocks-gpu-drains`: a PodDisruptionBudget over GPU serving pods that no drain can
+//! satisfy, or that stalls drains on pods still loading their model.
+
+use super::{Report, Rule, RuleMeta};
+use crate::cross::{ObjectFacts, Role, selects};
+use crate::finding::Severity;
+use serde_json::Value;
+
+pub struct PdbBlocksGpuDrains;
+
+static META: RuleMeta = RuleMeta {
+    id: "pdb-blocks-gpu-drains",
+    severity: Severity::Warning,
+    summary: "A PodDisruptionBudget over GPU serving pods blocks node drains, or stalls them on pods that are loading",
+    rationale: "GPU nodes are drained often: driver and CUDA upgrades, node autoscaler scale-downs, \
+maintenance. A PodDisruptionBudget that allows no eviction (maxUnavailable: 0, or minAvailable at or above \
+the replica count, or above what an HPA scales down to) makes every such drain wait forever, until someone \
+deletes the budget by hand. And a model server spends minutes NotReady while it loads: under the default \
+unhealthyPodEvictionPolicy (IfHealthyBudget) such a pod can be evicted only while the budget is healthy, \
+so a drain stalls for the whole load on a pod that is loading, and for ever on one that is wedged; \
+AlwaysAllow lets the drain evict pods that are not Ready (policy/v1, Kubernetes 1.27+). Only the \
+PodDisruptionBudgets, workloads and HPAs in the same input are seen: the CLI over a repository sees them, \
+the admission webhook (one object at a time) does not.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: vllm
+  template:
+    metadata:
+      labels:
+        app: vllm
+      annotations:
+        probelint.io/model-load-seconds: "600"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: vllm
+spec:
+  maxUnavailable: 0
+  selector:
+    matchLabels:
+      app: vllm
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: vllm
+  template:
+    metadata:
+      labels:
+        app: vllm
+      annotations:
+        probelint.io/model-load-seconds: "600"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: vllm
+spec:
+  maxUnavailable: 1
+  unhealthyPodEvictionPolicy: AlwaysAllow
+  selector:
+    matchLabels:
+      app: vllm
+"#,
+    fix: None,
+};
+
+/// An int, or a percentage (`"50%"`) as a fraction of `of`, rounded as the disruption
+/// controller does (up for minAvailable, down for maxUnavailable: `GetScaledValueFromIntOrPercent`).
+fn scaled(value: &Value, of: i64, round_up: bool) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => {
+            let percent: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+            let exact = percent / 100.0 * of as f64;
+            Some(if round_up {
+                exact.ceil()
+            } else {
+                exact.floor()
+            } as i64)
+        }
+        _ => None,
+    }
+}
+
+impl Rule for PdbBlocksGpuDrains {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn needs_other_objects(&self) -> bool {
+        true
+    }
+
+    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        for pdb in objects {
+            let Role::DisruptionBudget {
+                selector: Some(selector),
+                max_unavailable,
+                min_available,
+                unhealthy_pod_eviction_policy,
+            } = &pdb.role
+            else {
+                continue;
+            };
+            let namespace = &pdb.object_ref.namespace;
+            for workload in objects
+                .iter()
+                .filter(|o| o.object_ref.namespace == *namespace)
+            {
+                let Role::GpuServing {
+                    replicated: Some(replicated),
+                    load,
+                    ..
+                } = &workload.role
+                else {
+                    continue;
+                };
+                if !selects(selector, &replicated.labels) {
+                    continue;
+                }
+                let replicas = replicated.replicas;
+                let hpa_min = objects.iter().find_map(|o| match &o.role {
+                    Role::Autoscaler {
+                        target_kind,
+                        target_name,
+                        min_replicas,
+                        ..
+                    } if o.object_ref.namespace == *namespace
+                        && *target_kind == workload.object_ref.kind
+                        && workload.object_ref.name.as_deref() == Some(target_name) =>
+                    {
+                        Some(*min_replicas)
+                    }
+                    _ => None,
+                });
+                let blocked = match (max_unavailable, min_available) {
+                    (Some(max), _) if scaled(max, replicas, false) == Some(0) => Some((
+                        "/spec/maxUnavailable",
+                        format!("maxUnavailable: {max}"),
+                        replicas,
+                    )),
+                    (_, Some(min)) => scaled(min, replicas, true)
+                        .filter(|m| *m >= replicas)
+                        .map(|_| {
+                            (
+                                "/spec/minAvailable",
+                                format!("minAvailable: {min}"),
+                                replicas,
+                            )
+                        })
+                        .or_else(|| {
+                            let low = hpa_min?;
+                            scaled(min, low, true)
+                                .filter(|m| *m >= low && low < replicas)
+                                .map(|_| {
+                                    ("/spec/minAvailable", format!("minAvailable: {min}"), low)
+                                })
+                        }),
+                    _ => None,
+                };
+                if let Some((pointer, written, at)) = blocked {
+                    let when = if at == replicas {
+                        format!("its {replicas} replicas")
+                    } else {
+                        format!("the {at} replicas its HPA scales down to (minReplicas)")
+                    };
+                    report.cross(
+                        pdb,
+                        pointer,
+                        format!(
+                            "{} selects {}'s GPU serving pods and allows no eviction of {when} \
+                             ({written}): every node drain (driver upgrade, autoscaler \
+                             scale-down) waits until someone deletes the budget",
+                            pdb.object_ref, workload.object_ref
+                        ),
+                        "allow one eviction at a time (maxUnavailable: 1): the drain then waits \
+                         for each replacement to load and become Ready"
+                            .to_owned(),
+                    );
+                    continue;
+                }
+                if unhealthy_pod_eviction_policy.as_deref() != Some("AlwaysAllow") {
+                    let loading = load.as_ref().map_or_else(String::new, |l| {
+                        format!(" (NotReady for its load, {})", l.explained())
+                    });
+                    report
+                        .cross(
+                            pdb,
+                            "/spec",
+                            format!(
+                                "{} selects {}'s GPU serving pods with unhealthyPodEvictionPolicy \
+                                 {}: a pod that is loading{loading} or wedged cannot be evicted \
+                                 while the budget is short, so a drain stalls on it",
+                                pdb.object_ref,
+                                workload.object_ref,
+                                unhealthy_pod_eviction_policy
+                                    .as_deref()
+                                    .unwrap_or("IfHealthyBudget (the default)")
+                            ),
+                            "set spec.unhealthyPodEvictionPolicy: AlwaysAllow (Kubernetes 1.27+)"
+                                .to_owned(),
+                        )
+                        .severity = Severity::Info;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::findings_of;
+
+    const ID: &str = "pdb-blocks-gpu-drains";
+
+    #[test]
+    fn a_budget_that_allows_no_eviction_blocks_drains() {
+        let f = &findings_of(super::META.bad_example, ID);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].pointer, "/spec/maxUnavailable");
+        assert_eq!(f[0].object.kind, "PodDisruptionBudget");
+        assert!(
+            f[0].message
+                .contains("allows no eviction of its 2 replicas (maxUnavailable: 0)"),
+            "{}",
+            f[0].message
+        );
+        let all = super::META
+            .bad_example
+            .replace("maxUnavailable: 0", "minAvailable: 100%");
+        let f = &findings_of(&all, ID)[0];
+        assert_eq!(f.pointer, "/spec/minAvailable");
+    }
+
+    #[test]
+    fn min_available_at_the_hpas_minimum_and_the_eviction_policy() {
+        let hpa = "\n---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: vllm}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}\n  minReplicas: 1\n  maxReplicas: 4\n  metrics: [{type: Pods, pods: {metric: {name: vllm:num_requests_waiting}, target: {type: AverageValue, averageValue: '5'}}}]\n";
+        let yaml = super::META
+            .bad_example
+            .replace("maxUnavailable: 0", "minAvailable: 1")
+            + hpa;
+        let f = &findings_of(&yaml, ID)[0];
+        assert!(
+            f.message.contains("the 1 replicas its HPA scales down to"),
+            "{}",
+            f.message
+        );
+        let lenient = super::META
+            .bad_example
+            .replace("maxUnavailable: 0", "maxUnavailable: 1");
+        let f = &findings_of(&lenient, ID);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, crate::Severity::Info);
+        assert!(
+            f[0].message.contains("IfHealthyBudget (the default)"),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[0].message
+                .contains("loading (NotReady for its load, 600 s from"),
+            "{}",
+            f[0].message
+        );
+        assert!(findings_of(super::META.good_example, ID).is_empty());
+    }
+}

@@ -1,0 +1,179 @@
+//! `vllm-service-links`: a Service named `vllm` makes Kubernetes inject `VLLM_PORT` into vLLM
+//! pods of its namespace, and vLLM reads it as its own setting.
+
+use super::{Report, Rule, RuleMeta};
+use crate::cross::{ObjectFacts, Role};
+use crate::finding::Severity;
+
+pub struct VllmServiceLinks;
+
+static META: RuleMeta = RuleMeta {
+    id: "vllm-service-links",
+    severity: Severity::Error,
+    summary: "A Service named vllm injects VLLM_PORT into vLLM pods that keep enableServiceLinks on",
+    rationale: "For every Service in a namespace, the kubelet injects Docker-link style variables into \
+each pod that does not set enableServiceLinks: false: a Service named vllm gives VLLM_SERVICE_HOST and \
+VLLM_PORT=tcp://10.0.0.1:8000. vLLM reads VLLM_PORT as its own setting (a port number for its internal \
+communication) and exits when it finds a URL there, so the pod crash-loops the moment the Service \
+exists: the failure the Gateway API Inference Extension's vLLM manifest guards against with \
+enableServiceLinks: false. Only Services and pods in the same input are seen: the CLI over a repository \
+sees them, the admission webhook (one object at a time) does not.",
+    example_policy: None,
+    bad_example: r#"apiVersion: v1
+kind: Service
+metadata:
+  name: vllm
+spec:
+  selector:
+    app: vllm
+  ports:
+    - port: 8000
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      labels:
+        app: vllm
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    good_example: r#"apiVersion: v1
+kind: Service
+metadata:
+  name: vllm
+spec:
+  selector:
+    app: vllm
+  ports:
+    - port: 8000
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      labels:
+        app: vllm
+      annotations:
+        probelint.io/model-load-seconds: "120"
+    spec:
+      enableServiceLinks: false
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+"#,
+    fix: None,
+};
+
+impl Rule for VllmServiceLinks {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn needs_other_objects(&self) -> bool {
+        true
+    }
+
+    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        for service in objects {
+            let Role::ClashingService { name } = &service.role else {
+                continue;
+            };
+            for workload in objects
+                .iter()
+                .filter(|o| o.object_ref.namespace == service.object_ref.namespace)
+            {
+                let Role::GpuServing {
+                    vllm_with_service_links,
+                    ..
+                } = &workload.role
+                else {
+                    continue;
+                };
+                for pod in vllm_with_service_links {
+                    report.cross(
+                        workload,
+                        pod,
+                        format!(
+                            "{}: the Service {name:?} in its namespace makes Kubernetes inject \
+                             VLLM_PORT=tcp://… into these pods (enableServiceLinks defaults to \
+                             true), and vLLM reads VLLM_PORT as its own setting and exits: the pod \
+                             crash-loops",
+                            workload.object_ref
+                        ),
+                        format!("set enableServiceLinks: false at {pod} (or rename the Service)"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::findings_of;
+
+    const ID: &str = "vllm-service-links";
+
+    #[test]
+    fn the_service_and_the_pod_in_one_namespace() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.object.kind, "Deployment");
+        assert_eq!(f.pointer, "/spec/template/spec");
+        assert!(f.help.contains("enableServiceLinks: false"), "{}", f.help);
+        assert!(findings_of(super::META.good_example, ID).is_empty());
+        let elsewhere = super::META.bad_example.replacen(
+            "metadata:\n  name: vllm\n",
+            "metadata:\n  name: vllm\n  namespace: other\n",
+            1,
+        );
+        assert!(findings_of(&elsewhere, ID).is_empty(), "another namespace");
+        let renamed = super::META.bad_example.replacen(
+            "metadata:\n  name: vllm\n",
+            "metadata:\n  name: vllm-api\n",
+            1,
+        );
+        assert!(
+            findings_of(&renamed, ID).is_empty(),
+            "VLLM_API_PORT clashes with nothing"
+        );
+    }
+}
