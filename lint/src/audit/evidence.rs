@@ -1,0 +1,580 @@
+//! What a cluster has already seen of each workload: which pods are its own (by owner
+//! references, else by its selector), their restarts and last terminations, the kubelet's
+//! `Unhealthy` and `Killing` Events, and how long each pod took from container start to Ready.
+//!
+//! Everything here reads the objects as the apiserver returns them (`serde_json::Value`), so it
+//! is the same for typed built-ins and dynamic custom resources, and testable without a cluster.
+//! The kubelet's words are matched as it writes them (`pkg/kubelet/prober/prober.go`: `"%s probe
+//! failed: %s"` with `Liveness`, `Readiness` or `Startup`, reason `Unhealthy`;
+//! `pkg/kubelet/kuberuntime/kuberuntime_manager.go`: `"Container %s failed liveness probe, will
+//! be restarted"`, reason `Killing`).
+
+use probelint_policies::{Finding, ObjectRef};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Which probe an Event or a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Probe {
+    Startup,
+    Liveness,
+    Readiness,
+}
+
+impl Probe {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Probe::Startup => "startup",
+            Probe::Liveness => "liveness",
+            Probe::Readiness => "readiness",
+        }
+    }
+}
+
+/// `Unhealthy` Events of one probe of one container, over all its pods.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failures {
+    /// Occurrences (an Event's `count`: the recorder folds repeats into one Event).
+    pub count: u64,
+    pub latest_message: String,
+    /// RFC 3339, as the Event carries it.
+    pub latest_at: String,
+}
+
+/// How a container last ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Termination {
+    pub reason: String,
+    pub exit_code: i64,
+    pub finished_at: String,
+    pub pod: String,
+}
+
+/// One container (by name) of a workload, over all its pods.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerEvidence {
+    /// Sum of `restartCount` over the pods.
+    pub restarts: u64,
+    /// The most recent `lastState.terminated` among the pods.
+    pub last_termination: Option<Termination>,
+    pub unhealthy: BTreeMap<Probe, Failures>,
+    /// Restarts the kubelet made because a probe failed (`Killing` Events), by probe.
+    pub probe_kills: BTreeMap<Probe, u64>,
+}
+
+/// Time from a pod's (last) container start to its Ready condition.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartToReady {
+    pub pod: String,
+    /// `None`: started but not Ready yet.
+    pub seconds: Option<f64>,
+}
+
+/// Everything observed of one workload.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadEvidence {
+    pub pods: usize,
+    pub containers: BTreeMap<String, ContainerEvidence>,
+    pub start_to_ready: Vec<StartToReady>,
+}
+
+impl WorkloadEvidence {
+    pub fn restarts(&self) -> u64 {
+        self.containers.values().map(|c| c.restarts).sum()
+    }
+
+    /// Restarts caused by probes: the kubelet's `Killing` Events for failed probes.
+    pub fn probe_restarts(&self) -> u64 {
+        self.containers
+            .values()
+            .flat_map(|c| c.probe_kills.values())
+            .sum()
+    }
+}
+
+fn uid(object: &Value) -> Option<&str> {
+    object.pointer("/metadata/uid").and_then(Value::as_str)
+}
+
+fn namespace(object: &Value) -> &str {
+    object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn name(object: &Value) -> &str {
+    object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The uid of the object's managing controller (the owner reference with `controller: true`).
+pub fn controller_uid(object: &Value) -> Option<&str> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| r.get("uid").and_then(Value::as_str))
+}
+
+/// Which listed workloads are judged: those whose controller is not itself a listed workload (a
+/// ReplicaSet of a Deployment, a StatefulSet of a LeaderWorkerSet, a Pod of any of them is judged
+/// through its owner, as Polaris audits top-level controllers). Returns, per object, the index
+/// of the judged object it belongs to (itself when judged).
+pub fn owners(objects: &[&Value]) -> Vec<usize> {
+    let by_uid: HashMap<&str, usize> = objects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| Some((uid(o)?, i)))
+        .collect();
+    (0..objects.len())
+        .map(|start| {
+            let mut at = start;
+            let mut seen = HashSet::new();
+            // Owner chains are short; the set only guards against a cycle in bad data.
+            while let Some(&owner) = controller_uid(objects[at]).and_then(|u| by_uid.get(u)) {
+                if !seen.insert(owner) {
+                    break;
+                }
+                at = owner;
+            }
+            at
+        })
+        .collect()
+}
+
+/// Whether `labels` satisfy a `matchLabels` / `matchExpressions` selector. An empty selector
+/// selects nothing here: a workload always has one, and matching everything would pin every
+/// pod of the namespace on it.
+pub fn selects(selector: &Value, labels: &Value) -> bool {
+    let label = |key: &str| labels.get(key).and_then(Value::as_str);
+    let mut any = false;
+    if let Some(map) = selector.get("matchLabels").and_then(Value::as_object) {
+        for (key, want) in map {
+            any = true;
+            if label(key) != want.as_str() {
+                return false;
+            }
+        }
+    }
+    if let Some(expressions) = selector.get("matchExpressions").and_then(Value::as_array) {
+        for e in expressions {
+            any = true;
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let ok = match e.get("operator").and_then(Value::as_str) {
+                Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => label(key).is_some(),
+                Some("DoesNotExist") => label(key).is_none(),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+    any
+}
+
+/// Seconds between two RFC 3339 timestamps as the apiserver writes them (`2026-12-01T10:00:00Z`,
+/// second precision, UTC).
+pub fn seconds_between(from: &str, to: &str) -> Option<f64> {
+    Some((epoch(to)? - epoch(from)?) as f64)
+}
+
+fn epoch(time: &str) -> Option<i64> {
+    let (date, clock) = time.trim_end_matches('Z').split_once('T')?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let clock = clock.split(['.', '+']).next()?;
+    let mut c = clock.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (h, min, s) = (c.next()??, c.next()??, c.next()??);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + min * 60 + s)
+}
+
+/// The probe an `Unhealthy` Event's message is about (`Liveness probe failed: …`, also `…
+/// probe errored: …`).
+fn unhealthy_probe(message: &str) -> Option<Probe> {
+    let kind = message.split_once(" probe ")?.0;
+    match kind {
+        "Startup" => Some(Probe::Startup),
+        "Liveness" => Some(Probe::Liveness),
+        "Readiness" => Some(Probe::Readiness),
+        _ => None,
+    }
+}
+
+/// The probe a `Killing` Event blames (`Container vllm failed liveness probe, will be restarted`).
+fn killing_probe(message: &str) -> Option<Probe> {
+    if message.contains("failed liveness probe") {
+        Some(Probe::Liveness)
+    } else if message.contains("failed startup probe") {
+        Some(Probe::Startup)
+    } else {
+        None
+    }
+}
+
+/// `spec.containers{vllm}` → `vllm`.
+fn container_of_field_path(path: &str) -> Option<&str> {
+    let start = path.find('{')? + 1;
+    let end = path[start..].find('}')? + start;
+    Some(&path[start..end])
+}
+
+fn event_count(event: &Value) -> u64 {
+    event
+        .pointer("/series/count")
+        .or_else(|| event.get("count"))
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .max(1)
+}
+
+fn event_time(event: &Value) -> String {
+    ["/series/lastObservedTime", "/lastTimestamp", "/eventTime"]
+        .iter()
+        .find_map(|p| event.pointer(p).and_then(Value::as_str))
+        .or_else(|| {
+            event
+                .pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str)
+        })
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Builds each judged workload's evidence from the pods and the kubelet's Events.
+///
+/// `objects` are the listed workloads (pods included), `judged[i]` the judged object that
+/// object `i` belongs to (see [`owners`]); a judged workload that owns no pod through the
+/// listed objects (its pods are owned by kinds the audit does not list, e.g. a Knative
+/// Revision) gets the pods of its namespace that its `spec.selector` selects.
+pub fn collect(
+    objects: &[&Value],
+    judged: &[usize],
+    events: &[Value],
+) -> HashMap<usize, WorkloadEvidence> {
+    let is_pod = |o: &Value| o.get("kind").and_then(Value::as_str) == Some("Pod");
+    let mut pods_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, object) in objects.iter().enumerate() {
+        if is_pod(object) {
+            pods_of.entry(judged[i]).or_default().push(i);
+        }
+    }
+    // Selector fallback for the judged non-pod workloads that got no pod from owner references.
+    let unowned: Vec<usize> = (0..objects.len())
+        .filter(|&i| is_pod(objects[i]) && judged[i] == i && controller_uid(objects[i]).is_some())
+        .collect();
+    for (w, object) in objects.iter().enumerate() {
+        if judged[w] != w || is_pod(object) || pods_of.contains_key(&w) {
+            continue;
+        }
+        let Some(selector) = object.pointer("/spec/selector") else {
+            continue;
+        };
+        let selected: Vec<usize> = unowned
+            .iter()
+            .copied()
+            .filter(|&p| {
+                namespace(objects[p]) == namespace(object)
+                    && selects(selector, &objects[p]["metadata"]["labels"])
+            })
+            .collect();
+        if !selected.is_empty() {
+            pods_of.insert(w, selected);
+        }
+    }
+
+    let mut by_pod: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut evidence: HashMap<usize, WorkloadEvidence> = HashMap::new();
+    for (&workload, pods) in &pods_of {
+        let e = evidence.entry(workload).or_default();
+        for &p in pods {
+            let pod = objects[p];
+            by_pod.insert((namespace(pod), name(pod)), workload);
+            add_pod(e, pod);
+        }
+    }
+    for event in events {
+        let involved = &event["involvedObject"];
+        if involved.get("kind").and_then(Value::as_str) != Some("Pod") {
+            continue;
+        }
+        let key = (
+            involved
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            involved.get("name").and_then(Value::as_str).unwrap_or(""),
+        );
+        let Some(e) = by_pod.get(&key).and_then(|w| evidence.get_mut(w)) else {
+            continue;
+        };
+        let Some(container) = involved
+            .get("fieldPath")
+            .and_then(Value::as_str)
+            .and_then(container_of_field_path)
+        else {
+            continue;
+        };
+        let message = event.get("message").and_then(Value::as_str).unwrap_or("");
+        let c = e.containers.entry(container.to_owned()).or_default();
+        match event.get("reason").and_then(Value::as_str) {
+            Some("Unhealthy") => {
+                let Some(probe) = unhealthy_probe(message) else {
+                    continue;
+                };
+                let at = event_time(event);
+                let f = c.unhealthy.entry(probe).or_default();
+                f.count += event_count(event);
+                if at >= f.latest_at {
+                    f.latest_at = at;
+                    f.latest_message = message.to_owned();
+                }
+            }
+            Some("Killing") => {
+                if let Some(probe) = killing_probe(message) {
+                    *c.probe_kills.entry(probe).or_default() += event_count(event);
+                }
+            }
+            _ => {}
+        }
+    }
+    for e in evidence.values_mut() {
+        e.start_to_ready.sort_by(|a, b| a.pod.cmp(&b.pod));
+    }
+    evidence
+}
+
+fn add_pod(e: &mut WorkloadEvidence, pod: &Value) {
+    e.pods += 1;
+    let pod_name = name(pod);
+    let statuses = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut latest_start: Option<&str> = None;
+    for status in statuses {
+        let Some(container) = status.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let c = e.containers.entry(container.to_owned()).or_default();
+        c.restarts += status
+            .get("restartCount")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if let Some(t) = status.pointer("/lastState/terminated") {
+            let termination = Termination {
+                reason: t
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                exit_code: t.get("exitCode").and_then(Value::as_i64).unwrap_or(0),
+                finished_at: t
+                    .get("finishedAt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                pod: pod_name.to_owned(),
+            };
+            if c.last_termination
+                .as_ref()
+                .is_none_or(|old| termination.finished_at >= old.finished_at)
+            {
+                c.last_termination = Some(termination);
+            }
+        }
+        if let Some(started) = status
+            .pointer("/state/running/startedAt")
+            .and_then(Value::as_str)
+            && latest_start.is_none_or(|l| started > l)
+        {
+            latest_start = Some(started);
+        }
+    }
+    let Some(started) = latest_start else {
+        return;
+    };
+    let ready = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        });
+    let seconds = ready
+        .filter(|r| r.get("status").and_then(Value::as_str) == Some("True"))
+        .and_then(|r| r.get("lastTransitionTime").and_then(Value::as_str))
+        .and_then(|at| seconds_between(started, at))
+        .filter(|s| *s >= 0.0);
+    e.start_to_ready.push(StartToReady {
+        pod: pod_name.to_owned(),
+        seconds,
+    });
+}
+
+/// What the evidence says about one finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// The pods show the failure the finding predicts: what was observed.
+    Observed(String),
+    /// The finding is about a probe, and its pods have not (yet) shown that probe failing.
+    NotYet,
+    /// Nothing in pod status or Events can show this finding (an object-level rule, or a
+    /// workload without pods).
+    Unobservable,
+}
+
+/// The probes a finding is about, by its pointer and rule id: a finding about a missing
+/// startupProbe is borne out by liveness kills during load, so it counts liveness and startup.
+fn probes_of(finding: &Finding) -> &'static [Probe] {
+    let at = |s: &str| finding.pointer.contains(s) || finding.rule.contains(s);
+    if at("readiness") {
+        &[Probe::Readiness]
+    } else if at("startup") || at("liveness") {
+        &[Probe::Liveness, Probe::Startup]
+    } else {
+        &[]
+    }
+}
+
+/// Whether the evidence bears a finding out, in the words the report prints.
+pub fn support(finding: &Finding, evidence: Option<&WorkloadEvidence>) -> Support {
+    let probes = probes_of(finding);
+    let Some(evidence) = evidence.filter(|e| e.pods > 0) else {
+        return Support::Unobservable;
+    };
+    if probes.is_empty() {
+        return Support::Unobservable;
+    }
+    let containers: Vec<(&String, &ContainerEvidence)> = evidence
+        .containers
+        .iter()
+        .filter(|(name, _)| finding.container.as_ref().is_none_or(|c| c == *name))
+        .collect();
+    let mut parts = Vec::new();
+    for probe in probes {
+        let kills: u64 = containers
+            .iter()
+            .filter_map(|(_, c)| c.probe_kills.get(probe))
+            .sum();
+        if kills > 0 {
+            parts.push(format!(
+                "{kills} restart{} by the {} probe",
+                if kills == 1 { "" } else { "s" },
+                probe.as_str()
+            ));
+        }
+        let failures: Vec<&Failures> = containers
+            .iter()
+            .filter_map(|(_, c)| c.unhealthy.get(probe))
+            .collect();
+        let count: u64 = failures.iter().map(|f| f.count).sum();
+        if let Some(latest) = failures.iter().max_by(|a, b| a.latest_at.cmp(&b.latest_at)) {
+            parts.push(format!(
+                "{count} {} probe failure{} (latest: {:?})",
+                probe.as_str(),
+                if count == 1 { "" } else { "s" },
+                latest.latest_message
+            ));
+        }
+    }
+    if parts.is_empty() {
+        Support::NotYet
+    } else {
+        Support::Observed(parts.join("; "))
+    }
+}
+
+/// `Deployment/ns/name` (`Kind/name` for cluster-scoped objects): how the report names objects.
+pub fn coordinates(object: &ObjectRef) -> String {
+    let name = object.name.as_deref().unwrap_or("(unnamed)");
+    match &object.namespace {
+        Some(ns) => format!("{}/{ns}/{name}", object.kind),
+        None => format!("{}/{name}", object.kind),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timestamps_are_read_as_the_apiserver_writes_them() {
+        assert_eq!(
+            seconds_between("2026-12-01T10:00:00Z", "2026-12-01T10:05:12Z"),
+            Some(312.0)
+        );
+        assert_eq!(
+            seconds_between("2026-02-28T23:59:59Z", "2026-03-01T00:00:01Z"),
+            Some(2.0)
+        );
+        assert_eq!(seconds_between("yesterday", "2026-03-01T00:00:01Z"), None);
+    }
+
+    #[test]
+    fn selectors_match_labels_and_expressions_and_an_empty_one_selects_nothing() {
+        let labels = json!({"app": "llm", "tier": "gpu"});
+        assert!(selects(&json!({"matchLabels": {"app": "llm"}}), &labels));
+        assert!(!selects(&json!({"matchLabels": {"app": "web"}}), &labels));
+        assert!(selects(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}),
+            &labels
+        ));
+        assert!(!selects(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}),
+            &labels
+        ));
+        assert!(!selects(&json!({}), &labels));
+    }
+
+    #[test]
+    fn the_kubelets_event_messages_name_the_probe_and_the_container() {
+        assert_eq!(
+            unhealthy_probe("Liveness probe failed: Get \"http://10.0.0.5:8000/health\": EOF"),
+            Some(Probe::Liveness)
+        );
+        assert_eq!(
+            unhealthy_probe("Startup probe errored: rpc error"),
+            Some(Probe::Startup)
+        );
+        assert_eq!(
+            unhealthy_probe("Back-off restarting failed container"),
+            None
+        );
+        assert_eq!(
+            killing_probe("Container vllm failed startup probe, will be restarted"),
+            Some(Probe::Startup)
+        );
+        assert_eq!(killing_probe("Stopping container vllm"), None);
+        assert_eq!(
+            container_of_field_path("spec.containers{vllm}"),
+            Some("vllm")
+        );
+    }
+}
