@@ -108,6 +108,14 @@ fn write_pod_status(
             "reason": "ContainersNotReady",
         }),
     });
+    let last_state = if restarts > 0 {
+        json!({"terminated": {
+            "exitCode": 137, "reason": "Error",
+            "startedAt": "2026-11-30T09:55:00Z", "finishedAt": "2026-11-30T09:59:50Z",
+        }})
+    } else {
+        json!({})
+    };
     let status = json!({"status": {
         "phase": "Running",
         "conditions": conditions,
@@ -116,10 +124,7 @@ fn write_pod_status(
             "restartCount": restarts,
             "started": true,
             "state": {"running": {"startedAt": started}},
-            "lastState": {"terminated": {
-                "exitCode": 137, "reason": "Error",
-                "startedAt": "2026-11-30T09:55:00Z", "finishedAt": "2026-11-30T09:59:50Z",
-            }},
+            "lastState": last_state,
         }],
     }});
     cluster.kubectl_ok(&[
@@ -216,11 +221,46 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
         "Container vllm failed liveness probe, will be restarted",
         14,
     );
-    // The covered Deployment's pods have not failed: same findings, no evidence yet.
-    for covered in pods_of(cluster, &ns, "covered", 2) {
-        let name = covered["metadata"]["name"].as_str().unwrap();
-        write_pod_status(cluster, &ns, name, 0, "2026-11-30T10:00:00Z", None);
-    }
+    // The covered Deployment's pods are still loading; one was killed three times, and no
+    // Event is left to say by whom.
+    let mut covered_pods: Vec<String> = pods_of(cluster, &ns, "covered", 2)
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    covered_pods.sort();
+    write_pod_status(
+        cluster,
+        &ns,
+        &covered_pods[0],
+        3,
+        "2026-11-30T10:00:00Z",
+        None,
+    );
+    write_pod_status(
+        cluster,
+        &ns,
+        &covered_pods[1],
+        0,
+        "2026-11-30T10:00:00Z",
+        None,
+    );
+    // A port-open readiness probe: Ready 4 s after start, long before a model could load.
+    let mut eager = liveness_only("eager", 1);
+    eager["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] =
+        json!({"tcpSocket": {"port": 8000}});
+    apply(cluster, &ns, &eager);
+    let eager_pod = pods_of(cluster, &ns, "eager", 1)[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    write_pod_status(
+        cluster,
+        &ns,
+        &eager_pod,
+        0,
+        "2026-11-30T10:00:00Z",
+        Some("2026-11-30T10:00:04Z"),
+    );
 
     let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -243,10 +283,30 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
             "14 restarts by the liveness probe; 42 liveness probe failures (latest: {LIVENESS_FAILED:?})"
         )
     );
-    // The same finding on the Deployment whose pods have not failed: not borne out yet.
+    // The same finding where the kills left no Event: possibly borne out, and why only that.
     let covered = format!("Deployment/{ns}/covered");
+    let possible = find("gpu-startup-probe-missing", &covered);
+    assert_eq!(possible["evidence"]["status"], "possible", "{possible:#}");
     assert_eq!(
-        find("gpu-startup-probe-missing", &covered)["evidence"]["status"],
+        possible["evidence"]["observed"],
+        format!(
+            "3 restarts, the last one killed (exit code 137, pod {}); no kubelet Event is left to say whether a probe did it",
+            covered_pods[0]
+        )
+    );
+    // Readiness that passed 4 s after start, while the model (300 s by the policy) loaded.
+    let eager_coordinates = format!("Deployment/{ns}/eager");
+    let early = find("readiness-port-open", &eager_coordinates);
+    assert_eq!(
+        early["evidence"]["observed"],
+        format!(
+            "pod {eager_pod} was Ready 4 s after its container started, before the 300 s its model takes to load"
+        ),
+        "{early:#}"
+    );
+    // Nothing to see yet: llm's readiness is missing, but its pod was Ready only after 312 s.
+    assert_eq!(
+        find("gpu-readiness-probe-missing", &llm)["evidence"]["status"],
         "not-yet"
     );
     // Cross-object rules with the cluster's objects: the CPU HPA on the GPU Deployment fires;
@@ -294,8 +354,10 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
     let second = &workloads[1];
     assert_eq!(second["coordinates"], covered);
     assert_eq!(second["pods"], 2);
+    assert_eq!(second["restarts"], 3);
     assert_eq!(second["probeRestarts"], 0);
     assert_eq!(second["startToReady"][0]["seconds"], Value::Null);
+    assert_eq!(workloads[2]["coordinates"], eager_coordinates);
 
     // What a person reads: the finding, the evidence under it, the ranked summary.
     let out = audit(&cluster.kubeconfig, &["-n", &ns]);
@@ -303,33 +365,94 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
     for expected in [
         &format!("  --> {llm} container \"vllm\" at /spec/template/spec/containers/0"),
         "  = observed: 14 restarts by the liveness probe; 42 liveness probe failures",
-        "  = not observed yet: no pod of it shows this probe failing",
+        "  = possibly observed: 3 restarts, the last one killed (exit code 137",
+        "  = not observed yet: its pods show nothing this explains",
         "Workloads by restarts caused by probes:",
         &format!("  1. {llm}: 1 pod, 14 restarts, 14 by probes;"),
         "       container vllm: 14 restarts; last terminated Error (exit code 137)",
         &format!("       pod {pod_name}: Ready 312 s after start"),
-        &format!("  2. {covered}: 2 pods, 0 restarts;"),
+        &format!("  2. {covered}: 2 pods, 3 restarts;"),
+        &format!("  3. {eager_coordinates}: 1 pod, 0 restarts;"),
     ] {
         assert!(
             human.contains(expected),
             "missing {expected:?} in:\n{human}"
         );
     }
-
-    // --fail-on and the selector: only `covered` (team=llm is on both; app=covered on one).
-    let out = audit(
-        &cluster.kubeconfig,
-        &["-n", &ns, "-l", "app=covered", "--format", "json"],
-    );
-    let report = json_of(&out);
+    // The most-hurt workload's findings come first.
+    let first_finding = human.find("  --> ").unwrap();
     assert!(
-        report["findings"]
+        human[first_finding..].starts_with(&format!("  --> {llm}")),
+        "{human}"
+    );
+
+    // SARIF names the object and container by cluster coordinates, with the evidence.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "sarif"]);
+    let sarif = json_of(&out);
+    let result = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["ruleId"] == "gpu-startup-probe-missing"
+                && r["properties"]["coordinates"] == llm.as_str()
+        })
+        .unwrap_or_else(|| panic!("{sarif:#}"));
+    assert_eq!(
+        result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"],
+        format!("{llm}/vllm")
+    );
+    assert_eq!(result["level"], "error");
+    assert_eq!(result["properties"]["evidence"]["status"], "observed");
+    assert!(
+        result["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("(observed: 14 restarts by the liveness probe;"),
+        "{result:#}"
+    );
+    // JUnit: one case per object; GitHub: one annotation per finding, named by coordinates.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "junit"]);
+    let junit = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        junit.contains(&format!(
+            "<testcase name=\"{llm}\" classname=\"probelint.audit\""
+        )),
+        "{junit}"
+    );
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "github"]);
+    let github = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        github.lines().any(|l| l.starts_with(&format!(
+            "::error title=probelint gpu-startup-probe-missing::{llm} container \"vllm\": "
+        )) && l.contains("%0Aobserved: 14 restarts by the liveness probe")),
+        "{github}"
+    );
+
+    // The selector picks workloads by their labels (the Deployments' `team` label is not on
+    // their pods): `app=covered` is on none of them, `team=llm` on all three.
+    let selected = |selector: &str| -> Vec<String> {
+        let out = audit(
+            &cluster.kubeconfig,
+            &["-n", &ns, "-l", selector, "--format", "json"],
+        );
+        let mut names: Vec<String> = json_of(&out)["workloads"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|f| f["coordinates"] != llm.as_str()),
-        "{report:#}"
+            .map(|w| w["coordinates"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        selected("team=llm"),
+        [covered.clone(), eager_coordinates, llm.clone()]
     );
+    assert_eq!(selected("team=web"), Vec::<String>::new());
+    // --fail-on: errors fail by default; the findings here are errors, warnings and infos.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--fail-on", "error"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
 }
 
 /// A kubeconfig for `user`, authenticated by a client certificate of the cluster's CA.

@@ -442,7 +442,10 @@ fn add_pod(e: &mut WorkloadEvidence, pod: &Value) {
 pub enum Support {
     /// The pods show the failure the finding predicts: what was observed.
     Observed(String),
-    /// The finding is about a probe, and its pods have not (yet) shown that probe failing.
+    /// The pods restarted in a way the finding explains, but nothing left names the probe
+    /// (the apiserver keeps Events for an hour by default).
+    Possible(String),
+    /// The finding is about a probe, and its pods have not (yet) shown it hurting.
     NotYet,
     /// Nothing in pod status or Events can show this finding (an object-level rule, or a
     /// workload without pods).
@@ -462,8 +465,18 @@ fn probes_of(finding: &Finding) -> &'static [Probe] {
     }
 }
 
-/// Whether the evidence bears a finding out, in the words the report prints.
-pub fn support(finding: &Finding, evidence: Option<&WorkloadEvidence>) -> Support {
+fn plural_s(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Whether the evidence bears a finding out, in the words the report prints. `load_seconds` is
+/// the load time the engine judged the finding's container by: a pod Ready sooner than that was
+/// sent traffic before its model could be loaded.
+pub fn support(
+    finding: &Finding,
+    evidence: Option<&WorkloadEvidence>,
+    load_seconds: Option<f64>,
+) -> Support {
     let probes = probes_of(finding);
     let Some(evidence) = evidence.filter(|e| e.pods > 0) else {
         return Support::Unobservable;
@@ -471,43 +484,77 @@ pub fn support(finding: &Finding, evidence: Option<&WorkloadEvidence>) -> Suppor
     if probes.is_empty() {
         return Support::Unobservable;
     }
-    let containers: Vec<(&String, &ContainerEvidence)> = evidence
+    let containers: Vec<&ContainerEvidence> = evidence
         .containers
         .iter()
         .filter(|(name, _)| finding.container.as_ref().is_none_or(|c| c == *name))
+        .map(|(_, c)| c)
         .collect();
     let mut parts = Vec::new();
     for probe in probes {
         let kills: u64 = containers
             .iter()
-            .filter_map(|(_, c)| c.probe_kills.get(probe))
+            .filter_map(|c| c.probe_kills.get(probe))
             .sum();
         if kills > 0 {
             parts.push(format!(
                 "{kills} restart{} by the {} probe",
-                if kills == 1 { "" } else { "s" },
+                plural_s(kills),
                 probe.as_str()
             ));
         }
         let failures: Vec<&Failures> = containers
             .iter()
-            .filter_map(|(_, c)| c.unhealthy.get(probe))
+            .filter_map(|c| c.unhealthy.get(probe))
             .collect();
         let count: u64 = failures.iter().map(|f| f.count).sum();
         if let Some(latest) = failures.iter().max_by(|a, b| a.latest_at.cmp(&b.latest_at)) {
             parts.push(format!(
                 "{count} {} probe failure{} (latest: {:?})",
                 probe.as_str(),
-                if count == 1 { "" } else { "s" },
+                plural_s(count),
                 latest.latest_message
             ));
         }
     }
-    if parts.is_empty() {
-        Support::NotYet
-    } else {
-        Support::Observed(parts.join("; "))
+    if probes.contains(&Probe::Readiness)
+        && let Some(load) = load_seconds
+        && let Some(early) = evidence
+            .start_to_ready
+            .iter()
+            .filter_map(|s| Some((s.seconds?, &s.pod)))
+            .filter(|(seconds, _)| *seconds < load)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    {
+        parts.push(format!(
+            "pod {} was Ready {:.0} s after its container started, before the {load:.0} s its \
+             model takes to load",
+            early.1, early.0
+        ));
     }
+    if !parts.is_empty() {
+        return Support::Observed(parts.join("; "));
+    }
+    // Killed (SIGKILL 137, SIGTERM 143) with no Event left to say by whom.
+    let killed: Vec<&Termination> = containers
+        .iter()
+        .filter_map(|c| c.last_termination.as_ref())
+        .filter(|t| matches!(t.exit_code, 137 | 143))
+        .collect();
+    let restarts: u64 = containers.iter().map(|c| c.restarts).sum();
+    if !probes.contains(&Probe::Readiness)
+        && restarts > 0
+        && let Some(t) = killed.first()
+    {
+        return Support::Possible(format!(
+            "{restarts} restart{}, the last one killed (exit code {}, pod {}); no kubelet Event \
+             is left to say whether a probe did it",
+            plural_s(restarts),
+            t.exit_code,
+            t.pod
+        ));
+    }
+    Support::NotYet
 }
 
 /// `Deployment/ns/name` (`Kind/name` for cluster-scoped objects): how the report names objects.

@@ -573,6 +573,17 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
     facts.sort_by_key(|f| f.index);
     findings.extend(evaluate_cross(&facts, policy));
 
+    // The load time the engine judged each container by, for the readiness evidence.
+    let mut loads: std::collections::HashMap<(usize, String), f64> = Default::default();
+    for &i in &workloads {
+        let analysed = probelint_policies::workload::Workload::analyse(i, &objects[i], policy);
+        for spec in &analysed.pod_specs {
+            for container in spec.containers.iter().filter(|c| c.is_accelerated()) {
+                let load = loads.entry((i, container.name.clone())).or_default();
+                *load = load.max(spec.load_seconds);
+            }
+        }
+    }
     let mut audited: std::collections::HashMap<usize, AuditedWorkload> = workloads
         .iter()
         .map(|&i| {
@@ -593,7 +604,11 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         .into_iter()
         .map(|finding| {
             let workload = audited.get_mut(&finding.object_index);
-            let support = evidence::support(&finding, workload.as_ref().map(|w| &w.evidence));
+            let load = finding
+                .container
+                .clone()
+                .and_then(|c| loads.get(&(finding.object_index, c)).copied());
+            let support = evidence::support(&finding, workload.as_ref().map(|w| &w.evidence), load);
             if let Some(w) = workload
                 && !finding.is_suppressed()
             {
@@ -607,37 +622,36 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             }
         })
         .collect();
-    located.sort_by(|a, b| {
-        (
-            &a.coordinates,
-            &a.finding.container,
-            &a.finding.rule,
-            &a.finding.pointer,
-        )
-            .cmp(&(
-                &b.coordinates,
-                &b.finding.container,
-                &b.finding.rule,
-                &b.finding.pointer,
-            ))
-    });
     let mut ranked: Vec<AuditedWorkload> = audited
         .into_values()
         .filter(|w| w.findings > 0 || w.evidence.restarts() > 0)
         .collect();
-    ranked.sort_by(|a, b| {
+    let rank_key = |w: &AuditedWorkload| {
         (
-            std::cmp::Reverse(a.evidence.probe_restarts()),
-            std::cmp::Reverse(a.evidence.restarts()),
-            std::cmp::Reverse(a.findings),
-            &a.coordinates,
+            std::cmp::Reverse(w.evidence.probe_restarts()),
+            std::cmp::Reverse(w.evidence.restarts()),
+            std::cmp::Reverse(w.findings),
+            w.coordinates.clone(),
         )
-            .cmp(&(
-                std::cmp::Reverse(b.evidence.probe_restarts()),
-                std::cmp::Reverse(b.evidence.restarts()),
-                std::cmp::Reverse(b.findings),
-                &b.coordinates,
-            ))
+    };
+    ranked.sort_by_cached_key(rank_key);
+    // Findings in the ranking's order: the workload its probes hurt most comes first; objects
+    // outside the ranking (HPAs, PDBs) after, by name.
+    let rank: std::collections::HashMap<&str, usize> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.coordinates.as_str(), i))
+        .collect();
+    located.sort_by_cached_key(|f| {
+        (
+            rank.get(f.coordinates.as_str())
+                .copied()
+                .unwrap_or(usize::MAX),
+            f.coordinates.clone(),
+            f.finding.container.clone(),
+            f.finding.rule.clone(),
+            f.finding.pointer.clone(),
+        )
     });
     skipped.sort_by(|a, b| (&a.what, &a.reason).cmp(&(&b.what, &b.reason)));
     Ok(Audit {

@@ -9,7 +9,8 @@
 //! {"version": 1, "cluster": {"server", "context", "namespace"},
 //!  "findings": [{"rule", "severity", "message", "help", "coordinates",
 //!                "object": {"apiVersion", "kind", "namespace", "name"}, "container", "pointer",
-//!                "evidence": {"observed": "..." | null, "status": "observed"|"not-yet"|"unobservable"},
+//!                "evidence": {"status": "observed"|"possible"|"not-yet"|"unobservable",
+//!                             "observed": "what the pods show" | null},
 //!                "suppressed"?: {"source", "reason"}}],
 //!  "workloads": [{"coordinates", "object", "pods", "restarts", "probeRestarts", "findings",
 //!                 "supportedFindings", "containers": {NAME: {"restarts", "lastTermination",
@@ -59,7 +60,8 @@ fn subject(f: &AuditFinding) -> String {
 fn evidence_line(support: &Support) -> Option<String> {
     match support {
         Support::Observed(what) => Some(format!("observed: {what}")),
-        Support::NotYet => Some("not observed yet: no pod of it shows this probe failing".into()),
+        Support::Possible(what) => Some(format!("possibly observed: {what}")),
+        Support::NotYet => Some("not observed yet: its pods show nothing this explains".into()),
         Support::Unobservable => None,
     }
 }
@@ -288,6 +290,10 @@ fn json_evidence(support: &Support) -> JsonEvidence<'_> {
     match support {
         Support::Observed(what) => JsonEvidence {
             status: "observed",
+            observed: Some(what),
+        },
+        Support::Possible(what) => JsonEvidence {
+            status: "possible",
             observed: Some(what),
         },
         Support::NotYet => JsonEvidence {
