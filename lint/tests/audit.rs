@@ -795,3 +795,56 @@ fn a_broken_or_missing_kubeconfig_is_named() {
         text(&out)
     );
 }
+
+/// The README's ClusterRole, as a user copies it.
+fn readme_cluster_role() -> String {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n")
+        .expect("the README shows the audit's ClusterRole");
+    let body = &readme[start + "```yaml\n".len()..];
+    body[..body.find("```").unwrap()].to_owned()
+}
+
+#[test]
+fn the_readmes_cluster_role_is_all_the_audit_needs_and_the_chart_creates_the_same() {
+    let role = readme_cluster_role();
+    // The chart's ClusterRole (audit.clusterRole.create) has the README's rules, word for word.
+    let chart = include_str!("../../charts/probelint/templates/clusterrole-audit.yaml");
+    let rules = &role[role.find("rules:\n").unwrap()..];
+    assert!(
+        chart.contains(rules),
+        "the chart's ClusterRole differs from the README's:\n{chart}"
+    );
+    let Some(cluster) = probelint_cluster::shared("audit_readme_role") else {
+        return;
+    };
+    let out = cluster.apply(&role, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    apply(
+        cluster,
+        "default",
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "probelint-audit-readme"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "probelint-audit"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "readme-auditor"}],
+        }),
+    );
+    let ns = cluster.namespace("audit-readme");
+    apply(cluster, &ns, &liveness_only("llm", 1));
+    pods_of(cluster, &ns, "llm", 1);
+    let kubeconfig = kubeconfig_for(cluster, "readme-auditor");
+    let out = audit(&kubeconfig, &["--all-namespaces", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["errors"], json!([]), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["coordinates"] == format!("Deployment/{ns}/llm")),
+        "{report:#}"
+    );
+}
