@@ -9,22 +9,14 @@
 //! message and `count` as `pkg/kubelet/prober` and `kuberuntime` record them). The controller
 //! manager is real: Deployments make ReplicaSets make Pods, with owner references.
 
+mod audit_support;
+
+use audit_support::{GPU_IMAGE, liveness_only, probelint, text};
 use probelint_cluster::{Cluster, wait_for};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
-
-const GPU_IMAGE: &str = "vllm/vllm-openai:v0.6.3";
-
-fn probelint() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_probelint"));
-    // Only what a test passes: never the developer's own cluster.
-    cmd.env_remove("KUBECONFIG")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env("NO_COLOR", "1");
-    cmd
-}
 
 fn audit(kubeconfig: &Path, args: &[&str]) -> Output {
     probelint()
@@ -36,15 +28,6 @@ fn audit(kubeconfig: &Path, args: &[&str]) -> Output {
         .expect("run probelint")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
 }
@@ -52,28 +35,6 @@ fn json_of(out: &Output) -> Value {
 fn apply(cluster: &Cluster, ns: &str, object: &Value) {
     let out = cluster.apply(&object.to_string(), &["-n", ns]);
     assert!(out.status.success(), "kubectl apply: {}", text(&out));
-}
-
-/// A GPU vLLM Deployment whose only probe is a liveness probe: it kills the server while the
-/// weights load (no startupProbe), and sends traffic to nothing (no readinessProbe).
-fn liveness_only(name: &str, replicas: u32) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "labels": {"team": "llm"}},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{
-                    "name": "vllm", "image": GPU_IMAGE,
-                    "ports": [{"containerPort": 8000}],
-                    "resources": {"limits": {"nvidia.com/gpu": 1}},
-                    "livenessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                }]},
-            },
-        },
-    })
 }
 
 fn pods_of(cluster: &Cluster, ns: &str, app: &str, count: usize) -> Vec<Value> {
@@ -846,89 +807,5 @@ fn the_readmes_cluster_role_is_all_the_audit_needs_and_the_chart_creates_the_sam
             .iter()
             .any(|f| f["coordinates"] == format!("Deployment/{ns}/llm")),
         "{report:#}"
-    );
-}
-
-/// 1,000 GPU Deployments in 20 namespaces (no replicas; the controller makes their ReplicaSets
-/// meanwhile): every one audited, through paginated lists (500 a
-/// page). Prints the time and the audit's peak memory, a benchmark figure, not an assertion.
-#[test]
-fn a_thousand_deployments_in_twenty_namespaces_are_all_audited() {
-    let Some(cluster) = probelint_cluster::shared("audit_scale") else {
-        return;
-    };
-    let mut namespaces = Vec::new();
-    for _ in 0..20 {
-        let ns = cluster.namespace("audit-scale");
-        let items: Vec<Value> = (0..50)
-            .map(|i| {
-                let mut d = liveness_only(&format!("llm-{i}"), 0);
-                d["metadata"]["namespace"] = json!(ns);
-                d
-            })
-            .collect();
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-        let out = cluster.apply(&list.to_string(), &[]);
-        assert!(out.status.success(), "{}", text(&out));
-        namespaces.push(ns);
-    }
-    // The ReplicaSets the controller has made by now (all 1,000 take it minutes on two cores;
-    // waiting for them would only make the suite slower): counted, not awaited.
-    let sets = cluster.get_json(&["get", "replicasets", "--all-namespaces"]);
-    let replica_sets = sets["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|rs| {
-            rs["metadata"]["namespace"]
-                .as_str()
-                .is_some_and(|ns| namespaces.iter().any(|n| n == ns))
-        })
-        .count();
-    let dir = tempfile::tempdir().unwrap();
-    let report_path = dir.path().join("audit.json");
-    let started = std::time::Instant::now();
-    let child = probelint()
-        .arg("audit")
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .args(["--all-namespaces", "--format", "json", "--output"])
-        .arg(&report_path)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // wait4: this child's own peak RSS (getrusage's children figure would include kubectl's).
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 writes only `status` and `usage`, both live for the call.
-    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let elapsed = started.elapsed();
-    assert_eq!(waited, child.id() as i32);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1,
-        "status {status}"
-    );
-    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
-    let mut audited: Vec<&str> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "gpu-startup-probe-missing")
-        .filter(|f| {
-            namespaces
-                .iter()
-                .any(|ns| f["object"]["namespace"] == ns.as_str())
-        })
-        .map(|f| f["coordinates"].as_str().unwrap())
-        .collect();
-    audited.sort_unstable();
-    audited.dedup();
-    assert_eq!(audited.len(), 1000);
-    eprintln!(
-        "probelint audit -A of 1,000 Deployments (and {replica_sets} ReplicaSets) in 20 \
-         namespaces: {:.2} s, peak RSS {} MiB",
-        elapsed.as_secs_f64(),
-        usage.ru_maxrss / 1024
     );
 }

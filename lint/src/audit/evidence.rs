@@ -130,13 +130,17 @@ pub fn controller_uid(object: &Value) -> Option<&str> {
 /// ReplicaSet of a Deployment, a StatefulSet of a LeaderWorkerSet, a Pod of any of them is judged
 /// through its owner, as Polaris audits top-level controllers). Returns, per object, the index
 /// of the judged object it belongs to (itself when judged).
+///
+/// A judged workload that owns no pod through the listed objects (its pods are owned by kinds the
+/// audit does not list, e.g. a Knative Revision) claims the pods of its namespace that its
+/// `spec.selector` selects among those whose controller is not listed; bare pods stay their own.
 pub fn owners(objects: &[&Value]) -> Vec<usize> {
     let by_uid: HashMap<&str, usize> = objects
         .iter()
         .enumerate()
         .filter_map(|(i, o)| Some((uid(o)?, i)))
         .collect();
-    (0..objects.len())
+    let mut judged: Vec<usize> = (0..objects.len())
         .map(|start| {
             let mut at = start;
             let mut seen = HashSet::new();
@@ -149,7 +153,32 @@ pub fn owners(objects: &[&Value]) -> Vec<usize> {
             }
             at
         })
-        .collect()
+        .collect();
+    let is_pod = |o: &Value| o.get("kind").and_then(Value::as_str) == Some("Pod");
+    let with_pods: HashSet<usize> = (0..objects.len())
+        .filter(|&i| is_pod(objects[i]) && judged[i] != i)
+        .map(|i| judged[i])
+        .collect();
+    let unowned: Vec<usize> = (0..objects.len())
+        .filter(|&i| is_pod(objects[i]) && judged[i] == i && controller_uid(objects[i]).is_some())
+        .collect();
+    for (w, object) in objects.iter().enumerate() {
+        if judged[w] != w || is_pod(object) || with_pods.contains(&w) {
+            continue;
+        }
+        let Some(selector) = object.pointer("/spec/selector") else {
+            continue;
+        };
+        for &p in &unowned {
+            if judged[p] == p
+                && namespace(objects[p]) == namespace(object)
+                && selects(selector, &objects[p]["metadata"]["labels"])
+            {
+                judged[p] = w;
+            }
+        }
+    }
+    judged
 }
 
 /// Whether `labels` satisfy a `matchLabels` / `matchExpressions` selector. An empty selector
@@ -265,12 +294,9 @@ fn event_time(event: &Value) -> String {
         .to_owned()
 }
 
-/// Builds each judged workload's evidence from the pods and the kubelet's Events.
-///
-/// `objects` are the listed workloads (pods included), `judged[i]` the judged object that
-/// object `i` belongs to (see [`owners`]); a judged workload that owns no pod through the
-/// listed objects (its pods are owned by kinds the audit does not list, e.g. a Knative
-/// Revision) gets the pods of its namespace that its `spec.selector` selects.
+/// Builds each judged workload's evidence from the pods and the kubelet's Events. `objects` are
+/// the listed workloads (pods included), `judged[i]` the judged object that object `i` belongs
+/// to (see [`owners`]).
 pub fn collect(
     objects: &[&Value],
     judged: &[usize],
@@ -281,29 +307,6 @@ pub fn collect(
     for (i, object) in objects.iter().enumerate() {
         if is_pod(object) {
             pods_of.entry(judged[i]).or_default().push(i);
-        }
-    }
-    // Selector fallback for the judged non-pod workloads that got no pod from owner references.
-    let unowned: Vec<usize> = (0..objects.len())
-        .filter(|&i| is_pod(objects[i]) && judged[i] == i && controller_uid(objects[i]).is_some())
-        .collect();
-    for (w, object) in objects.iter().enumerate() {
-        if judged[w] != w || is_pod(object) || pods_of.contains_key(&w) {
-            continue;
-        }
-        let Some(selector) = object.pointer("/spec/selector") else {
-            continue;
-        };
-        let selected: Vec<usize> = unowned
-            .iter()
-            .copied()
-            .filter(|&p| {
-                namespace(objects[p]) == namespace(object)
-                    && selects(selector, &objects[p]["metadata"]["labels"])
-            })
-            .collect();
-        if !selected.is_empty() {
-            pods_of.insert(w, selected);
         }
     }
 
@@ -623,5 +626,108 @@ mod tests {
             container_of_field_path("spec.containers{vllm}"),
             Some("vllm")
         );
+    }
+
+    fn object(kind: &str, name: &str, uid: &str, owner: Option<&str>) -> Value {
+        let mut o = json!({
+            "apiVersion": "v1", "kind": kind,
+            "metadata": {"name": name, "namespace": "ns", "uid": uid, "labels": {"app": "llm"}},
+        });
+        if let Some(owner) = owner {
+            o["metadata"]["ownerReferences"] = json!([
+                {"uid": "someone-else", "controller": false},
+                {"uid": owner, "controller": true},
+            ]);
+        }
+        o
+    }
+
+    /// A Pod of a ReplicaSet of a Deployment belongs to the Deployment; a Pod whose owner is not
+    /// listed (a Knative Revision's) is its own top, and so is a bare Pod.
+    #[test]
+    fn objects_belong_to_their_top_listed_controller() {
+        let deployment = object("Deployment", "llm", "d", None);
+        let replica_set = object("ReplicaSet", "llm-1", "r", Some("d"));
+        let pod = object("Pod", "llm-1-a", "p", Some("r"));
+        let orphan = object("Pod", "other", "o", Some("not-listed"));
+        let objects = [&deployment, &replica_set, &pod, &orphan];
+        assert_eq!(owners(&objects), [0, 0, 0, 3]);
+        // A cycle in bad data ends instead of looping.
+        let a = object("ReplicaSet", "a", "a", Some("b"));
+        let b = object("ReplicaSet", "b", "b", Some("a"));
+        assert_eq!(owners(&[&a, &b]).len(), 2);
+    }
+
+    #[test]
+    fn pods_and_events_add_up_per_container_and_pods_of_unlisted_owners_are_found_by_selector() {
+        let mut service = object("Service", "llm", "k", None);
+        service["spec"] = json!({"selector": {"matchLabels": {"app": "llm"}}});
+        let mut pod = object("Pod", "llm-a", "p", Some("revision-uid"));
+        pod["status"] = json!({
+            "conditions": [{"type": "Ready", "status": "True",
+                            "lastTransitionTime": "2026-12-01T10:02:00Z"}],
+            "containerStatuses": [{
+                "name": "server", "restartCount": 2,
+                "state": {"running": {"startedAt": "2026-12-01T10:00:00Z"}},
+                "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                                             "finishedAt": "2026-12-01T09:59:00Z"}},
+            }],
+        });
+        let event = |reason: &str, message: &str, count: u64, at: &str| {
+            json!({
+                "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "llm-a",
+                                   "fieldPath": "spec.containers{server}"},
+                "reason": reason, "message": message, "count": count, "lastTimestamp": at,
+            })
+        };
+        let events = [
+            event(
+                "Unhealthy",
+                "Startup probe failed: HTTP probe failed with statuscode: 503",
+                5,
+                "2026-12-01T09:58:00Z",
+            ),
+            event(
+                "Unhealthy",
+                "Startup probe failed: context deadline exceeded",
+                2,
+                "2026-12-01T09:59:00Z",
+            ),
+            event(
+                "Killing",
+                "Container server failed startup probe, will be restarted",
+                2,
+                "2026-12-01T09:59:00Z",
+            ),
+            event(
+                "Killing",
+                "Stopping container server",
+                1,
+                "2026-12-01T09:59:30Z",
+            ),
+        ];
+        let objects = [&service, &pod];
+        let judged = owners(&objects);
+        // The pod (its Revision not listed) is claimed by the selector, judged through it.
+        assert_eq!(judged, [0, 0]);
+        let evidence = collect(&objects, &judged, &events);
+        let e = &evidence[&0];
+        assert_eq!(e.pods, 1);
+        assert_eq!(e.restarts(), 2);
+        assert_eq!(e.probe_restarts(), 2);
+        let server = &e.containers["server"];
+        assert_eq!(
+            server.last_termination.as_ref().unwrap().reason,
+            "OOMKilled"
+        );
+        assert_eq!(
+            server.unhealthy[&Probe::Startup],
+            Failures {
+                count: 7,
+                latest_message: "Startup probe failed: context deadline exceeded".into(),
+                latest_at: "2026-12-01T09:59:00Z".into(),
+            }
+        );
+        assert_eq!(e.start_to_ready[0].seconds, Some(120.0));
     }
 }
