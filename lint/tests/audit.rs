@@ -809,3 +809,79 @@ fn the_readmes_cluster_role_is_all_the_audit_needs_and_the_chart_creates_the_sam
         "{report:#}"
     );
 }
+
+/// Contexts, their namespaces and `KUBECONFIG` work as with kubectl.
+#[test]
+fn the_kubeconfig_is_read_as_kubectl_reads_it() {
+    let Some(cluster) = probelint_cluster::shared("audit_contexts") else {
+        return;
+    };
+    let ns = cluster.namespace("audit-contexts");
+    apply(cluster, &ns, &liveness_only("llm", 1));
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let admin = cluster.ca.client("contexts-admin", Some("system:masters"));
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (ca, cert, key) = (
+        file("ca.crt", &cluster.ca.pem),
+        file("admin.crt", &admin.cert_pem),
+        file("admin.key", &admin.key_pem),
+    );
+    let kubeconfig = dir.path().join("config");
+    // The current context is a cluster that is down; `real` is this one, with a namespace.
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: down\n  cluster: {{server: \"https://127.0.0.1:{down}\", insecure-skip-tls-verify: true}}\n- name: real\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    client-certificate: {}\n    client-key: {}\ncontexts:\n- name: down\n  context: {{cluster: down, user: admin}}\n- name: real\n  context: {{cluster: real, user: admin, namespace: {ns}}}\ncurrent-context: down\n",
+            cluster.server,
+            ca.display(),
+            cert.display(),
+            key.display(),
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        probelint()
+            .arg("audit")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--request-timeout", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "cannot reach the cluster at https://127.0.0.1:{down}"
+        )),
+        "{}",
+        text(&out)
+    );
+    // --context picks the cluster, and its namespace is the default scope.
+    let out = run(&["--context", "real", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["cluster"]["context"], "real", "{report:#}");
+    assert_eq!(report["cluster"]["server"], cluster.server);
+    assert_eq!(report["cluster"]["namespace"], ns.as_str());
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["coordinates"] == format!("Deployment/{ns}/llm")),
+        "{report:#}"
+    );
+    // -n overrides the context's namespace.
+    let out = run(&["--context", "real", "-n", "kube-public", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["cluster"]["namespace"], "kube-public");
+    assert_eq!(report["findings"], json!([]), "{report:#}");
+}
