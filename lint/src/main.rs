@@ -506,8 +506,9 @@ fn run_audit(args: &AuditArgs) -> Result<u8, String> {
         })?,
     }
     // Errors (a kind that could not be listed) go to stderr too, where a CI log shows them
-    // whatever the format.
-    for e in &audit.errors {
+    // whatever the format; a human report on the terminal already ends with them.
+    let shown = args.format == Format::Human && args.output.is_none();
+    for e in audit.errors.iter().filter(|_| !shown) {
         let _ = writeln!(
             anstream::stderr(),
             "probelint: error: cannot list {}: {}",

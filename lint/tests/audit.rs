@@ -505,6 +505,18 @@ fn a_kind_the_user_may_not_list_is_reported_and_the_rest_is_audited() {
         })],
         "{report:#}"
     );
+    // A person at a terminal reads it once, in the report, above the summary.
+    let out = audit(&kubeconfig, &["-n", &ns]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        human.contains(&format!(
+            "error: cannot list deployments.apps in namespace {ns}: forbidden: deployments.apps is forbidden: User \"auditor\""
+        )) && human.contains("could not be listed"),
+        "{}",
+        text(&out)
+    );
+    assert!(out.stderr.is_empty(), "{}", text(&out));
     // What the user may list is audited: the Deployment's ReplicaSet, now the top object it
     // can see, carries the findings.
     let findings = report["findings"].as_array().unwrap();
