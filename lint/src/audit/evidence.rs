@@ -126,6 +126,20 @@ pub fn controller_uid(object: &Value) -> Option<&str> {
         .and_then(|r| r.get("uid").and_then(Value::as_str))
 }
 
+/// Labels an operator puts on what it creates for a user's object: (label, group, kind).
+const OPERATOR_LABELS: &[(&str, &str, &str)] = &[
+    (
+        "serving.knative.dev/service",
+        "serving.knative.dev",
+        "Service",
+    ),
+    (
+        "serving.kserve.io/inferenceservice",
+        "serving.kserve.io",
+        "InferenceService",
+    ),
+];
+
 /// Which listed workloads are judged: those whose controller is not itself a listed workload (a
 /// ReplicaSet of a Deployment, a StatefulSet of a LeaderWorkerSet, a Pod of any of them is judged
 /// through its owner, as Polaris audits top-level controllers). Returns, per object, the index
@@ -140,12 +154,33 @@ pub fn owners(objects: &[&Value]) -> Vec<usize> {
         .enumerate()
         .filter_map(|(i, o)| Some((uid(o)?, i)))
         .collect();
+    let by_name: HashMap<(&str, &str, &str, &str), usize> = objects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            let group = o.get("apiVersion")?.as_str()?.rsplit_once('/')?.0;
+            let kind = o.get("kind")?.as_str()?;
+            Some(((group, kind, namespace(o), name(o)), i))
+        })
+        .collect();
+    let owner_of = |o: &Value| -> Option<usize> {
+        if let Some(&owner) = controller_uid(o).and_then(|u| by_uid.get(u)) {
+            return Some(owner);
+        }
+        // Knative's and KServe's controllers own a workload through objects the audit does not
+        // list (Configuration, Revision); their labels name the object a user wrote.
+        let labels = o.pointer("/metadata/labels")?;
+        OPERATOR_LABELS.iter().find_map(|(label, group, kind)| {
+            let name = labels.get(*label)?.as_str()?;
+            by_name.get(&(*group, *kind, namespace(o), name)).copied()
+        })
+    };
     let mut judged: Vec<usize> = (0..objects.len())
         .map(|start| {
             let mut at = start;
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::from([start]);
             // Owner chains are short; the set only guards against a cycle in bad data.
-            while let Some(&owner) = controller_uid(objects[at]).and_then(|u| by_uid.get(u)) {
+            while let Some(owner) = owner_of(objects[at]) {
                 if !seen.insert(owner) {
                     break;
                 }
@@ -652,6 +687,23 @@ mod tests {
         let orphan = object("Pod", "other", "o", Some("not-listed"));
         let objects = [&deployment, &replica_set, &pod, &orphan];
         assert_eq!(owners(&objects), [0, 0, 0, 3]);
+        // Knative's Revision Deployment belongs to the Knative Service its label names, which
+        // belongs to the KServe InferenceService that owns it.
+        let mut isvc = object("InferenceService", "llama", "i", None);
+        isvc["apiVersion"] = json!("serving.kserve.io/v1beta1");
+        let mut knative = object("Service", "llama-predictor", "k", Some("i"));
+        knative["apiVersion"] = json!("serving.knative.dev/v1");
+        let mut revision_deployment = object(
+            "Deployment",
+            "llama-predictor-00001",
+            "rd",
+            Some("revision"),
+        );
+        revision_deployment["apiVersion"] = json!("apps/v1");
+        revision_deployment["metadata"]["labels"] =
+            json!({"serving.knative.dev/service": "llama-predictor"});
+        let objects = [&isvc, &knative, &revision_deployment];
+        assert_eq!(owners(&objects), [0, 0, 0]);
         // A cycle in bad data ends instead of looping.
         let a = object("ReplicaSet", "a", "a", Some("b"));
         let b = object("ReplicaSet", "b", "b", Some("a"));
