@@ -897,3 +897,55 @@ fn the_kubeconfig_is_read_as_kubectl_reads_it() {
     assert_eq!(report["cluster"]["namespace"], "kube-public");
     assert_eq!(report["findings"], json!([]), "{report:#}");
 }
+
+/// A server that accepts connections and never answers (a wedged apiserver, a black-holing
+/// proxy): the audit gives up after --request-timeout and says so, instead of hanging.
+#[test]
+fn a_cluster_that_never_answers_is_given_up_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:{port}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let mut child = probelint()
+        .arg("audit")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--request-timeout", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Not a timing assertion: a guard so that a hang fails the test instead of the suite.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("probelint audit still waits on a server that never answers");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "probelint: error: cannot reach the cluster at https://127.0.0.1:{port}: no answer within --request-timeout"
+        )),
+        "{}",
+        text(&out)
+    );
+}

@@ -272,11 +272,19 @@ fn classify(error: &kube::Error, what: &str, server: &str) -> Failure {
             status.code, status.reason, status.message
         )),
         kube::Error::SerdeError(e) => Failure::Partial(format!("{what}: unreadable answer: {e}")),
-        other => Failure::Fatal(format!(
-            "cannot reach the cluster at {server}: {} (is the cluster up, and is this the right \
-             context? `kubectl cluster-info` shows what kubectl reaches)",
-            chain(other)
-        )),
+        other => {
+            let detail = chain(other);
+            let detail = detail.trim_start_matches("ServiceError: ");
+            let what = if detail.contains("deadline has elapsed") {
+                format!("no answer within --request-timeout ({detail})")
+            } else {
+                detail.to_owned()
+            };
+            Failure::Fatal(format!(
+                "cannot reach the cluster at {server}: {what} (is the cluster up, and is this the \
+                 right context? `kubectl cluster-info` shows what kubectl reaches)"
+            ))
+        }
     }
 }
 
