@@ -882,6 +882,8 @@ fn the_kubeconfig_is_read_as_kubectl_reads_it() {
     let report = json_of(&out);
     assert_eq!(report["cluster"]["context"], "real", "{report:#}");
     assert_eq!(report["cluster"]["server"], cluster.server);
+    // The rules judge by the version the cluster runs.
+    assert_eq!(report["cluster"]["version"], cluster.version.as_str());
     assert_eq!(report["cluster"]["namespace"], ns.as_str());
     assert!(
         report["findings"]

@@ -122,6 +122,8 @@ pub struct Skipped {
 pub struct Audit {
     /// The apiserver's URL.
     pub server: String,
+    /// The apiserver's version (`v1.34.4`), which the version-dependent rules judge by.
+    pub version: Option<String>,
     /// The kubeconfig context, or `in-cluster`.
     pub context: String,
     pub scope: Scope,
@@ -439,6 +441,28 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         Err(e) => return Err(fatal(&e, &server)),
     };
 
+    // The objects run on this cluster: its version, not the policy's oldest supported one, is
+    // what the version-dependent rules (gRPC probes) must judge by.
+    let mut policy = policy.clone();
+    let version = match client.apiserver_version().await {
+        Ok(info) => {
+            let number = |s: &str| {
+                s.trim_end_matches(|c: char| !c.is_ascii_digit())
+                    .parse()
+                    .ok()
+            };
+            if let (Some(major), Some(minor)) = (number(&info.major), number(&info.minor)) {
+                policy.kubernetes_version =
+                    probelint_policies::policy::KubernetesVersion::new(major, minor);
+            }
+            Some(info.git_version)
+        }
+        Err(e) => match classify(&e, "get /version", &server) {
+            Failure::Fatal(message) => return Err(message),
+            _ => None,
+        },
+    };
+    let policy = &policy;
     let mut lister = Lister {
         client,
         server: server.clone(),
@@ -664,6 +688,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
     skipped.sort_by(|a, b| (&a.what, &a.reason).cmp(&(&b.what, &b.reason)));
     Ok(Audit {
         server,
+        version,
         context,
         scope,
         objects: judged_count,

@@ -6,7 +6,7 @@
 //! JSON (`"version": 1`; adding a key is compatible, renaming or removing one bumps it):
 //!
 //! ```json
-//! {"version": 1, "cluster": {"server", "context", "namespace"},
+//! {"version": 1, "cluster": {"server", "version", "context", "namespace"},
 //!  "findings": [{"rule", "severity", "message", "help", "coordinates",
 //!                "object": {"apiVersion", "kind", "namespace", "name"}, "container", "pointer",
 //!                "evidence": {"status": "observed"|"possible"|"not-yet"|"unobservable",
@@ -118,8 +118,13 @@ fn human(audit: &Audit, options: &Options, out: &mut dyn Write) -> io::Result<()
         out,
         "{}",
         bold(&format!(
-            "probelint audit of {} (context {}, {})",
+            "probelint audit of {}{} (context {}, {})",
             audit.server,
+            audit
+                .version
+                .as_ref()
+                .map(|v| format!(", Kubernetes {}", sanitize(v)))
+                .unwrap_or_default(),
             sanitize(&audit.context),
             scope_text(audit)
         ))
@@ -348,6 +353,7 @@ fn json(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
         "version": 1,
         "cluster": {
             "server": audit.server,
+            "version": audit.version,
             "context": audit.context,
             "namespace": match &audit.scope { Scope::All => None, Scope::Namespace(ns) => Some(ns) },
         },
