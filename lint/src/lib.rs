@@ -1,6 +1,7 @@
 //! probelint CLI library: the pieces the `probelint` binary is built from.
 
 pub mod atomic;
+pub mod audit;
 pub mod config;
 pub mod explain;
 pub mod fixcmd;

@@ -135,6 +135,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Lint the workloads a live cluster runs, each finding beside the restarts and probe
+    /// failures it has already caused (reads the kubeconfig as kubectl does; list only).
+    Audit(AuditArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -144,6 +147,53 @@ enum Command {
     Man,
     /// Print the JSON Schema of the policy file (.probelint.yaml).
     Schema,
+}
+
+#[derive(clap::Args, Debug)]
+struct AuditArgs {
+    /// The kubeconfig file (default: KUBECONFIG, else ~/.kube/config, else the pod's service
+    /// account).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current-context).
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+    /// The namespace to audit (default: the context's namespace).
+    #[arg(
+        long,
+        short = 'n',
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
+    namespace: Option<String>,
+    /// Audit every namespace.
+    #[arg(long, short = 'A')]
+    all_namespaces: bool,
+    /// Only workloads whose labels match SELECTOR (as kubectl's -l).
+    #[arg(long, short = 'l', value_name = "SELECTOR")]
+    selector: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Lowest severity that makes the run fail (exit 1).
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    fail_on: FailOn,
+    /// Policy file (default: the nearest .probelint.yaml at or above the current directory).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Seconds each request to the apiserver may take.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    request_timeout: u64,
+    /// When to use colour in human output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+    /// Also list the kinds the cluster does not serve and the objects judged through their
+    /// owner.
+    #[arg(long, short = 'v')]
+    verbose: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -215,6 +265,7 @@ fn main() -> ExitCode {
             port_opens_after_load,
             config: config.as_deref(),
         }),
+        Some(Command::Audit(args)) => run_audit(&args),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(
                 shell,
@@ -402,6 +453,72 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         .iter()
         .any(|f| !f.finding.is_suppressed() && f.finding.severity >= threshold);
     Ok(if !report.errors.is_empty() || unwritten {
+        EXIT_ERROR
+    } else if failing {
+        EXIT_FINDINGS
+    } else {
+        0
+    })
+}
+
+fn run_audit(args: &AuditArgs) -> Result<u8, String> {
+    if args.request_timeout == 0 {
+        return Err("--request-timeout must be at least 1 second".to_owned());
+    }
+    let policy_path = probelint::config::path(args.config.as_deref());
+    let policy = probelint::config::load(policy_path.as_deref())?;
+    let request = probelint::audit::Request {
+        kubeconfig: args.kubeconfig.as_deref(),
+        context: args.context.as_deref(),
+        namespace: args.namespace.as_deref(),
+        all_namespaces: args.all_namespaces,
+        selector: args.selector.as_deref(),
+        request_timeout: std::time::Duration::from_secs(args.request_timeout),
+    };
+    let audit = probelint::audit::run(&request, &policy)?;
+    let options = output::Options {
+        color: match args.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                args.output.is_none()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::IsTerminal::is_terminal(&std::io::stdout())
+            }
+        },
+        verbose: args.verbose,
+    };
+    let render =
+        |out: &mut dyn Write| probelint::audit::render::render(args.format, &audit, &options, out);
+    match &args.output {
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            render(&mut out)
+                .and_then(|()| out.flush())
+                .map_err(|e| format!("cannot write output: {e}"))?;
+        }
+        Some(path) => probelint::atomic::write_with(path, |out| render(out)).map_err(|e| {
+            format!(
+                "cannot write the report to {}: {e}",
+                inputs::display_path(path)
+            )
+        })?,
+    }
+    // Errors (a kind that could not be listed) go to stderr too, where a CI log shows them
+    // whatever the format; a human report on the terminal already ends with them.
+    let shown = args.format == Format::Human && args.output.is_none();
+    for e in audit.errors.iter().filter(|_| !shown) {
+        let _ = writeln!(
+            anstream::stderr(),
+            "probelint: error: cannot list {}: {}",
+            e.resource,
+            e.message
+        );
+    }
+    let threshold = args.fail_on.threshold();
+    let failing = audit.active().any(|f| f.finding.severity >= threshold);
+    Ok(if !audit.errors.is_empty() {
         EXIT_ERROR
     } else if failing {
         EXIT_FINDINGS

@@ -105,7 +105,7 @@ fn repo_path(file: &str) -> Cow<'_, str> {
 /// control or bidirectional-override character becomes U+FFFD, one character for one, so
 /// character columns computed on the original text still point at the same place. Tabs stay:
 /// they are legal in YAML comments and values, and the snippet renderer expands them.
-fn sanitize(text: &str) -> Cow<'_, str> {
+pub(crate) fn sanitize(text: &str) -> Cow<'_, str> {
     fn unsafe_char(c: char) -> bool {
         (c.is_control() && c != '\t')
             || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
@@ -122,7 +122,7 @@ fn sanitize(text: &str) -> Cow<'_, str> {
 }
 
 /// `1 file`, `2 files`.
-fn plural(count: usize, one: &str, many: &str) -> String {
+pub(crate) fn plural(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
 }
 

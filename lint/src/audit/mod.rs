@@ -1,0 +1,749 @@
+//! `probelint audit`: the workloads a live cluster runs, judged by the same engine and policy as
+//! `probelint PATH`, each finding beside what the cluster has already seen of it (restarts, last
+//! terminations, the kubelet's probe-failure Events, time from start to Ready).
+//!
+//! Read-only and polite: `list` only (paginated, [`PAGE`] objects a request), a client-side
+//! timeout on every request, one request per kind for the whole scope. A kind the user may not
+//! list is reported (which verb on which resource, in which namespace) and the rest is audited;
+//! an unreachable cluster or rejected credentials stop the run with what to do.
+//!
+//! Built-in kinds are read typed (k8s-openapi); the custom resources model serving runs on
+//! (LeaderWorkerSet, KServe, Ray, NIM, Knative, Argo Rollouts, JobSet) and the policy's own
+//! `workloads` are found through discovery and read as dynamic objects.
+
+pub mod evidence;
+pub mod render;
+
+use evidence::{Support, WorkloadEvidence};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::{Discovery, Scope as ApiScope, verbs};
+use kube::{Client, Config};
+use probelint_policies::{Finding, ObjectRef, Policy, evaluate_cross, evaluate_object};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Objects per list request: kubectl's chunk size.
+pub const PAGE: u32 = 500;
+
+/// The custom resources model serving runs on, by API group, that the engine judges. Listed
+/// when the cluster serves them; reported as skipped (with `--verbose`) when it does not.
+const SERVING_CRDS: &[(&str, &str)] = &[
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+    ("serving.kserve.io", "InferenceService"),
+    ("serving.kserve.io", "LLMInferenceService"),
+    ("serving.kserve.io", "ServingRuntime"),
+    ("serving.kserve.io", "ClusterServingRuntime"),
+    ("ray.io", "RayService"),
+    ("ray.io", "RayCluster"),
+    ("ray.io", "RayJob"),
+    ("apps.nvidia.com", "NIMService"),
+    ("serving.knative.dev", "Service"),
+    ("argoproj.io", "Rollout"),
+    ("jobset.x-k8s.io", "JobSet"),
+];
+
+/// The groups whose kinds are read typed; discovery never lists them again as dynamic objects.
+const TYPED_GROUPS: &[&str] = &[
+    "",
+    "apps",
+    "batch",
+    "autoscaling",
+    "policy",
+    "events.k8s.io",
+];
+
+/// What the user asked for.
+pub struct Request<'a> {
+    pub kubeconfig: Option<&'a Path>,
+    pub context: Option<&'a str>,
+    /// `None` with `all_namespaces` false: the context's namespace, as kubectl.
+    pub namespace: Option<&'a str>,
+    pub all_namespaces: bool,
+    pub selector: Option<&'a str>,
+    pub request_timeout: Duration,
+}
+
+/// Which namespaces were audited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Namespace(String),
+}
+
+/// One finding, named by its cluster coordinates, with what the evidence says about it.
+#[derive(Debug, Clone)]
+pub struct AuditFinding {
+    pub finding: Finding,
+    /// `Deployment/ns/name`.
+    pub coordinates: String,
+    pub support: Support,
+}
+
+/// A judged workload: what its pods have been through, and how many findings it has.
+#[derive(Debug, Clone)]
+pub struct AuditedWorkload {
+    pub object: ObjectRef,
+    pub coordinates: String,
+    pub evidence: WorkloadEvidence,
+    pub findings: usize,
+    /// Findings the evidence bears out.
+    pub supported: usize,
+}
+
+/// A request that failed without stopping the audit (a forbidden kind, a list that broke off).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListError {
+    /// `deployments.apps`, `events`.
+    pub resource: String,
+    /// `None`: all namespaces (or a cluster-scoped resource).
+    pub namespace: Option<String>,
+    pub message: String,
+}
+
+/// Something deliberately not audited, and why (`--verbose` lists them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub what: String,
+    pub reason: String,
+}
+
+/// The whole result of an audit.
+#[derive(Debug, Clone)]
+pub struct Audit {
+    /// The apiserver's URL.
+    pub server: String,
+    /// The apiserver's version (`v1.34.4`), which the version-dependent rules judge by.
+    pub version: Option<String>,
+    /// The kubeconfig context, or `in-cluster`.
+    pub context: String,
+    pub scope: Scope,
+    /// Objects judged (workloads, HPAs, PDBs).
+    pub objects: usize,
+    /// Sorted by coordinates, then container, then rule.
+    pub findings: Vec<AuditFinding>,
+    /// Ranked: most restarts caused by probes first, then most restarts, then most findings.
+    pub workloads: Vec<AuditedWorkload>,
+    pub errors: Vec<ListError>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Audit {
+    pub fn active(&self) -> impl Iterator<Item = &AuditFinding> {
+        self.findings.iter().filter(|f| !f.finding.is_suppressed())
+    }
+}
+
+/// Runs an audit to the end. `Err` only when nothing can be audited: no configuration, an
+/// unreachable cluster, rejected credentials.
+pub fn run(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(audit(request, policy))
+}
+
+/// Where the client configuration came from, for messages.
+enum Origin {
+    File(PathBuf),
+    Env(String),
+    InCluster,
+}
+
+/// Loads the client configuration the way kubectl does: `--kubeconfig`, else `KUBECONFIG`
+/// (several paths merged), else `~/.kube/config`, else the pod's service account.
+async fn load_config(request: &Request<'_>) -> Result<(Config, String), String> {
+    let options = KubeConfigOptions {
+        context: request.context.map(str::to_owned),
+        cluster: None,
+        user: None,
+    };
+    let home_config = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube/config"));
+    let env = std::env::var("KUBECONFIG").ok().filter(|v| !v.is_empty());
+    let origin = match (request.kubeconfig, &env, &home_config) {
+        (Some(path), _, _) => Origin::File(path.to_owned()),
+        (None, Some(env), _) => Origin::Env(env.clone()),
+        (None, None, Some(home)) if home.exists() => Origin::File(home.clone()),
+        _ if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => Origin::InCluster,
+        _ => {
+            return Err(
+                "no kubeconfig: --kubeconfig is not given, KUBECONFIG is not set, \
+                 ~/.kube/config does not exist, and this is not a pod with a service account \
+                 (KUBERNETES_SERVICE_HOST is not set); pass --kubeconfig FILE or set KUBECONFIG"
+                    .to_owned(),
+            );
+        }
+    };
+    let context_name = |kubeconfig: &Kubeconfig| {
+        request
+            .context
+            .map(str::to_owned)
+            .or_else(|| kubeconfig.current_context.clone())
+            .unwrap_or_default()
+    };
+    match origin {
+        Origin::File(path) => {
+            let kubeconfig = Kubeconfig::read_from(&path)
+                .map_err(|e| format!("cannot read kubeconfig {}: {}", path.display(), chain(&e)))?;
+            let name = context_name(&kubeconfig);
+            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| format!("kubeconfig {}: {}", path.display(), chain(&e)))?;
+            Ok((config, name))
+        }
+        Origin::Env(paths) => {
+            let kubeconfig = Kubeconfig::from_env()
+                .map_err(|e| format!("cannot read KUBECONFIG={paths}: {}", chain(&e)))?
+                .ok_or_else(|| format!("KUBECONFIG={paths} names no readable file"))?;
+            let name = context_name(&kubeconfig);
+            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| format!("KUBECONFIG={paths}: {}", chain(&e)))?;
+            Ok((config, name))
+        }
+        Origin::InCluster => {
+            if let Some(context) = request.context {
+                return Err(format!(
+                    "--context {context} needs a kubeconfig, and there is none (in a pod, \
+                     probelint uses the pod's service account)"
+                ));
+            }
+            let config = Config::incluster().map_err(|e| {
+                format!(
+                    "cannot use the pod's service account (in-cluster config): {}",
+                    chain(&e)
+                )
+            })?;
+            Ok((config, "in-cluster".to_owned()))
+        }
+    }
+}
+
+/// An error and its causes, `outer: inner: innermost`, without repeating a cause an outer
+/// message already quotes.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Why a request failed, in a user's words: either the audit carries on without it, or nothing
+/// more can be asked of this cluster.
+enum Failure {
+    /// 404: the cluster does not serve the resource.
+    Missing,
+    /// Reported; the audit carries on.
+    Partial(String),
+    /// Unreachable, timed out, or credentials rejected.
+    Fatal(String),
+}
+
+fn classify(error: &kube::Error, what: &str, server: &str) -> Failure {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => Failure::Missing,
+        kube::Error::Api(status) if status.code == 401 => Failure::Fatal(format!(
+            "the cluster at {server} rejected the credentials (401 Unauthorized: {}); the \
+             token or client certificate has expired or is not accepted: refresh the \
+             kubeconfig (e.g. your cloud's `get-credentials`) and run again",
+            status.message
+        )),
+        kube::Error::Api(status) if status.code == 403 => Failure::Partial(format!(
+            "forbidden: {} (the audit needs `list` on it; see the ClusterRole in the README)",
+            status.message
+        )),
+        kube::Error::Api(status) => Failure::Partial(format!(
+            "{what}: the apiserver answered {} {}: {}",
+            status.code, status.reason, status.message
+        )),
+        kube::Error::SerdeError(e) => Failure::Partial(format!("{what}: unreadable answer: {e}")),
+        other => {
+            let detail = chain(other);
+            let detail = detail.trim_start_matches("ServiceError: ");
+            let what = if detail.contains("deadline has elapsed") {
+                format!("no answer within --request-timeout ({detail})")
+            } else {
+                detail.to_owned()
+            };
+            Failure::Fatal(format!(
+                "cannot reach the cluster at {server}: {what} (is the cluster up, and is this the \
+                 right context? `kubectl cluster-info` shows what kubectl reaches)"
+            ))
+        }
+    }
+}
+
+/// Lists every object of `api` matching `params`, a page at a time, as the JSON the engine
+/// reads (typed objects serialise their apiVersion and kind; managedFields are dropped: no rule
+/// reads them and they are the bulk of each object).
+async fn list_all<K>(api: &Api<K>, params: &ListParams) -> Result<Vec<Value>, kube::Error>
+where
+    K: Clone + DeserializeOwned + Debug + Serialize,
+{
+    let mut out = Vec::new();
+    let mut params = params.clone().limit(PAGE);
+    loop {
+        let page = api.list(&params).await?;
+        for item in page.items {
+            let mut value = serde_json::to_value(&item).map_err(kube::Error::SerdeError)?;
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+            out.push(value);
+        }
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(out),
+        }
+    }
+}
+
+/// The context of one audit: the client, the scope, and what has gone wrong so far.
+struct Lister<'a> {
+    client: Client,
+    server: String,
+    scope: &'a Scope,
+    errors: Vec<ListError>,
+    skipped: Vec<Skipped>,
+}
+
+impl Lister<'_> {
+    fn namespace(&self) -> Option<String> {
+        match self.scope {
+            Scope::All => None,
+            Scope::Namespace(ns) => Some(ns.clone()),
+        }
+    }
+
+    /// Records a failed list; `Err` when the audit cannot go on.
+    fn failed(&mut self, resource: &str, error: &kube::Error) -> Result<(), String> {
+        match classify(error, &format!("list {resource}"), &self.server) {
+            Failure::Missing => {
+                self.skipped.push(Skipped {
+                    what: resource.to_owned(),
+                    reason: "this cluster does not serve it".to_owned(),
+                });
+                Ok(())
+            }
+            Failure::Partial(message) => {
+                self.errors.push(ListError {
+                    resource: resource.to_owned(),
+                    namespace: self.namespace(),
+                    message,
+                });
+                Ok(())
+            }
+            Failure::Fatal(message) => Err(message),
+        }
+    }
+
+    async fn typed<K>(&mut self, resource: &str, params: &ListParams) -> Result<Vec<Value>, String>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Serialize,
+    {
+        let api: Api<K> = match self.scope {
+            Scope::All => Api::all(self.client.clone()),
+            Scope::Namespace(ns) => Api::namespaced(self.client.clone(), ns),
+        };
+        match list_all(&api, params).await {
+            Ok(items) => Ok(items),
+            Err(e) => self.failed(resource, &e).map(|()| Vec::new()),
+        }
+    }
+
+    async fn dynamic(
+        &mut self,
+        resource: &ApiResource,
+        scope: &ApiScope,
+        params: &ListParams,
+    ) -> Result<Vec<Value>, String> {
+        let api: Api<DynamicObject> = match (scope, self.scope) {
+            (ApiScope::Namespaced, Scope::Namespace(ns)) => {
+                Api::namespaced_with(self.client.clone(), ns, resource)
+            }
+            _ => Api::all_with(self.client.clone(), resource),
+        };
+        let name = if resource.group.is_empty() {
+            resource.plural.clone()
+        } else {
+            format!("{}.{}", resource.plural, resource.group)
+        };
+        match list_all(&api, params).await {
+            Ok(mut items) => {
+                // List items of custom resources carry their type; set it where one does not.
+                for item in &mut items {
+                    if let Some(map) = item.as_object_mut() {
+                        map.entry("apiVersion")
+                            .or_insert_with(|| Value::String(resource.api_version.clone()));
+                        map.entry("kind")
+                            .or_insert_with(|| Value::String(resource.kind.clone()));
+                    }
+                }
+                Ok(items)
+            }
+            Err(e) => self.failed(&name, &e).map(|()| Vec::new()),
+        }
+    }
+}
+
+async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> {
+    let (mut config, context) = load_config(request).await?;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    config.connect_timeout = Some(request.request_timeout.min(Duration::from_secs(10)));
+    config.read_timeout = Some(request.request_timeout);
+    config.write_timeout = Some(request.request_timeout);
+    let scope = if request.all_namespaces {
+        Scope::All
+    } else {
+        Scope::Namespace(
+            request
+                .namespace
+                .map(str::to_owned)
+                .unwrap_or_else(|| config.default_namespace.clone()),
+        )
+    };
+    let client = Client::try_from(config)
+        .map_err(|e| format!("cannot build a client for {server}: {}", chain(&e)))?;
+
+    // Discovery first: any authenticated user may read it, so it is where an unreachable
+    // cluster or a rejected credential shows, before anything is listed.
+    let discovery = match Discovery::new(client.clone()).run_aggregated().await {
+        Ok(d) => d,
+        Err(kube::Error::Api(status)) if status.code != 401 => Discovery::new(client.clone())
+            .run()
+            .await
+            .map_err(|e| fatal(&e, &server))?,
+        Err(e) => return Err(fatal(&e, &server)),
+    };
+
+    // The objects run on this cluster: its version, not the policy's oldest supported one, is
+    // what the version-dependent rules (gRPC probes) must judge by.
+    let mut policy = policy.clone();
+    let version = match client.apiserver_version().await {
+        Ok(info) => {
+            let number = |s: &str| {
+                s.trim_end_matches(|c: char| !c.is_ascii_digit())
+                    .parse()
+                    .ok()
+            };
+            if let (Some(major), Some(minor)) = (number(&info.major), number(&info.minor)) {
+                policy.kubernetes_version =
+                    probelint_policies::policy::KubernetesVersion::new(major, minor);
+            }
+            Some(info.git_version)
+        }
+        Err(e) => match classify(&e, "get /version", &server) {
+            Failure::Fatal(message) => return Err(message),
+            _ => None,
+        },
+    };
+    let policy = &policy;
+    let mut lister = Lister {
+        client,
+        server: server.clone(),
+        scope: &scope,
+        errors: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let workload_params = match request.selector {
+        Some(s) => ListParams::default().labels(s),
+        None => ListParams::default(),
+    };
+    let all = ListParams::default();
+
+    let mut objects: Vec<Value> = Vec::new();
+    objects.extend(
+        lister
+            .typed::<Deployment>("deployments.apps", &workload_params)
+            .await?,
+    );
+    objects.extend(
+        lister
+            .typed::<StatefulSet>("statefulsets.apps", &workload_params)
+            .await?,
+    );
+    objects.extend(
+        lister
+            .typed::<DaemonSet>("daemonsets.apps", &workload_params)
+            .await?,
+    );
+    objects.extend(
+        lister
+            .typed::<ReplicaSet>("replicasets.apps", &workload_params)
+            .await?,
+    );
+    objects.extend(
+        lister
+            .typed::<ReplicationController>("replicationcontrollers", &workload_params)
+            .await?,
+    );
+    objects.extend(lister.typed::<Job>("jobs.batch", &workload_params).await?);
+    objects.extend(
+        lister
+            .typed::<CronJob>("cronjobs.batch", &workload_params)
+            .await?,
+    );
+    for (resource, caps) in serving_resources(&discovery, policy, &mut lister.skipped) {
+        if !caps.supports_operation(verbs::LIST) {
+            continue;
+        }
+        objects.extend(
+            lister
+                .dynamic(&resource, &caps.scope, &workload_params)
+                .await?,
+        );
+    }
+    // Every pod of the scope, for evidence; with a selector, the bare pods it selects are
+    // also judged.
+    let pods = lister.typed::<Pod>("pods", &all).await?;
+    let selected_pods: Option<std::collections::HashSet<String>> = match request.selector {
+        Some(_) => Some(
+            lister
+                .typed::<Pod>("pods", &workload_params)
+                .await?
+                .iter()
+                .filter_map(|p| p.pointer("/metadata/uid").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect(),
+        ),
+        None => None,
+    };
+    let first_pod = objects.len();
+    objects.extend(pods);
+    let mut related = lister
+        .typed::<HorizontalPodAutoscaler>("horizontalpodautoscalers.autoscaling", &all)
+        .await?;
+    related.extend(
+        lister
+            .typed::<PodDisruptionBudget>("poddisruptionbudgets.policy", &all)
+            .await?,
+    );
+    let mut events = lister
+        .typed::<Event>(
+            "events",
+            &ListParams::default().fields("involvedObject.kind=Pod,reason=Unhealthy"),
+        )
+        .await?;
+    events.extend(
+        lister
+            .typed::<Event>(
+                "events",
+                &ListParams::default().fields("involvedObject.kind=Pod,reason=Killing"),
+            )
+            .await?,
+    );
+    let Lister {
+        mut errors,
+        mut skipped,
+        ..
+    } = lister;
+    errors.dedup();
+
+    let refs: Vec<&Value> = objects.iter().collect();
+    let judged = evidence::owners(&refs);
+    let mut evidence = evidence::collect(&refs, &judged, &events);
+
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut facts = Vec::new();
+    let mut judged_count = 0;
+    let mut workloads: Vec<usize> = Vec::new();
+    for (i, object) in objects.iter().enumerate() {
+        if judged[i] != i {
+            let owner = ObjectRef::from_object(&objects[judged[i]]);
+            skipped.push(Skipped {
+                what: evidence::coordinates(&ObjectRef::from_object(object)),
+                reason: format!("judged as part of {}", evidence::coordinates(&owner)),
+            });
+            continue;
+        }
+        if i >= first_pod
+            && let Some(selected) = &selected_pods
+            && !object
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .is_some_and(|u| selected.contains(u))
+        {
+            continue;
+        }
+        judged_count += 1;
+        workloads.push(i);
+        let evaluation = evaluate_object(object, i, policy);
+        findings.extend(evaluation.findings);
+        facts.extend(evaluation.facts);
+    }
+    for (j, object) in related.iter().enumerate() {
+        judged_count += 1;
+        let evaluation = evaluate_object(object, objects.len() + j, policy);
+        findings.extend(evaluation.findings);
+        facts.extend(evaluation.facts);
+    }
+    facts.sort_by_key(|f| f.index);
+    findings.extend(evaluate_cross(&facts, policy));
+
+    // The load time the engine judged each container by, for the readiness evidence.
+    let mut loads: std::collections::HashMap<(usize, String), f64> = Default::default();
+    for &i in &workloads {
+        let analysed = probelint_policies::workload::Workload::analyse(i, &objects[i], policy);
+        for spec in &analysed.pod_specs {
+            for container in spec.containers.iter().filter(|c| c.is_accelerated()) {
+                let load = loads.entry((i, container.name.clone())).or_default();
+                *load = load.max(spec.load_seconds);
+            }
+        }
+    }
+    let mut audited: std::collections::HashMap<usize, AuditedWorkload> = workloads
+        .iter()
+        .map(|&i| {
+            let object = ObjectRef::from_object(&objects[i]);
+            (
+                i,
+                AuditedWorkload {
+                    coordinates: evidence::coordinates(&object),
+                    object,
+                    evidence: evidence.remove(&i).unwrap_or_default(),
+                    findings: 0,
+                    supported: 0,
+                },
+            )
+        })
+        .collect();
+    let mut located: Vec<AuditFinding> = findings
+        .into_iter()
+        .map(|finding| {
+            let workload = audited.get_mut(&finding.object_index);
+            let load = finding
+                .container
+                .clone()
+                .and_then(|c| loads.get(&(finding.object_index, c)).copied());
+            let support = evidence::support(&finding, workload.as_ref().map(|w| &w.evidence), load);
+            if let Some(w) = workload
+                && !finding.is_suppressed()
+            {
+                w.findings += 1;
+                w.supported += usize::from(matches!(support, Support::Observed(_)));
+            }
+            AuditFinding {
+                coordinates: evidence::coordinates(&finding.object),
+                finding,
+                support,
+            }
+        })
+        .collect();
+    let mut ranked: Vec<AuditedWorkload> = audited
+        .into_values()
+        .filter(|w| w.findings > 0 || w.evidence.restarts() > 0)
+        .collect();
+    let rank_key = |w: &AuditedWorkload| {
+        (
+            std::cmp::Reverse(w.evidence.probe_restarts()),
+            std::cmp::Reverse(w.evidence.restarts()),
+            std::cmp::Reverse(w.findings),
+            w.coordinates.clone(),
+        )
+    };
+    ranked.sort_by_cached_key(rank_key);
+    // Findings in the ranking's order: the workload its probes hurt most comes first; objects
+    // outside the ranking (HPAs, PDBs) after, by name.
+    let rank: std::collections::HashMap<&str, usize> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.coordinates.as_str(), i))
+        .collect();
+    located.sort_by_cached_key(|f| {
+        (
+            rank.get(f.coordinates.as_str())
+                .copied()
+                .unwrap_or(usize::MAX),
+            f.coordinates.clone(),
+            f.finding.container.clone(),
+            f.finding.rule.clone(),
+            f.finding.pointer.clone(),
+        )
+    });
+    skipped.sort_by(|a, b| (&a.what, &a.reason).cmp(&(&b.what, &b.reason)));
+    Ok(Audit {
+        server,
+        version,
+        context,
+        scope,
+        objects: judged_count,
+        findings: located,
+        workloads: ranked,
+        errors,
+        skipped,
+    })
+}
+
+fn fatal(error: &kube::Error, server: &str) -> String {
+    match classify(error, "discovery", server) {
+        Failure::Fatal(message) | Failure::Partial(message) => message,
+        Failure::Missing => {
+            format!("{server} serves no API discovery (/api, /apis): is it a Kubernetes apiserver?")
+        }
+    }
+}
+
+/// The custom resources to list: the serving CRDs the cluster serves, and the policy's
+/// `workloads`. Serving CRDs it does not serve are recorded as skipped.
+fn serving_resources(
+    discovery: &Discovery,
+    policy: &Policy,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<(ApiResource, kube::discovery::ApiCapabilities)> {
+    let mut out: Vec<(ApiResource, kube::discovery::ApiCapabilities)> = Vec::new();
+    for group in discovery.groups() {
+        if TYPED_GROUPS.contains(&group.name()) {
+            continue;
+        }
+        for (resource, caps) in group.recommended_resources() {
+            let known = SERVING_CRDS
+                .iter()
+                .any(|(g, k)| *g == resource.group && *k == resource.kind);
+            let custom = policy
+                .workloads
+                .iter()
+                .any(|w| w.matches(&resource.api_version, &resource.kind));
+            if known || custom {
+                out.push((resource, caps));
+            }
+        }
+    }
+    for (group, kind) in SERVING_CRDS {
+        if !out
+            .iter()
+            .any(|(r, _)| r.group == *group && r.kind == *kind)
+        {
+            skipped.push(Skipped {
+                what: format!("{kind} ({group})"),
+                reason: "this cluster does not serve it".to_owned(),
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.0.group, &a.0.kind).cmp(&(&b.0.group, &b.0.kind)));
+    out
+}

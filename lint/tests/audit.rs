@@ -1,0 +1,953 @@
+//! `probelint audit` against a real kube-apiserver (`tests/cluster`: etcd, kube-apiserver and
+//! kube-controller-manager, RBAC on), as a platform team meets it: the real binary, a real
+//! kubeconfig, real TLS and client certificates.
+//!
+//! There is no kubelet in this cluster, so what the kubelet would write is written the way the
+//! kubelet writes it, through the API: pod status (restart counts, last termination, running
+//! since, the Ready condition) through the pods' `status` subresource, and the kubelet's
+//! `Unhealthy` and `Killing` Events as core/v1 Events naming the pod and container (reason,
+//! message and `count` as `pkg/kubelet/prober` and `kuberuntime` record them). The controller
+//! manager is real: Deployments make ReplicaSets make Pods, with owner references.
+
+mod audit_support;
+
+use audit_support::{GPU_IMAGE, liveness_only, probelint, text};
+use probelint_cluster::{Cluster, wait_for};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+fn audit(kubeconfig: &Path, args: &[&str]) -> Output {
+    probelint()
+        .arg("audit")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("run probelint")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
+}
+
+fn apply(cluster: &Cluster, ns: &str, object: &Value) {
+    let out = cluster.apply(&object.to_string(), &["-n", ns]);
+    assert!(out.status.success(), "kubectl apply: {}", text(&out));
+}
+
+fn pods_of(cluster: &Cluster, ns: &str, app: &str, count: usize) -> Vec<Value> {
+    wait_for(
+        &format!("{count} pods of {app} in {ns}"),
+        Duration::from_secs(60),
+        || {
+            let pods = cluster.get_json(&["-n", ns, "get", "pods", "-l", &format!("app={app}")]);
+            let items = pods["items"].as_array().cloned().unwrap_or_default();
+            (items.len() == count).then_some(items)
+        },
+    )
+}
+
+/// Writes a pod's status as the kubelet would after `restarts` liveness kills: running since
+/// `started`, Ready at `ready` (when given), the last run killed with exit code 137.
+fn write_pod_status(
+    cluster: &Cluster,
+    ns: &str,
+    pod: &str,
+    restarts: u32,
+    started: &str,
+    ready: Option<&str>,
+) {
+    let mut conditions = vec![json!({
+        "type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-30T09:59:00Z",
+    })];
+    conditions.push(match ready {
+        Some(at) => json!({"type": "Ready", "status": "True", "lastTransitionTime": at}),
+        None => json!({
+            "type": "Ready", "status": "False", "lastTransitionTime": started,
+            "reason": "ContainersNotReady",
+        }),
+    });
+    let last_state = if restarts > 0 {
+        json!({"terminated": {
+            "exitCode": 137, "reason": "Error",
+            "startedAt": "2026-11-30T09:55:00Z", "finishedAt": "2026-11-30T09:59:50Z",
+        }})
+    } else {
+        json!({})
+    };
+    let status = json!({"status": {
+        "phase": "Running",
+        "conditions": conditions,
+        "containerStatuses": [{
+            "name": "vllm", "image": GPU_IMAGE, "imageID": "", "ready": ready.is_some(),
+            "restartCount": restarts,
+            "started": true,
+            "state": {"running": {"startedAt": started}},
+            "lastState": last_state,
+        }],
+    }});
+    cluster.kubectl_ok(&[
+        "-n",
+        ns,
+        "patch",
+        "pod",
+        pod,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+}
+
+/// A core/v1 Event about one container of a pod, as the kubelet records it.
+fn kubelet_event(
+    cluster: &Cluster,
+    ns: &str,
+    pod: &Value,
+    reason: &str,
+    message: &str,
+    count: u32,
+) {
+    let name = pod["metadata"]["name"].as_str().unwrap();
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{name}.{}", reason.to_lowercase()), "namespace": ns},
+        "involvedObject": {
+            "apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name,
+            "uid": pod["metadata"]["uid"], "fieldPath": "spec.containers{vllm}",
+        },
+        "reason": reason, "message": message, "count": count,
+        "type": if reason == "Unhealthy" { "Warning" } else { "Normal" },
+        "source": {"component": "kubelet", "host": "gpu-node-1"},
+        "firstTimestamp": "2026-11-30T08:00:00Z", "lastTimestamp": "2026-11-30T09:59:40Z",
+    });
+    let out = cluster.apply(&event.to_string(), &["-n", ns]);
+    assert!(out.status.success(), "create Event: {}", text(&out));
+}
+
+const LIVENESS_FAILED: &str = "Liveness probe failed: Get \"http://10.244.1.7:8000/health\": dial tcp 10.244.1.7:8000: connect: connection refused";
+
+#[test]
+fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
+    let Some(cluster) = probelint_cluster::shared("audit_evidence") else {
+        return;
+    };
+    let ns = cluster.namespace("audit-evidence");
+    apply(cluster, &ns, &liveness_only("llm", 1));
+    // Two replicas covered by a PDB, and an HPA on the first one: the cross-object rules see
+    // the cluster's HPAs and PDBs of the namespace.
+    apply(cluster, &ns, &liveness_only("covered", 2));
+    apply(
+        cluster,
+        &ns,
+        &json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "covered"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "covered"}}},
+        }),
+    );
+    apply(
+        cluster,
+        &ns,
+        &json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "llm"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
+                "minReplicas": 1, "maxReplicas": 4,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 80}}}],
+            },
+        }),
+    );
+    let pod = pods_of(cluster, &ns, "llm", 1).remove(0);
+    let pod_name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+    // 14 kills by the liveness probe while loading; up now, Ready 312 s after its last start.
+    write_pod_status(
+        cluster,
+        &ns,
+        &pod_name,
+        14,
+        "2026-11-30T10:00:00Z",
+        Some("2026-11-30T10:05:12Z"),
+    );
+    kubelet_event(cluster, &ns, &pod, "Unhealthy", LIVENESS_FAILED, 42);
+    kubelet_event(
+        cluster,
+        &ns,
+        &pod,
+        "Killing",
+        "Container vllm failed liveness probe, will be restarted",
+        14,
+    );
+    // The covered Deployment's pods are still loading; one was killed three times, and no
+    // Event is left to say by whom.
+    let mut covered_pods: Vec<String> = pods_of(cluster, &ns, "covered", 2)
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    covered_pods.sort();
+    write_pod_status(
+        cluster,
+        &ns,
+        &covered_pods[0],
+        3,
+        "2026-11-30T10:00:00Z",
+        None,
+    );
+    write_pod_status(
+        cluster,
+        &ns,
+        &covered_pods[1],
+        0,
+        "2026-11-30T10:00:00Z",
+        None,
+    );
+    // A port-open readiness probe: Ready 4 s after start, long before a model could load.
+    let mut eager = liveness_only("eager", 1);
+    eager["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] =
+        json!({"tcpSocket": {"port": 8000}});
+    apply(cluster, &ns, &eager);
+    let eager_pod = pods_of(cluster, &ns, "eager", 1)[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    write_pod_status(
+        cluster,
+        &ns,
+        &eager_pod,
+        0,
+        "2026-11-30T10:00:00Z",
+        Some("2026-11-30T10:00:04Z"),
+    );
+
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = json_of(&out);
+    let findings = report["findings"].as_array().unwrap();
+    let find = |rule: &str, coordinates: &str| {
+        findings
+            .iter()
+            .find(|f| f["rule"] == rule && f["coordinates"] == coordinates)
+            .unwrap_or_else(|| panic!("no {rule} on {coordinates} in {findings:#?}"))
+    };
+    let llm = format!("Deployment/{ns}/llm");
+    let startup = find("gpu-startup-probe-missing", &llm);
+    assert_eq!(startup["container"], "vllm");
+    assert_eq!(startup["object"]["kind"], "Deployment");
+    assert_eq!(startup["evidence"]["status"], "observed");
+    assert_eq!(
+        startup["evidence"]["observed"],
+        format!(
+            "14 restarts by the liveness probe; 42 liveness probe failures (latest: {LIVENESS_FAILED:?})"
+        )
+    );
+    // The same finding where the kills left no Event: possibly borne out, and why only that.
+    let covered = format!("Deployment/{ns}/covered");
+    let possible = find("gpu-startup-probe-missing", &covered);
+    assert_eq!(possible["evidence"]["status"], "possible", "{possible:#}");
+    assert_eq!(
+        possible["evidence"]["observed"],
+        format!(
+            "3 restarts, the last one killed (exit code 137, pod {}); no kubelet Event is left to say whether a probe did it",
+            covered_pods[0]
+        )
+    );
+    // Readiness that passed 4 s after start, while the model (300 s by the policy) loaded.
+    let eager_coordinates = format!("Deployment/{ns}/eager");
+    let early = find("readiness-port-open", &eager_coordinates);
+    assert_eq!(
+        early["evidence"]["observed"],
+        format!(
+            "pod {eager_pod} was Ready 4 s after its container started, before the 300 s its model takes to load"
+        ),
+        "{early:#}"
+    );
+    // Nothing to see yet: llm's readiness is missing, but its pod was Ready only after 312 s.
+    assert_eq!(
+        find("gpu-readiness-probe-missing", &llm)["evidence"]["status"],
+        "not-yet"
+    );
+    // Cross-object rules with the cluster's objects: the CPU HPA on the GPU Deployment fires;
+    // the PDB covers `covered`, so only... nothing on it; `llm` has one replica.
+    find(
+        "hpa-cpu-metric-on-gpu-workload",
+        &format!("HorizontalPodAutoscaler/{ns}/llm"),
+    );
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f["rule"] == "gpu-serving-without-pdb"),
+        "{findings:#?}"
+    );
+    // The ReplicaSets and Pods are judged through their Deployment, never on their own.
+    assert!(
+        findings.iter().all(|f| {
+            let kind = f["object"]["kind"].as_str().unwrap();
+            kind != "ReplicaSet" && kind != "Pod"
+        }),
+        "{findings:#?}"
+    );
+
+    // The ranking: the Deployment the probes restarted first, with its evidence.
+    let workloads = report["workloads"].as_array().unwrap();
+    let first = &workloads[0];
+    assert_eq!(first["coordinates"], llm, "{workloads:#?}");
+    assert_eq!(first["pods"], 1);
+    assert_eq!(first["restarts"], 14);
+    assert_eq!(first["probeRestarts"], 14);
+    let vllm = &first["containers"]["vllm"];
+    assert_eq!(vllm["lastTermination"]["reason"], "Error");
+    assert_eq!(vllm["lastTermination"]["exitCode"], 137);
+    assert_eq!(vllm["lastTermination"]["pod"], pod_name.as_str());
+    assert_eq!(vllm["unhealthy"]["liveness"]["count"], 42);
+    assert_eq!(
+        vllm["unhealthy"]["liveness"]["latestMessage"],
+        LIVENESS_FAILED
+    );
+    assert_eq!(vllm["probeKills"]["liveness"], 14);
+    assert_eq!(
+        first["startToReady"],
+        json!([{"pod": pod_name, "seconds": 312.0}])
+    );
+    let second = &workloads[1];
+    assert_eq!(second["coordinates"], covered);
+    assert_eq!(second["pods"], 2);
+    assert_eq!(second["restarts"], 3);
+    assert_eq!(second["probeRestarts"], 0);
+    assert_eq!(second["startToReady"][0]["seconds"], Value::Null);
+    assert_eq!(workloads[2]["coordinates"], eager_coordinates);
+
+    // What a person reads: the finding, the evidence under it, the ranked summary.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns]);
+    let human = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        &format!("  --> {llm} container \"vllm\" at /spec/template/spec/containers/0"),
+        "  = observed: 14 restarts by the liveness probe; 42 liveness probe failures",
+        "  = possibly observed: 3 restarts, the last one killed (exit code 137",
+        "  = not observed yet: its pods show nothing this explains",
+        "Workloads by restarts caused by probes:",
+        &format!("  1. {llm}: 1 pod, 14 restarts, 14 by probes;"),
+        "       container vllm: 14 restarts; last terminated Error (exit code 137)",
+        &format!("       pod {pod_name}: Ready 312 s after start"),
+        &format!("  2. {covered}: 2 pods, 3 restarts;"),
+        &format!("  3. {eager_coordinates}: 1 pod, 0 restarts;"),
+    ] {
+        assert!(
+            human.contains(expected),
+            "missing {expected:?} in:\n{human}"
+        );
+    }
+    // The most-hurt workload's findings come first.
+    let first_finding = human.find("  --> ").unwrap();
+    assert!(
+        human[first_finding..].starts_with(&format!("  --> {llm}")),
+        "{human}"
+    );
+
+    // SARIF names the object and container by cluster coordinates, with the evidence.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "sarif"]);
+    let sarif = json_of(&out);
+    let result = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["ruleId"] == "gpu-startup-probe-missing"
+                && r["properties"]["coordinates"] == llm.as_str()
+        })
+        .unwrap_or_else(|| panic!("{sarif:#}"));
+    assert_eq!(
+        result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"],
+        format!("{llm}/vllm")
+    );
+    assert_eq!(result["level"], "error");
+    assert_eq!(result["properties"]["evidence"]["status"], "observed");
+    assert!(
+        result["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("(observed: 14 restarts by the liveness probe;"),
+        "{result:#}"
+    );
+    // JUnit: one case per object; GitHub: one annotation per finding, named by coordinates.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "junit"]);
+    let junit = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        junit.contains(&format!(
+            "<testcase name=\"{llm}\" classname=\"probelint.audit\""
+        )),
+        "{junit}"
+    );
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "github"]);
+    let github = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        github.lines().any(|l| l.starts_with(&format!(
+            "::error title=probelint gpu-startup-probe-missing::{llm} container \"vllm\": "
+        )) && l.contains("%0Aobserved: 14 restarts by the liveness probe")),
+        "{github}"
+    );
+
+    // The selector picks workloads by their labels (the Deployments' `team` label is not on
+    // their pods): `app=covered` is on none of them, `team=llm` on all three.
+    let selected = |selector: &str| -> Vec<String> {
+        let out = audit(
+            &cluster.kubeconfig,
+            &["-n", &ns, "-l", selector, "--format", "json"],
+        );
+        let mut names: Vec<String> = json_of(&out)["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["coordinates"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        selected("team=llm"),
+        [covered.clone(), eager_coordinates, llm.clone()]
+    );
+    assert_eq!(selected("team=web"), Vec::<String>::new());
+    // --fail-on: errors fail by default; the findings here are errors, warnings and infos.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--fail-on", "error"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}
+
+/// A kubeconfig for `user`, authenticated by a client certificate of the cluster's CA.
+fn kubeconfig_for(cluster: &Cluster, user: &str) -> PathBuf {
+    let leaf = cluster.ca.client(user, None);
+    let dir = cluster.dir.join(format!("user-{user}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ca = write("ca.crt", &cluster.ca.pem);
+    let cert = write("client.crt", &leaf.cert_pem);
+    let key = write("client.key", &leaf.key_pem);
+    write(
+        "kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {user}\n  user:\n    client-certificate: {}\n    client-key: {}\ncontexts:\n- name: {user}\n  context:\n    cluster: test\n    user: {user}\ncurrent-context: {user}\n",
+            cluster.server,
+            ca.display(),
+            cert.display(),
+            key.display()
+        ),
+    )
+}
+
+#[test]
+fn a_kind_the_user_may_not_list_is_reported_and_the_rest_is_audited() {
+    let Some(cluster) = probelint_cluster::shared("audit_rbac") else {
+        return;
+    };
+    let ns = cluster.namespace("audit-rbac");
+    apply(cluster, &ns, &liveness_only("llm", 1));
+    pods_of(cluster, &ns, "llm", 1);
+    // Everything the README's ClusterRole grants, but Deployments.
+    apply(
+        cluster,
+        &ns,
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "auditor"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods", "events", "replicationcontrollers"], "verbs": ["list"]},
+                {"apiGroups": ["apps"], "resources": ["statefulsets", "daemonsets", "replicasets"], "verbs": ["list"]},
+                {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["list"]},
+                {"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"], "verbs": ["list"]},
+                {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"]},
+            ],
+        }),
+    );
+    apply(
+        cluster,
+        &ns,
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "auditor"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "auditor"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "auditor"}],
+        }),
+    );
+    let kubeconfig = kubeconfig_for(cluster, "auditor");
+    let out = audit(&kubeconfig, &["-n", &ns, "--format", "json"]);
+    // Incomplete: exit 2, the missing permission on stderr and in the report.
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let forbidden = format!(
+        "probelint: error: cannot list deployments.apps: forbidden: deployments.apps is forbidden: User \"auditor\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"{ns}\""
+    );
+    assert!(stderr.contains(&forbidden), "{}", text(&out));
+    let report = json_of(&out);
+    // Other tests of this binary install CRDs the auditor may not list either; those are
+    // reported the same way, and nothing it may list is.
+    let errors: Vec<&Value> = report["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["resource"].as_str().unwrap().ends_with(".x-k8s.io"))
+        .collect();
+    assert_eq!(
+        errors,
+        [&json!({
+            "resource": "deployments.apps",
+            "namespace": ns,
+            "message": format!(
+                "{} (the audit needs `list` on it; see the ClusterRole in the README)",
+                forbidden.trim_start_matches("probelint: error: cannot list deployments.apps: ")
+            ),
+        })],
+        "{report:#}"
+    );
+    // A person at a terminal reads it once, in the report, above the summary.
+    let out = audit(&kubeconfig, &["-n", &ns]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        human.contains(&format!(
+            "error: cannot list deployments.apps in namespace {ns}: forbidden: deployments.apps is forbidden: User \"auditor\""
+        )) && human.contains("could not be listed"),
+        "{}",
+        text(&out)
+    );
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+    // What the user may list is audited: the Deployment's ReplicaSet, now the top object it
+    // can see, carries the findings.
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["rule"] == "gpu-startup-probe-missing"
+                && f["object"]["kind"] == "ReplicaSet"
+                && f["coordinates"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("ReplicaSet/{ns}/llm-"))),
+        "{findings:#?}"
+    );
+}
+
+#[test]
+fn custom_resources_are_found_through_discovery_and_missing_kinds_are_skipped() {
+    let Some(cluster) = probelint_cluster::shared("audit_crds") else {
+        return;
+    };
+    let crd = |group: &str, kind: &str, plural: &str| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group, "scope": "Namespaced",
+                "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase()},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        })
+    };
+    for (group, kind, plural) in [
+        (
+            "leaderworkerset.x-k8s.io",
+            "LeaderWorkerSet",
+            "leaderworkersets",
+        ),
+        ("models.example.com", "ModelServer", "modelservers"),
+    ] {
+        let out = cluster.apply(&crd(group, kind, plural).to_string(), &[]);
+        assert!(out.status.success(), "{}", text(&out));
+        cluster.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            &format!("crd/{plural}.{group}"),
+        ]);
+    }
+    let ns = cluster.namespace("audit-crds");
+    let container = json!({
+        "name": "vllm", "image": GPU_IMAGE,
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+        "livenessProbe": {"httpGet": {"path": "/health", "port": 8000}},
+    });
+    let template = json!({"spec": {"containers": [container]}});
+    let lws = json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "llama-405b"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {
+            "size": 2, "leaderTemplate": template, "workerTemplate": template,
+        }},
+    });
+    let model_server = json!({
+        "apiVersion": "models.example.com/v1", "kind": "ModelServer",
+        "metadata": {"name": "mixtral"},
+        "spec": {"template": template},
+    });
+    // Applied when discovery has them: a new CRD's kind takes a moment to be served.
+    for object in [&lws, &model_server] {
+        wait_for(
+            "the CRD's kind to be served",
+            Duration::from_secs(30),
+            || {
+                cluster
+                    .apply(&object.to_string(), &["-n", &ns])
+                    .status
+                    .success()
+                    .then_some(())
+            },
+        );
+    }
+    let policy = cluster.dir.join("audit-crds-policy.yaml");
+    std::fs::write(
+        &policy,
+        "workloads:\n  - kind: ModelServer\n    apiVersion: models.example.com\n    podSpecs: [/spec/template/spec]\n",
+    )
+    .unwrap();
+
+    let out = audit(
+        &cluster.kubeconfig,
+        &[
+            "-n",
+            &ns,
+            "--format",
+            "json",
+            "--config",
+            policy.to_str().unwrap(),
+        ],
+    );
+    let report = json_of(&out);
+    let coordinates: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "gpu-startup-probe-missing")
+        .map(|f| f["coordinates"].as_str().unwrap())
+        .collect();
+    assert!(
+        coordinates.contains(&format!("LeaderWorkerSet/{ns}/llama-405b").as_str()),
+        "{report:#}"
+    );
+    assert!(
+        coordinates.contains(&format!("ModelServer/{ns}/mixtral").as_str()),
+        "{report:#}"
+    );
+    // Without the policy's workload, the custom kind is not listed.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--format", "json"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ModelServer/"));
+
+    // --verbose says which serving kinds this cluster lacks.
+    let out = audit(&cluster.kubeconfig, &["-n", &ns, "--verbose"]);
+    let human = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "skipped: RayService (ray.io): this cluster does not serve it",
+        "skipped: InferenceService (serving.kserve.io): this cluster does not serve it",
+    ] {
+        assert!(
+            human.contains(expected),
+            "missing {expected:?} in:\n{human}"
+        );
+    }
+    assert!(!human.contains("skipped: LeaderWorkerSet"), "{human}");
+    let out = audit(&cluster.kubeconfig, &["-n", &ns]);
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(!human.contains("skipped: RayService"), "{human}");
+    assert!(human.contains("skipped (--verbose lists them)"), "{human}");
+}
+
+#[test]
+fn a_rejected_credential_stops_the_audit_and_says_what_to_do() {
+    let Some(cluster) = probelint_cluster::shared("audit_credentials") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, &cluster.ca.pem).unwrap();
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: an-expired-token\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+            cluster.server,
+            ca.display()
+        ),
+    )
+    .unwrap();
+    let out = audit(&kubeconfig, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "probelint: error: the cluster at {} rejected the credentials (401 Unauthorized",
+            cluster.server
+        )) && stderr.contains("refresh the kubeconfig"),
+        "{}",
+        text(&out)
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+}
+
+// The errors below need no cluster.
+
+#[test]
+fn an_unreachable_cluster_is_named_with_the_reason() {
+    // A port nobody listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: gpu-prod\n  context: {{cluster: c, user: u}}\ncurrent-context: gpu-prod\n"
+        ),
+    )
+    .unwrap();
+    let out = audit(&kubeconfig, &["--request-timeout", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "probelint: error: cannot reach the cluster at https://127.0.0.1:{port}: "
+        )) && stderr.contains("Connection refused")
+            && stderr.contains("kubectl cluster-info"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_broken_or_missing_kubeconfig_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("kubeconfig");
+    std::fs::write(&broken, "clusters: [this is: not a kubeconfig").unwrap();
+    let out = audit(&broken, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "probelint: error: cannot read kubeconfig {}: ",
+            broken.display()
+        )),
+        "{}",
+        text(&out)
+    );
+
+    // An unknown context.
+    std::fs::write(
+        &broken,
+        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
+    )
+    .unwrap();
+    let out = audit(&broken, &["--context", "gpu-prod"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("gpu-prod"),
+        "{}",
+        text(&out)
+    );
+
+    // No kubeconfig anywhere, and not in a pod.
+    let out = probelint()
+        .args(["audit"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "probelint: error: no kubeconfig: --kubeconfig is not given, KUBECONFIG is not set"
+        ),
+        "{}",
+        text(&out)
+    );
+}
+
+/// The README's ClusterRole, as a user copies it.
+fn readme_cluster_role() -> String {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n")
+        .expect("the README shows the audit's ClusterRole");
+    let body = &readme[start + "```yaml\n".len()..];
+    body[..body.find("```").unwrap()].to_owned()
+}
+
+#[test]
+fn the_readmes_cluster_role_is_all_the_audit_needs_and_the_chart_creates_the_same() {
+    let role = readme_cluster_role();
+    // The chart's ClusterRole (audit.clusterRole.create) has the README's rules, word for word.
+    let chart = include_str!("../../charts/probelint/templates/clusterrole-audit.yaml");
+    let rules = &role[role.find("rules:\n").unwrap()..];
+    assert!(
+        chart.contains(rules),
+        "the chart's ClusterRole differs from the README's:\n{chart}"
+    );
+    let Some(cluster) = probelint_cluster::shared("audit_readme_role") else {
+        return;
+    };
+    let out = cluster.apply(&role, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    apply(
+        cluster,
+        "default",
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "probelint-audit-readme"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "probelint-audit"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "readme-auditor"}],
+        }),
+    );
+    let ns = cluster.namespace("audit-readme");
+    apply(cluster, &ns, &liveness_only("llm", 1));
+    pods_of(cluster, &ns, "llm", 1);
+    let kubeconfig = kubeconfig_for(cluster, "readme-auditor");
+    let out = audit(&kubeconfig, &["--all-namespaces", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["errors"], json!([]), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["coordinates"] == format!("Deployment/{ns}/llm")),
+        "{report:#}"
+    );
+}
+
+/// Contexts, their namespaces and `KUBECONFIG` work as with kubectl.
+#[test]
+fn the_kubeconfig_is_read_as_kubectl_reads_it() {
+    let Some(cluster) = probelint_cluster::shared("audit_contexts") else {
+        return;
+    };
+    let ns = cluster.namespace("audit-contexts");
+    apply(cluster, &ns, &liveness_only("llm", 1));
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let admin = cluster.ca.client("contexts-admin", Some("system:masters"));
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (ca, cert, key) = (
+        file("ca.crt", &cluster.ca.pem),
+        file("admin.crt", &admin.cert_pem),
+        file("admin.key", &admin.key_pem),
+    );
+    let kubeconfig = dir.path().join("config");
+    // The current context is a cluster that is down; `real` is this one, with a namespace.
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: down\n  cluster: {{server: \"https://127.0.0.1:{down}\", insecure-skip-tls-verify: true}}\n- name: real\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    client-certificate: {}\n    client-key: {}\ncontexts:\n- name: down\n  context: {{cluster: down, user: admin}}\n- name: real\n  context: {{cluster: real, user: admin, namespace: {ns}}}\ncurrent-context: down\n",
+            cluster.server,
+            ca.display(),
+            cert.display(),
+            key.display(),
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        probelint()
+            .arg("audit")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--request-timeout", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "cannot reach the cluster at https://127.0.0.1:{down}"
+        )),
+        "{}",
+        text(&out)
+    );
+    // --context picks the cluster, and its namespace is the default scope.
+    let out = run(&["--context", "real", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["cluster"]["context"], "real", "{report:#}");
+    assert_eq!(report["cluster"]["server"], cluster.server);
+    // The rules judge by the version the cluster runs.
+    assert_eq!(report["cluster"]["version"], cluster.version.as_str());
+    assert_eq!(report["cluster"]["namespace"], ns.as_str());
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["coordinates"] == format!("Deployment/{ns}/llm")),
+        "{report:#}"
+    );
+    // -n overrides the context's namespace.
+    let out = run(&["--context", "real", "-n", "kube-public", "--format", "json"]);
+    let report = json_of(&out);
+    assert_eq!(report["cluster"]["namespace"], "kube-public");
+    assert_eq!(report["findings"], json!([]), "{report:#}");
+}
+
+/// A server that accepts connections and never answers (a wedged apiserver, a black-holing
+/// proxy): the audit gives up after --request-timeout and says so, instead of hanging.
+#[test]
+fn a_cluster_that_never_answers_is_given_up_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:{port}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let mut child = probelint()
+        .arg("audit")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--request-timeout", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Not a timing assertion: a guard so that a hang fails the test instead of the suite.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("probelint audit still waits on a server that never answers");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "probelint: error: cannot reach the cluster at https://127.0.0.1:{port}: no answer within --request-timeout"
+        )),
+        "{}",
+        text(&out)
+    );
+}
