@@ -502,7 +502,7 @@ fn objects_in_different_files_are_judged_together() {
     write(
         dir.path(),
         "policy/pdb.yaml",
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: other, namespace: elsewhere}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: other, namespace: elsewhere}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow, selector: {matchLabels: {app: llm}}}\n",
     );
     let (_, json) = json_run(dir.path(), &["."]);
     let rules: Vec<&str> = array(&json, "findings")
@@ -525,7 +525,7 @@ fn fix_relints_with_the_unchanged_files_too() {
     write(
         dir.path(),
         "policy/pdb.yaml",
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: llm}}}\n",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow, selector: {matchLabels: {app: llm}}}\n",
     );
     let (_, json) = json_run(dir.path(), &["--fix", "."]);
     let rules: Vec<&str> = array(&json, "findings")

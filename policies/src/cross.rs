@@ -48,6 +48,10 @@ pub enum Role {
         scale_up_written: bool,
         /// `behavior.scaleUp.selectPolicy: Disabled`.
         scale_up_disabled: bool,
+        /// A metric of type External or Object: computed away from the pods, so pods that are
+        /// still loading do not dampen it (for Resource and Pods metrics the HPA counts pods
+        /// without metrics as idle when it scales up: `calcPlainMetricReplicas`).
+        external_or_object_metric: bool,
     },
     /// A workload with at least one pod spec that serves on an accelerator.
     GpuServing {
@@ -137,6 +141,17 @@ impl ObjectFacts {
                         .and_then(|s| s.get("selectPolicy"))
                         .and_then(Value::as_str)
                         == Some("Disabled"),
+                    external_or_object_metric: object
+                        .pointer("/spec/metrics")
+                        .and_then(Value::as_array)
+                        .is_some_and(|ms| {
+                            ms.iter().any(|m| {
+                                matches!(
+                                    m.get("type").and_then(Value::as_str),
+                                    Some("External" | "Object")
+                                )
+                            })
+                        }),
                 }
             }
             _ if workload

@@ -10,14 +10,17 @@ static META: RuleMeta = RuleMeta {
     id: "hpa-scale-up-outpaces-load",
     severity: Severity::Warning,
     summary: "An HPA can scale a GPU workload up again before the pods it just added have loaded their model",
-    rationale: "New model-server pods take the whole load time before they serve. Meanwhile the metric \
-that triggered the scale-up (queue length, requests per pod, GPU utilisation) stays high, so an HPA whose \
-scale-up can act again sooner (the default behaviour adds up to 4 pods or 100 % every 15 s, with no \
-stabilisation window) keeps adding pods for the same load spike: it overshoots, claims GPUs it does not \
-need, and scales them away again after its 5-minute scale-down window. Limit scale-up to a period at least \
-as long as the load (behavior.scaleUp.policies with periodSeconds ≥ the load, at most 1800). The load is \
-declared, estimated (docs/load-time.md) or the policy default (then a warning says so). Only HPAs and \
-workloads in the same input are seen.",
+    rationale: "New model-server pods take the whole load time before they serve. An HPA that scales on \
+an External or Object metric (a gateway's queue length, requests waiting at a load balancer) reads a \
+number the loading pods cannot lower: the queue keeps growing until they serve, and every sync (15 s) the \
+HPA adds pods for it again, while the default scale-up behaviour allows up to 4 pods or 100 % every 15 s \
+with no stabilisation window. It overshoots, claims GPUs it does not need, and scales them away after its \
+5-minute scale-down window. Resource and Pods metrics are not flagged: for those the HPA counts pods that \
+report no metric yet as idle when it scales up (kubernetes pkg/controller/podautoscaler/\
+replica_calculator.go, calcPlainMetricReplicas). Limit scale-up to a period at least as long as the load \
+(behavior.scaleUp.policies with periodSeconds ≥ the load, at most 1800). The load is declared, estimated \
+(docs/load-time.md) or the policy default (then a warning says so). Only HPAs and workloads in the same \
+input are seen.",
     example_policy: None,
     bad_example: r#"apiVersion: apps/v1
 kind: Deployment
@@ -60,10 +63,10 @@ spec:
   minReplicas: 2
   maxReplicas: 8
   metrics:
-    - type: Pods
-      pods:
+    - type: External
+      external:
         metric:
-          name: vllm:num_requests_waiting
+          name: gateway_queue_length
         target:
           type: AverageValue
           averageValue: "5"
@@ -115,10 +118,10 @@ spec:
           value: 2
           periodSeconds: 900
   metrics:
-    - type: Pods
-      pods:
+    - type: External
+      external:
         metric:
-          name: vllm:num_requests_waiting
+          name: gateway_queue_length
         target:
           type: AverageValue
           averageValue: "5"
@@ -143,6 +146,7 @@ impl Rule for HpaScaleUpOutpacesLoad {
                 scale_up_every_seconds,
                 scale_up_written,
                 scale_up_disabled: false,
+                external_or_object_metric: true,
                 ..
             } = &hpa.role
             else {
@@ -175,11 +179,15 @@ impl Rule for HpaScaleUpOutpacesLoad {
             let period = (load.seconds.ceil() as i64).min(1800);
             let finding = report.cross(
                 hpa,
-                if *scale_up_written { "/spec/behavior/scaleUp" } else { "/spec" },
+                if *scale_up_written {
+                    "/spec/behavior/scaleUp"
+                } else {
+                    "/spec"
+                },
                 format!(
-                    "{} scales {object_ref}, whose new pods need {} before they serve, and {every}: \
-                     the metric stays high while they load, so it keeps adding GPU pods for the \
-                     same spike",
+                    "{} scales {object_ref} on an External/Object metric that its new pods cannot \
+                     lower until they serve, {} later, and {every}: it keeps adding GPU pods for \
+                     the same spike while they load",
                     hpa.object_ref,
                     load.explained()
                 ),
@@ -206,7 +214,7 @@ mod tests {
         assert_eq!(f.pointer, "/spec");
         assert!(
             f.message
-                .contains("need 600 s from probelint.io/model-load-seconds before they serve"),
+                .contains("until they serve, 600 s from probelint.io/model-load-seconds later"),
             "{}",
             f.message
         );
@@ -224,5 +232,11 @@ mod tests {
         let f = &findings_of(&window, ID)[0];
         assert_eq!(f.pointer, "/spec/behavior/scaleUp");
         assert!(f.message.contains("add pods every 60 s"), "{}", f.message);
+        // On a Pods metric the HPA counts loading pods as idle: silent.
+        let pods = super::META.bad_example.replace(
+            "    - type: External\n      external:\n        metric:\n          name: gateway_queue_length",
+            "    - type: Pods\n      pods:\n        metric:\n          name: vllm:num_requests_waiting",
+        );
+        assert!(findings_of(&pods, ID).is_empty());
     }
 }
