@@ -12,6 +12,7 @@ mod fields;
 pub mod finding;
 pub mod fix;
 mod glob;
+pub mod operators;
 pub mod pointer;
 pub mod policy;
 pub mod probe;
