@@ -176,6 +176,12 @@ fn llmisvc_templates_are_merged_over_kserves_configs() {
         Severity::Error,
         "main"
     ));
+    assert!(has(
+        &replaced,
+        "startup-shorter-than-operator",
+        Severity::Warning,
+        "main"
+    ));
     // The policy can say what this cluster's config really does.
     let policy = Policy::with_user_yaml(
         "operatorDefaults:\n  kserve-llmisvc-template:\n    startupProbe: null\n",

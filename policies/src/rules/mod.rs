@@ -23,6 +23,7 @@ mod probe_threshold_invalid;
 mod readiness_port_open;
 mod readiness_timeout_too_short;
 mod startup_budget_too_short;
+mod startup_shorter_than_operator;
 
 /// What a rule is, for users: everything `probelint explain` prints.
 #[derive(Debug)]
@@ -66,6 +67,7 @@ static REGISTRY: &[&dyn Rule] = &[
     &gpu_readiness_probe_missing::GpuReadinessProbeMissing,
     &readiness_port_open::ReadinessPortOpen,
     &startup_budget_too_short::StartupBudgetTooShort,
+    &startup_shorter_than_operator::StartupShorterThanOperator,
     &liveness_restart_loop::LivenessRestartLoop,
     &liveness_checks_readiness::LivenessChecksReadiness,
     &probe_port_undeclared::ProbePortUndeclared,
@@ -272,7 +274,7 @@ mod tests {
                 "{id} is not kebab-case"
             );
         }
-        assert_eq!(seen.len(), 16);
+        assert_eq!(seen.len(), 17);
     }
 
     #[test]
