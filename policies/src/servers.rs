@@ -338,9 +338,8 @@ pub const KNOWN_SERVERS: &[KnownServer] = &[
         default_port: 3000,
         live_path: "/livez",
         ready_path: "/readyz",
-        ready_caveat: Some(
-            "BentoML's /readyz waits for the model only when the service defines __is_ready__",
-        ),
+        // /readyz waits for the model only when the service defines __is_ready__ (not flagged:
+        // the manifest cannot say whether it does).
         during_load: DuringLoad::LiveAnswers,
         answers_during_load: &["/livez", "/healthz"],
         command_markers: &["bentoml serve"],
@@ -515,6 +514,10 @@ impl KnownServer {
             || self.also_ready.contains(&path)
             // TF Serving's model status is per model: `/v1/models/<name>`.
             || (self.id == "tf-serving" && path.starts_with("/v1/models/"))
+            // The Open Inference Protocol's per-model readiness: `/v2/models/<name>/ready`.
+            || (matches!(self.id, "triton" | "kserve" | "mlserver")
+                && path.starts_with("/v2/models/")
+                && path.ends_with("/ready"))
     }
 
     /// Whether an httpGet on `path` answers 2xx while the model loads.

@@ -102,6 +102,24 @@ impl Rule for KnownServerEndpoint {
                 continue;
             };
             if server.is_ready_path(path) {
+                // A ready endpoint whose 200 can still mean "not ready" (Dynamo's status in the
+                // body, MLServer with zero models): worth a warning of its own.
+                if let Some(caveat) = server.ready_caveat
+                    && crate::servers::strip_query(path) == server.ready_path
+                {
+                    report.container(
+                        &cx,
+                        format!("{}/httpGet/path", readiness.pointer),
+                        format!(
+                            "{}: readiness on {path} can pass while {} cannot serve: {caveat}",
+                            cx.container.describe(),
+                            server.name
+                        ),
+                        "gate traffic on a check that fails when the model cannot serve (an exec \
+                         probe that reads the status, or the per-model ready endpoint)"
+                            .to_owned(),
+                    );
+                }
                 continue;
             }
             let fix = crate::fix::readiness_to_server_endpoint(&cx, readiness);
