@@ -288,3 +288,19 @@ fn curl_without_fail_is_a_port_check_and_the_real_checks_are_not() {
     assert!(f.help.contains("--fail"), "{}", f.help);
     assert!(f.message.contains("localhost:3000/health"), "{}", f.message);
 }
+
+#[test]
+fn every_operator_default_is_documented_with_its_version_and_source() {
+    let docs = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/operators.md"),
+    )
+    .expect("docs/operators.md");
+    for row in Policy::default().operator_defaults.rows() {
+        let line = docs
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", row.id)))
+            .unwrap_or_else(|| panic!("docs/operators.md has no row for {}", row.id));
+        assert!(line.contains(&row.version), "{}: {line}", row.id);
+        assert!(line.contains(&row.source), "{}: {line}", row.id);
+    }
+}
