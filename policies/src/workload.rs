@@ -1004,6 +1004,38 @@ mod tests {
     }
 
     #[test]
+    fn ray_nodes_and_headless_workers_are_told_apart_from_servers() {
+        let pod = |container: Value| json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [container]}});
+        let role = |container: Value| {
+            let v = pod(container);
+            analyse(&v).pod_specs[0].containers[0].role
+        };
+        assert_eq!(
+            role(
+                json!({"name": "w", "command": ["sh", "-c", "ray start --address=$LEADER:6379 --block"]})
+            ),
+            Role::RayNode
+        );
+        // A leader that starts the Ray head and then the API server serves.
+        assert_eq!(
+            role(
+                json!({"name": "l", "command": ["sh", "-c", "ray start --head --port=6379; vllm serve m --tensor-parallel-size 16"]})
+            ),
+            Role::Serving
+        );
+        assert!(matches!(
+            role(
+                json!({"name": "h", "image": "vllm/vllm-openai:v0.10.0", "args": ["--headless", "--data-parallel-start-rank", "1"]})
+            ),
+            Role::GroupWorker(_)
+        ));
+        assert_eq!(
+            role(json!({"name": "s", "image": "vllm/vllm-openai:v0.10.0"})),
+            Role::Serving
+        );
+    }
+
+    #[test]
     fn kserve_model_spec_is_a_container() {
         let v = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
             "metadata": {"name": "llama"},

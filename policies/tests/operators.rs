@@ -304,3 +304,24 @@ fn every_operator_default_is_documented_with_its_version_and_source() {
         assert!(line.contains(&row.source), "{}: {line}", row.id);
     }
 }
+
+#[test]
+fn knative_services_get_the_queue_proxys_port_check() {
+    let findings = lint("warns-knative-queue-proxy-port-check.yaml");
+    let f = findings
+        .iter()
+        .find(|f| f.rule == "readiness-port-open")
+        .expect("warns");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("Knative Serving"), "{}", f.message);
+    assert!(
+        f.message.contains("tcpSocket on port 8080"),
+        "{}",
+        f.message
+    );
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f.rule == "gpu-readiness-probe-missing")
+    );
+}
