@@ -536,9 +536,15 @@ fn analyse_pod_spec<'a>(
         pointer::push_index(&mut item, index);
         item
     };
+    // Knative names an unnamed serving container `user-container`.
+    let unnamed = if object_ref.kind == "Service" {
+        "user-container"
+    } else {
+        ""
+    };
     if let Some(list) = container_list {
         for (i, c) in list.iter().enumerate() {
-            add(item("containers", i), c, false, "", (Some(i), false));
+            add(item("containers", i), c, false, unnamed, (Some(i), false));
         }
     }
     if let Some(list) = init_container_list.and_then(Value::as_array) {
