@@ -229,28 +229,12 @@ fn safe(description: String, ops: Vec<PatchOperation>) -> Fix {
     }
 }
 
-/// The port a recognised server listens on in this container: a `--port` argument, else the
-/// declared containerPort that is the server's default (by number) or the only TCP port, else
-/// the server's default.
+/// The port a recognised server listens on in this container: the port its own flag or
+/// environment variable sets ([`KnownServer::explicit_port`]), else the declared containerPort
+/// that is the server's default (by number) or the only TCP port, else the server's default.
 fn server_port(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> Value {
-    let args: Vec<&str> = ["command", "args"]
-        .iter()
-        .filter_map(|k| cx.container.value.get(*k).and_then(Value::as_array))
-        .flatten()
-        .filter_map(Value::as_str)
-        .flat_map(str::split_whitespace)
-        .collect();
-    for (i, arg) in args.iter().enumerate() {
-        for flag in ["--port", "--http-port", "--listen-port"] {
-            let value = match arg.strip_prefix(flag) {
-                Some("") => args.get(i + 1).copied(),
-                Some(rest) => rest.strip_prefix('='),
-                None => None,
-            };
-            if let Some(n) = value.and_then(|v| v.parse::<u16>().ok()) {
-                return json!(n);
-            }
-        }
+    if let Some(port) = server.explicit_port(cx.container.value) {
+        return json!(port);
     }
     let tcp: Vec<_> = cx
         .container
@@ -313,7 +297,7 @@ fn startup_handler<'p, 'a>(
     let server = cx
         .container
         .server
-        .filter(|s| s.is_served_by(cx.container.value));
+        .filter(|s| s.is_served_by(cx.container.value) && !s.paths_need_model_name);
     // An exec check that forks nvidia-smi or Python on every run is not worth copying when the
     // server has a real health endpoint.
     let heavy = |probe: &Probe<'_>| {
@@ -350,7 +334,11 @@ fn startup_handler<'p, 'a>(
         "httpGet".to_owned(),
         json!({"path": server.live_path, "port": server_port(cx, server)}),
     );
-    Some((handler, None, CheckSource::Server(server)))
+    // SGLang's /health runs a generation by default: a 1 s timeout fails it under load.
+    let timeout = server
+        .live_runs_generation
+        .then(|| json!(GENERATION_TIMEOUT_SECONDS));
+    Some((handler, timeout, CheckSource::Server(server)))
 }
 
 /// Adds a startupProbe whose budget covers the model load plus margin.
@@ -379,7 +367,8 @@ pub(crate) fn add_startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) 
 /// only the time it takes to notice a load that hung; one that is too short is the restart
 /// storm the fix exists to prevent. So the budget is the largest of:
 /// - the load time × (1 + margin) (declared, estimated, or the policy's default);
-/// - the liveness tolerance the container had (until now liveness was the first to kill it);
+/// - the liveness tolerance the container had, its own or its operator's (until now liveness
+///   was the first to kill it);
 /// - the readiness budget it had (a hand-sized readiness says how long loading takes);
 /// - `modelLoad.startupFloorSeconds` (default 1,200 s, beside NIM's 1,230 s).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -397,11 +386,20 @@ impl StartupBudget {
             cx.container.load.seconds,
             policy.startup_margin,
         );
+        // The container's own probe, else the one its operator adds (the pod that runs).
         let budget = |kind: ProbeKind| {
-            cx.container
+            let own = cx
+                .container
                 .probe(kind)
                 .filter(|p| p.timings_valid())
-                .map_or(0, Probe::budget_seconds)
+                .map(Probe::budget_seconds);
+            own.or_else(|| {
+                cx.container
+                    .operator_probe(kind)
+                    .filter(|p| p.timings_valid())
+                    .map(|p| p.budget_seconds())
+            })
+            .unwrap_or(0)
         };
         let floor = policy.model_load.startup_floor_seconds.ceil() as i64;
         let bounds = [
@@ -491,7 +489,7 @@ pub(crate) fn readiness_to_server_endpoint(
     let server = cx
         .container
         .server
-        .filter(|s| s.is_served_by(cx.container.value))?;
+        .filter(|s| s.is_served_by(cx.container.value) && !s.paths_need_model_name)?;
     if !probe.value.is_object() {
         return None;
     }

@@ -13,6 +13,7 @@ pub mod finding;
 pub mod fix;
 mod glob;
 pub mod load;
+pub mod operators;
 pub mod pointer;
 pub mod policy;
 pub mod probe;

@@ -198,6 +198,10 @@ pub struct PolicyFile {
     /// Rules written as JSON Schema over a container, a pod spec or a whole object.
     #[serde(default)]
     pub custom_rules: Vec<crate::custom::CustomRuleFile>,
+    /// Overrides of the probes operators add (`policies/operators.yaml`), by row id: a probe
+    /// replaced, `null` for none, `enabled: false` when this cluster's operator adds nothing.
+    #[serde(default)]
+    pub operator_defaults: BTreeMap<String, crate::operators::OperatorDefaultFile>,
 }
 
 impl PolicyFile {
@@ -254,6 +258,8 @@ pub struct Policy {
     pub exemptions: Vec<Exemption>,
     pub workloads: Vec<WorkloadSpec>,
     pub custom_rules: Vec<CustomRule>,
+    /// The probes operators add to the pods they build.
+    pub operator_defaults: crate::operators::OperatorDefaults,
 }
 
 impl Default for Policy {
@@ -409,7 +415,13 @@ impl Policy {
             }
         }
 
+        let operator_defaults = crate::operators::OperatorDefaults::with_overrides([
+            &base.operator_defaults,
+            &user.operator_defaults,
+        ])?;
+
         Ok(Policy {
+            operator_defaults,
             version,
             kubernetes_version,
             model_load_seconds,

@@ -4,6 +4,7 @@
 use crate::fields::{self, pick};
 use crate::finding::{Fix, ObjectRef};
 use crate::load::LoadTime;
+use crate::operators::{OperatorDefault, Placement};
 use crate::pointer;
 use crate::policy::Policy;
 use crate::probe::{Probe, ProbeKind};
@@ -12,6 +13,7 @@ use crate::text::shown;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// Annotation declaring the worst-case model load time, in seconds.
 pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
@@ -105,6 +107,8 @@ fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
         "ServingRuntime" | "ClusterServingRuntime" if group == "serving.kserve.io" => {
             layout(&["/spec", "/spec/workerSpec"], false)
         }
+        // The NIM Operator builds one container from the NIMService's spec (below).
+        "NIMService" if group == "apps.nvidia.com" => layout(&["/spec"], false),
         "LLMInferenceService" if group == "serving.kserve.io" => layout(
             &[
                 "/spec/template",
@@ -142,6 +146,9 @@ pub enum AcceleratorReason {
     ResourceClaim(String),
     /// The pod runs with an accelerator runtime class.
     RuntimeClass(String),
+    /// It runs a known model server in a KServe ServingRuntime, whose accelerator the
+    /// InferenceService that uses the runtime requests.
+    ServingRuntime(&'static str),
 }
 
 impl std::fmt::Display for AcceleratorReason {
@@ -150,6 +157,10 @@ impl std::fmt::Display for AcceleratorReason {
             AcceleratorReason::Resource(r) => write!(f, "requests {r}"),
             AcceleratorReason::ResourceClaim(c) => write!(f, "uses resource claim {c:?}"),
             AcceleratorReason::RuntimeClass(c) => write!(f, "runs with runtimeClassName {c:?}"),
+            AcceleratorReason::ServingRuntime(server) => write!(
+                f,
+                "runs {server} in a ServingRuntime; the InferenceService requests its accelerator"
+            ),
         }
     }
 }
@@ -178,6 +189,20 @@ impl<'a> ContainerPort<'a> {
     }
 }
 
+/// What a container does when its pod starts, which decides whether it needs probes that hold
+/// traffic and kills off until a model is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Serves traffic from its start (a model server, a native sidecar in front of one).
+    Serving,
+    /// A Ray head or worker node: the Ray container of a KubeRay group, or a container that
+    /// runs `ray start` or a Ray worker script. Models load later, inside Ray Serve replicas,
+    /// and RayService gates traffic on Serve application health, not on pod probes.
+    RayNode,
+    /// A worker of a multi-node group that serves no HTTP itself; the string says why.
+    GroupWorker(&'static str),
+}
+
 /// One container (or native sidecar) of a pod spec. Thirteen rules read every container, so its
 /// probes and ports are parsed here, once, rather than by each rule.
 #[derive(Debug, Clone)]
@@ -196,8 +221,14 @@ pub struct Container<'a> {
     /// ([`crate::load`]). Estimated for accelerator containers and known servers; the others
     /// carry the policy default.
     pub load: LoadTime,
+    pub role: Role,
+    /// The operator config that fills in the probes this container's spec lacks, when an
+    /// operator builds its pod ([`crate::operators`]).
+    pub operator: Option<Arc<OperatorDefault>>,
     /// The probes, in [`ProbeKind::ALL`] order.
     probes: [Option<Probe<'a>>; 3],
+    /// The probes the operator adds, for the kinds the spec lacks, in [`ProbeKind::ALL`] order.
+    operator_probes: [Option<Value>; 3],
     ports: Vec<ContainerPort<'a>>,
     lifecycle: Option<&'a Value>,
     /// A copy of the startupProbe fix that the first rule offering it left for the second
@@ -217,6 +248,33 @@ impl<'a> Container<'a> {
     /// The probes the container has, startup first.
     pub fn probes(&self) -> impl Iterator<Item = &Probe<'a>> + '_ {
         self.probes.iter().flatten()
+    }
+
+    /// The probe of `kind` its operator adds because the spec has none (pointing where the
+    /// spec's own would be: no fix may patch it).
+    pub fn operator_probe(&self, kind: ProbeKind) -> Option<Probe<'_>> {
+        let value = self.operator_probes[kind as usize].as_ref()?;
+        Some(Probe::from_value(
+            kind,
+            pointer::join(&self.pointer, kind.field()),
+            value,
+        ))
+    }
+
+    /// Whether the pod that runs has a probe of `kind` on this container: its own, or its
+    /// operator's.
+    pub fn runs_probe(&self, kind: ProbeKind) -> bool {
+        self.probe(kind).is_some() || self.operator_probes[kind as usize].is_some()
+    }
+
+    /// Whether the container serves traffic from its start, so that a model load must be
+    /// covered by its probes (not a Ray node, not a headless worker, not a server that loads
+    /// models lazily on first request).
+    pub fn loads_model_at_start(&self) -> bool {
+        self.role == Role::Serving
+            && self
+                .server
+                .is_none_or(|s| s.during_load != crate::servers::DuringLoad::Lazy)
     }
 
     /// The declared `ports`, in order.
@@ -434,16 +492,30 @@ fn analyse_pod_spec<'a>(
     });
     let container_list = container_list.and_then(Value::as_array);
     let mut containers = Vec::with_capacity(container_list.map_or(0, Vec::len));
-    let mut add = |ptr: String, value: &'a Value, sidecar: bool, default_name: &str| {
+    let mut add = |ptr: String,
+                   value: &'a Value,
+                   sidecar: bool,
+                   default_name: &str,
+                   (index, kserve_model): (Option<usize>, bool)| {
         if !value.is_object() {
             return;
         }
+        let placement = Placement {
+            api_version: &object_ref.api_version,
+            kind: &object_ref.kind,
+            object,
+            pod_pointer: &pointer,
+            index,
+            name: "",
+            kserve_model,
+        };
         containers.push(analyse_container(
             ptr,
             value,
             sidecar,
             default_name,
             runtime_class.filter(|_| !sidecar),
+            &placement,
             policy,
         ));
     };
@@ -455,15 +527,21 @@ fn analyse_pod_spec<'a>(
         pointer::push_index(&mut item, index);
         item
     };
+    // Knative names an unnamed serving container `user-container`.
+    let unnamed = if object_ref.kind == "Service" {
+        "user-container"
+    } else {
+        ""
+    };
     if let Some(list) = container_list {
         for (i, c) in list.iter().enumerate() {
-            add(item("containers", i), c, false, "");
+            add(item("containers", i), c, false, unnamed, (Some(i), false));
         }
     }
     if let Some(list) = init_container_list.and_then(Value::as_array) {
         for (i, c) in list.iter().enumerate() {
             if fields::get(c, "restartPolicy").and_then(Value::as_str) == Some("Always") {
-                add(item("initContainers", i), c, true, "");
+                add(item("initContainers", i), c, true, "", (None, false));
             }
         }
     }
@@ -475,9 +553,15 @@ fn analyse_pod_spec<'a>(
                     model,
                     false,
                     "kserve-container",
+                    (None, true),
                 );
             }
         }
+    }
+
+    if object_ref.kind == "NIMService" && pointer == "/spec" {
+        let name = object_ref.name.as_deref().unwrap_or("nim");
+        add(pointer.clone(), spec, false, name, (Some(0), false));
     }
 
     for container in &mut containers {
@@ -526,6 +610,7 @@ fn analyse_container<'a>(
     sidecar: bool,
     default_name: &str,
     accelerator_runtime_class: Option<&str>,
+    placement: &Placement<'_>,
     policy: &Policy,
 ) -> Container<'a> {
     let [
@@ -554,9 +639,32 @@ fn analyse_container<'a>(
     if let Some(rc) = accelerator_runtime_class {
         accelerators.push(AcceleratorReason::RuntimeClass(rc.to_owned()));
     }
-    let image = image.and_then(Value::as_str).unwrap_or_default();
+    // A NIMService's spec is its container: `image: {repository, tag}`, and each probe is
+    // `{enabled, probe}` (enabled by default; the operator's probe when `probe` is absent).
+    let nim = placement.kind == "NIMService";
+    let image = match image {
+        Some(Value::Object(_)) if nim => image
+            .and_then(|i| fields::get(i, "repository"))
+            .and_then(Value::as_str),
+        _ => image.and_then(Value::as_str),
+    }
+    .unwrap_or_default();
+    let disabled = |found: Option<&Value>| {
+        nim && found
+            .and_then(|f| fields::get(f, "enabled"))
+            .and_then(Value::as_bool)
+            == Some(false)
+    };
     let probe = |kind: ProbeKind, found: Option<&'a Value>| {
         let found = found.filter(|v| !v.is_null())?;
+        if nim {
+            if disabled(Some(found)) {
+                return None;
+            }
+            let inner = fields::get(found, "probe").filter(|v| !v.is_null())?;
+            let at = pointer::join(&pointer::join(&pointer, kind.field()), "probe");
+            return Some(Probe::from_value(kind, at, inner));
+        }
         Some(Probe::from_value(
             kind,
             pointer::join(&pointer, kind.field()),
@@ -568,18 +676,61 @@ fn analyse_container<'a>(
         probe(ProbeKind::Readiness, readiness),
         probe(ProbeKind::Liveness, liveness),
     ];
+    // Kinds the container has, or that its NIMService turns off: the operator fills neither.
+    let off = [startup, readiness, liveness].map(disabled);
+    let own = [0, 1, 2].map(|k| off[k] || probes[k].is_some());
+    let name = name
+        .and_then(Value::as_str)
+        .unwrap_or(default_name)
+        .to_owned();
+    let server = crate::servers::recognise(value).or_else(|| {
+        (placement.kind == "NIMService")
+            .then(|| KnownServer::for_image(image))
+            .flatten()
+    });
+    let placement = Placement {
+        name: &name,
+        ..*placement
+    };
+    let operator = crate::operators::row_for(&placement)
+        .and_then(|id| policy.operator_defaults.get(id))
+        .cloned();
+    let operator_probes = match &operator {
+        Some(row) => crate::operators::filled_probes(row, value, own),
+        None => [None, None, None],
+    };
+    let role = role(value, server, &placement);
+    if matches!(placement.kind, "ServingRuntime" | "ClusterServingRuntime")
+        && !sidecar
+        && accelerators.is_empty()
+        && let Some(server) = server
+    {
+        accelerators.push(AcceleratorReason::ServingRuntime(server.name));
+    }
     Container {
-        name: name
-            .and_then(Value::as_str)
-            .unwrap_or(default_name)
-            .to_owned(),
-        server: KnownServer::for_image(image),
+        name,
+        server,
+        role,
+        operator,
+        operator_probes,
         image,
         probes,
-        ports: ports
-            .and_then(Value::as_array)
-            .map(|p| p.iter().map(ContainerPort::from_value).collect())
-            .unwrap_or_default(),
+        ports: if nim {
+            // The operator declares the container's port as `api`, on spec.expose.service.port.
+            let port = pointer::resolve(value, "/expose/service/port")
+                .and_then(Value::as_i64)
+                .unwrap_or(8000);
+            vec![ContainerPort {
+                name: Some("api"),
+                number: Some(port),
+                protocol: "TCP",
+            }]
+        } else {
+            ports
+                .and_then(Value::as_array)
+                .map(|p| p.iter().map(ContainerPort::from_value).collect())
+                .unwrap_or_default()
+        },
         lifecycle,
         load: LoadTime {
             seconds: policy.model_load_seconds,
@@ -593,6 +744,50 @@ fn analyse_container<'a>(
         sidecar,
         accelerators,
     }
+}
+
+/// What a container does at pod start ([`Role`]).
+fn role(value: &Value, server: Option<&'static KnownServer>, at: &Placement<'_>) -> Role {
+    let group = at.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    if group == "ray.io"
+        && matches!(at.kind, "RayCluster" | "RayService" | "RayJob")
+        && at.index == Some(0)
+        && !at.pod_pointer.starts_with("/spec/submitterPodTemplate")
+    {
+        return Role::RayNode;
+    }
+    let [command, args] = pick(value, ["command", "args"]);
+    let text: Vec<&str> = [command, args]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let runs = |needle: &str| text.iter().any(|w| w.contains(needle));
+    // vLLM's examples/online_serving/multi-node-serving.sh `worker` runs `ray start --address`
+    // and blocks: the group's API server runs on the leader.
+    if server.is_none_or(|s| s.id != "vllm" || !runs("vllm serve"))
+        && (runs("ray start") || runs("multi-node-serving.sh worker") || runs("--ray_address"))
+        && !runs("ray start --head")
+    {
+        return Role::RayNode;
+    }
+    if server.is_some_and(|s| s.id == "vllm") && runs("--headless") {
+        return Role::GroupWorker("it runs `vllm serve --headless`, which starts no API server");
+    }
+    if group == "serving.kserve.io"
+        && at.kind == "LLMInferenceService"
+        && at.pod_pointer == "/spec/worker"
+        && at.name == "main"
+        && command.is_none()
+    {
+        return Role::GroupWorker(
+            "KServe runs an LLMInferenceService worker as `vllm serve --headless` \
+             (config-llm-worker-data-parallel.yaml), which starts no API server",
+        );
+    }
+    Role::Serving
 }
 
 /// `probelint.io/model-load-seconds` from the pod template, else the object: its seconds, or
@@ -820,6 +1015,38 @@ mod tests {
             let got: Vec<_> = w.pod_specs.iter().map(|p| p.pointer.as_str()).collect();
             assert_eq!(got, want, "{}", object["kind"]);
         }
+    }
+
+    #[test]
+    fn ray_nodes_and_headless_workers_are_told_apart_from_servers() {
+        let pod = |container: Value| json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [container]}});
+        let role = |container: Value| {
+            let v = pod(container);
+            analyse(&v).pod_specs[0].containers[0].role
+        };
+        assert_eq!(
+            role(
+                json!({"name": "w", "command": ["sh", "-c", "ray start --address=$LEADER:6379 --block"]})
+            ),
+            Role::RayNode
+        );
+        // A leader that starts the Ray head and then the API server serves.
+        assert_eq!(
+            role(
+                json!({"name": "l", "command": ["sh", "-c", "ray start --head --port=6379; vllm serve m --tensor-parallel-size 16"]})
+            ),
+            Role::Serving
+        );
+        assert!(matches!(
+            role(
+                json!({"name": "h", "image": "vllm/vllm-openai:v0.10.0", "args": ["--headless", "--data-parallel-start-rank", "1"]})
+            ),
+            Role::GroupWorker(_)
+        ));
+        assert_eq!(
+            role(json!({"name": "s", "image": "vllm/vllm-openai:v0.10.0"})),
+            Role::Serving
+        );
     }
 
     #[test]

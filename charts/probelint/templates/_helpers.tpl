@@ -171,6 +171,11 @@ Argument: a dict with "root" (the chart context) and "podsOnly".
   operations: {{ toJson $create }}
   resources: ["jobsets"]
   scope: Namespaced
+- apiGroups: ["apps.nvidia.com"]
+  apiVersions: ["*"]
+  operations: {{ toJson $both }}
+  resources: ["nimservices"]
+  scope: Namespaced
 {{- with .root.Values.webhook.extraRules }}
 {{ toYaml . }}
 {{- end }}
@@ -273,8 +278,11 @@ their containers (plus KServe's model containers) requests an accelerator.
 {{- $runtimeClasses := $filter.runtimeClassNames | default $policyAccelerators.runtimeClassNames | default $builtin.runtimeClassNames }}
 {{- $templateKinds := list "Deployment" "StatefulSet" "DaemonSet" "ReplicaSet" "ReplicationController" "Job" "Rollout" }}
 {{- $kserveModelKeys := list "model" "sklearn" "xgboost" "tensorflow" "pytorch" "triton" "onnx" "huggingface" "pmml" "lightgbm" "paddle" -}}
-!(object.kind in ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'ReplicationController', 'Job', 'CronJob', 'Rollout', 'LeaderWorkerSet', 'JobSet', 'RayCluster', 'RayService', 'RayJob', 'InferenceService', 'ServingRuntime', 'ClusterServingRuntime', 'LLMInferenceService']
+!(object.kind in ['Pod', 'Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'ReplicationController', 'Job', 'CronJob', 'Rollout', 'LeaderWorkerSet', 'JobSet', 'RayCluster', 'RayService', 'RayJob', 'InferenceService', 'ServingRuntime', 'ClusterServingRuntime', 'LLMInferenceService', 'NIMService']
   || (object.kind == 'Service' && object.apiVersion.startsWith('serving.knative.dev/'))) ||
+{{- /* A ServingRuntime declares no accelerator (the InferenceService that uses it does), and the
+engine judges the known model servers it runs as GPU serving containers: always sent. */}}
+object.kind in ['ServingRuntime', 'ClusterServingRuntime'] ||
 (
   object.kind == 'Pod' ? [object.spec] :
   object.kind in {{ $templateKinds | toJson | replace "\"" "'" | replace "," ", " }} || object.kind == 'Service' ? {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.template.spec") }} :
@@ -296,6 +304,8 @@ their containers (plus KServe's model containers) requests an accelerator.
     {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.predictor.workerSpec") }} +
     {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.transformer") }} +
     {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.explainer") }} :
+  {{- /* The NIM Operator builds its one container from the NIMService's spec. */}}
+  object.kind == 'NIMService' ? {{ include "probelint.cel.at" (dict "base" "object" "path" "spec") }} :
   object.kind == 'LLMInferenceService' ?
     {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.template") }} +
     {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.worker") }} +
@@ -306,6 +316,7 @@ their containers (plus KServe's model containers) requests an accelerator.
     {{ include "probelint.cel.at" (dict "base" "object" "path" "spec.workerSpec") }}
 ).exists(s,
   ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : [])
+    + (object.kind == 'NIMService' ? [s] : [])
     + (object.kind == 'InferenceService' ? {{ $kserveModelKeys | toJson | replace "\"" "'" | replace "," ", " }}.filter(k, k in s).map(k, s[k]) : [])
   ).exists(c, has(c.resources) && (
     (has(c.resources.limits) && c.resources.limits.exists(name, name.matches(r'{{ include "probelint.cel.globRegex" $resources }}'))) ||

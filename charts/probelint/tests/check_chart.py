@@ -90,7 +90,12 @@ WORKLOAD_RESOURCES = {
     "Rollout": ("argoproj.io", "rollouts"),
     "Service": ("serving.knative.dev", "services"),
     "JobSet": ("jobset.x-k8s.io", "jobsets"),
+    "NIMService": ("apps.nvidia.com", "nimservices"),
 }
+
+# A ServingRuntime declares no accelerator (the InferenceService that uses it does); the engine
+# judges the known model servers it runs as GPU serving containers, and the webhooks see every one.
+RUNTIME_KINDS = {"ServingRuntime", "ClusterServingRuntime"}
 
 # Kinds whose UPDATEs the webhook never evaluates (webhook/src/review.rs `judged_at_create`): the
 # rules name them on CREATE only; every other kind on CREATE and UPDATE.
@@ -1040,6 +1045,10 @@ def _workloads(gpu: str | None) -> list[dict]:
         ("serving.kserve.io/v1alpha1", "LLMInferenceService", {"spec": {"template": _pod_spec(gpu)}}),
         ("serving.kserve.io/v1alpha1", "LLMInferenceService", {"spec": {"prefill": {"worker": _pod_spec(gpu)}}}),
     ]
+    # A NIMService's spec is its container (and carries the pod's runtimeClassName and claims).
+    server = _pod_spec(gpu)
+    nim = {key: server[key] for key in ("resourceClaims", "runtimeClassName") if key in server}
+    objects.append(("apps.nvidia.com/v1alpha1", "NIMService", {"spec": {"image": {"repository": "nvcr.io/nim/meta/llama-3.1-8b-instruct", "tag": "1.3.3"}, "resources": server["containers"][1]["resources"], **nim}}))
     if gpu in ("resource", "request", "claim"):
         # KServe's model container sits beside the pod spec fields.
         model = {"modelFormat": {"name": "huggingface"}, "resources": _pod_spec(gpu)["containers"][1]["resources"]}
@@ -1144,7 +1153,10 @@ def check_cel(probelint: Probelint) -> None:
         for obj in objects:
             name = obj["metadata"]["name"]
             got = evaluate(program, expression, obj)
-            if gpu is None:
+            if gpu is None and obj["kind"] in RUNTIME_KINDS:
+                check(got, f"{obj['kind']} {name} is not sent to the webhook")
+                check(name in engine, f"the engine does not judge {name}'s vLLM as a GPU serving container")
+            elif gpu is None:
                 check(not got, f"{obj['kind']} {name} without an accelerator is sent to the webhook")
                 check(name not in engine, f"the engine calls {name} an accelerator workload; the corpus is wrong")
             else:

@@ -72,7 +72,12 @@ impl Rule for GpuReadinessProbeMissing {
 
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         for cx in analysis.accelerated_containers() {
-            if !cx.pod.serving || cx.container.probe(ProbeKind::Readiness).is_some() {
+            // A Ray node's or a headless worker's readiness does not gate model traffic; a
+            // readiness the operator injects is readiness-port-open's to judge.
+            if !cx.pod.serving
+                || cx.container.role != crate::workload::Role::Serving
+                || cx.container.runs_probe(ProbeKind::Readiness)
+            {
                 continue;
             }
             let help = match cx.container.server {
@@ -113,7 +118,7 @@ mod tests {
     }
 
     #[test]
-    fn kserve_model_and_ray_workers_are_checked() {
+    fn kserve_injected_readiness_and_ray_nodes_are_not_missing_readiness() {
         let isvc = r#"apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
 metadata: {name: llama}
@@ -123,8 +128,10 @@ spec:
       modelFormat: {name: huggingface}
       resources: {limits: {nvidia.com/gpu: "1"}}
 "#;
+        // KServe injects a port check: readiness-port-open says what it is worth.
+        assert!(fired(isvc, ID).is_empty());
         assert_eq!(
-            fired(isvc, ID),
+            fired(isvc, "readiness-port-open"),
             [(
                 Some("kserve-container".into()),
                 "/spec/predictor/model".into()
@@ -144,11 +151,18 @@ spec:
           spec:
             containers: [{name: worker, resources: {limits: {nvidia.com/gpu: 1}}}]
 "#;
+        // A Ray node: KubeRay injects its probes and Ray Serve gates traffic.
+        assert!(fired(ray, ID).is_empty());
+        // A GPU sidecar beside the Ray container is judged as any serving container.
+        let sidecar = ray.replace(
+            "containers: [{name: worker, resources: {limits: {nvidia.com/gpu: 1}}}]",
+            "containers: [{name: worker}, {name: embed, resources: {limits: {nvidia.com/gpu: 1}}}]",
+        );
         assert_eq!(
-            fired(ray, ID),
+            fired(&sidecar, ID),
             [(
-                Some("worker".into()),
-                "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/0".into()
+                Some("embed".into()),
+                "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/1".into()
             )]
         );
     }

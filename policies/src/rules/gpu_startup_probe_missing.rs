@@ -85,11 +85,20 @@ impl Rule for GpuStartupProbeMissing {
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let margin = analysis.policy.startup_margin;
         for cx in analysis.accelerated_containers() {
-            if !cx.pod.serving || cx.container.probe(ProbeKind::Startup).is_some() {
+            // Ray nodes, headless workers and lazily loading servers load no model at start;
+            // an operator's startupProbe (KServe's LLMInferenceService configs, the NIM
+            // Operator) is in the pod that runs.
+            if !cx.pod.serving
+                || !cx.container.loads_model_at_start()
+                || cx.container.runs_probe(ProbeKind::Startup)
+            {
                 continue;
             }
             let load = &cx.container.load;
-            let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
+            // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
+            let fix = (cx.workload.object_ref.kind != "NIMService")
+                .then(|| crate::fix::add_startup_probe(&cx, analysis.policy))
+                .flatten();
             let help = match &fix {
                 Some(fix) => fix.description.clone(),
                 None => {
@@ -222,6 +231,16 @@ mod tests {
             "{}",
             f.help
         );
+    }
+
+    #[test]
+    fn the_fix_on_sglangs_generating_health_has_a_generous_timeout() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: sglang\n      image: lmsysorg/sglang:v0.4.6\n      resources: {limits: {nvidia.com/gpu: 1}}\n";
+        let f = &findings_of(pod, ID)[0];
+        let patch = serde_json::to_value(&f.fix.as_ref().expect("fix").patch).unwrap();
+        assert_eq!(patch[0]["value"]["httpGet"]["path"], "/health");
+        assert_eq!(patch[0]["value"]["httpGet"]["port"], 30000);
+        assert_eq!(patch[0]["value"]["timeoutSeconds"], 10, "{patch}");
     }
 
     #[test]

@@ -12,11 +12,18 @@ static META: RuleMeta = RuleMeta {
     severity: Severity::Warning,
     summary: "A known model server's readiness does not use that server's ready endpoint",
     rationale: "Model servers separate \"the process is up\" from \"the model is loaded and can infer\": \
-Triton answers /v2/health/live as soon as it starts but /v2/health/ready only when its models are \
-loaded; NIM has /v1/health/live and /v1/health/ready; SGLang's /health_generate runs a real generation. \
-A readiness probe on the liveness endpoint (or on an arbitrary path) marks the pod Ready while the model \
-is still loading, and keeps it Ready when the model has failed. probelint knows the real endpoints of \
-vLLM, TGI, Triton, SGLang, llama.cpp, Ollama, NVIDIA NIM and KServe's model servers.",
+Triton's /v2/health/ready answers 200 only when its models are ready, while /v2/health/live only says \
+the process is up (in Triton's default mode no port is open while the startup models load: main.cc \
+creates the server, which loads them, before it starts the HTTP endpoint; with explicit model control, \
+live answers while models are still loading); NIM has /v1/health/live and /v1/health/ready; SGLang's \
+/health_generate runs a real generation. A readiness probe on the liveness endpoint (or on an arbitrary \
+path) marks the pod Ready while the model is still loading, and keeps it Ready when the model has \
+failed. probelint recognises a server by what the container runs (`vllm serve`, \
+`python -m sglang.launch_server`, `text-generation-launcher`, `trtllm-serve`, `tritonserver`, \
+`llama-server`, ... from any image), else by its image, and knows the endpoints of vLLM, TGI, TEI, \
+Triton, trtllm-serve, SGLang, llama.cpp, Ollama, NVIDIA NIM, NVIDIA Dynamo, TF Serving, MLServer, \
+BentoML, TorchServe and KServe's model servers. It also warns when a llama.cpp server's probes rely on \
+its default port, which is moving from 8080 to 9931.",
     example_policy: None,
     bad_example: r#"apiVersion: apps/v1
 kind: Deployment
@@ -84,6 +91,9 @@ impl Rule for KnownServerEndpoint {
             let Some(server) = cx.container.server else {
                 continue;
             };
+            if server.default_port_unsettled {
+                unsettled_port(&cx, server, report);
+            }
             let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
                 continue;
             };
@@ -92,6 +102,24 @@ impl Rule for KnownServerEndpoint {
                 continue;
             };
             if server.is_ready_path(path) {
+                // A ready endpoint whose 200 can still mean "not ready" (Dynamo's status in the
+                // body, MLServer with zero models): worth a warning of its own.
+                if let Some(caveat) = server.ready_caveat
+                    && crate::servers::strip_query(path) == server.ready_path
+                {
+                    report.container(
+                        &cx,
+                        format!("{}/httpGet/path", readiness.pointer),
+                        format!(
+                            "{}: readiness on {path} can pass while {} cannot serve: {caveat}",
+                            cx.container.describe(),
+                            server.name
+                        ),
+                        "gate traffic on a check that fails when the model cannot serve (an exec \
+                         probe that reads the status, or the per-model ready endpoint)"
+                            .to_owned(),
+                    );
+                }
                 continue;
             }
             let fix = crate::fix::readiness_to_server_endpoint(&cx, readiness);
@@ -112,6 +140,42 @@ impl Rule for KnownServerEndpoint {
             .fix = fix;
         }
     }
+}
+
+/// A server whose default port changes between releases (llama.cpp, 8080 → 9931), probed on
+/// a numeric port the container never sets: the probes break when the image updates.
+fn unsettled_port(
+    cx: &crate::engine::ContainerContext<'_, '_>,
+    server: &crate::servers::KnownServer,
+    report: &mut Report<'_>,
+) {
+    if server.explicit_port(cx.container.value).is_some() {
+        return;
+    }
+    let Some(probe) = cx
+        .container
+        .probes()
+        .find(|p| matches!(p.handler.port(), Some(crate::probe::PortRef::Number(_))))
+    else {
+        return;
+    };
+    let port = probe
+        .handler
+        .port()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    report.container(
+        cx,
+        cx.container.pointer.clone(),
+        format!(
+            "{}: {} sets no port (neither --port nor LLAMA_ARG_PORT) and its {}Probe uses port \
+             {port}; the server's default is moving from 8080 to 9931 (ggml-org/llama.cpp#26508)",
+            cx.container.describe(),
+            server.name,
+            probe.kind.noun()
+        ),
+        format!("pass --port {port} (or set LLAMA_ARG_PORT) so the probes and the server agree"),
+    );
 }
 
 #[cfg(test)]

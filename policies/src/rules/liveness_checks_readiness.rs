@@ -107,6 +107,8 @@ fn readiness_like(path: &str) -> Option<&'static str> {
         || KNOWN_SERVERS
             .iter()
             .any(|s| !s.single_health_endpoint && s.ready_path == path && s.live_path != path)
+            // Dynamo's readiness is /health, everyone else's liveness.
+            && !KNOWN_SERVERS.iter().any(|s| s.live_path == path)
     {
         return Some("a readiness endpoint");
     }

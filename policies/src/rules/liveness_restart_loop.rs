@@ -1,9 +1,9 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
 use super::{Report, Rule, RuleMeta, rest_on};
-use crate::engine::Analysis;
+use crate::engine::{Analysis, ContainerContext};
 use crate::finding::Severity;
-use crate::probe::ProbeKind;
+use crate::probe::{Handler, Probe, ProbeKind};
 
 pub struct LivenessRestartLoop;
 
@@ -94,7 +94,8 @@ impl Rule for LivenessRestartLoop {
 
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         for cx in analysis.accelerated_containers() {
-            if cx.container.probe(ProbeKind::Startup).is_some() {
+            // An operator's startupProbe gates liveness as the container's own would.
+            if cx.container.runs_probe(ProbeKind::Startup) {
                 continue;
             }
             // A liveness probe with a rejected timing is probe-threshold-invalid's to report: its
@@ -106,11 +107,20 @@ impl Rule for LivenessRestartLoop {
             else {
                 continue;
             };
-            let load = &cx.container.load;
-            if liveness.budget_seconds() as f64 >= load.seconds {
+            if !kill_during_load_is_real(&cx, liveness) {
                 continue;
             }
-            let fix = crate::fix::add_startup_probe(&cx, analysis.policy);
+            // The F-th failure in a row kills it, somewhere in [delay + (F - 1) × period,
+            // delay + F × period) depending on the probe's phase (worker.go): only a tolerance
+            // whose earliest kill comes after the load is safe for every phase.
+            let load = &cx.container.load;
+            if (liveness.budget_seconds() - liveness.period()) as f64 >= load.seconds {
+                continue;
+            }
+            // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
+            let fix = (cx.workload.object_ref.kind != "NIMService")
+                .then(|| crate::fix::add_startup_probe(&cx, analysis.policy))
+                .flatten();
             let finding = report.container(
                 &cx,
                 liveness.pointer.clone(),
@@ -128,6 +138,21 @@ impl Rule for LivenessRestartLoop {
             finding.fix = fix;
             rest_on(load, finding);
         }
+    }
+}
+
+/// Whether this liveness probe can fail while the model loads. Not for a container that loads
+/// no model at start (a Ray node's liveness checks its raylet; a headless worker serves nothing;
+/// Ollama loads models on first request), nor for an httpGet on a path the server answers
+/// during the load (NIM's /v1/health/live, MLServer's /v2/health/live). Where the server's
+/// behaviour is unknown, the kill is assumed real.
+fn kill_during_load_is_real(cx: &ContainerContext<'_, '_>, liveness: &Probe<'_>) -> bool {
+    if !cx.container.loads_model_at_start() {
+        return false;
+    }
+    match (cx.container.server, &liveness.handler) {
+        (Some(server), Handler::HttpGet { path, .. }) => !server.answers_during_load(path),
+        _ => true,
     }
 }
 

@@ -29,6 +29,7 @@ mod readiness_drops_every_replica;
 mod readiness_port_open;
 mod readiness_timeout_too_short;
 mod startup_budget_too_short;
+mod startup_shorter_than_operator;
 mod vllm_service_links;
 
 /// What a rule is, for users: everything `probelint explain` prints.
@@ -73,6 +74,7 @@ static REGISTRY: &[&dyn Rule] = &[
     &gpu_readiness_probe_missing::GpuReadinessProbeMissing,
     &readiness_port_open::ReadinessPortOpen,
     &startup_budget_too_short::StartupBudgetTooShort,
+    &startup_shorter_than_operator::StartupShorterThanOperator,
     &liveness_restart_loop::LivenessRestartLoop,
     &liveness_checks_readiness::LivenessChecksReadiness,
     &probe_port_undeclared::ProbePortUndeclared,

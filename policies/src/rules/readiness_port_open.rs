@@ -1,21 +1,28 @@
 //! `readiness-port-open`: readiness is a tcpSocket check, which says nothing about a loaded model.
 
 use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
+use crate::engine::{Analysis, ContainerContext};
 use crate::finding::Severity;
 use crate::probe::{Handler, ProbeKind};
+use crate::servers::DuringLoad;
 
 pub struct ReadinessPortOpen;
 
 static META: RuleMeta = RuleMeta {
     id: "readiness-port-open",
     severity: Severity::Error,
-    summary: "readinessProbe only checks that a port is open (tcpSocket)",
+    summary: "readinessProbe only checks that a port is open (tcpSocket, curl without --fail, or the port check an operator injects)",
     rationale: "Many model servers bind their port before the weights are loaded (llama.cpp, KServe \
 raw deployments, most Python servers), so a tcpSocket readiness check passes while the model cannot \
 answer: requests routed there fail or hang for minutes. It also stays green when the server is wedged, \
 out of GPU memory or overloaded. Readiness must ask the server whether it can infer: an HTTP (or gRPC) \
-ready endpoint. Error on accelerator containers, warning elsewhere.",
+ready endpoint. An exec probe that runs `curl` without `--fail` is the same check in disguise: curl \
+exits 0 on an HTTP 503, so only a refused connection fails it (`wget` fails on an error status by \
+default, and Python's urllib raises, so those are real checks). Where a container has no readiness of \
+its own and its operator injects a port check (KServe raw deployments on the first containerPort, \
+Knative's queue-proxy), the finding says so; it is a warning when the server is known to open its \
+port only once the model is loaded (vLLM, TGI, TEI, trtllm-serve, Triton). Error on accelerator \
+containers, warning elsewhere.",
     example_policy: None,
     bad_example: r#"apiVersion: apps/v1
 kind: Deployment
@@ -86,28 +93,47 @@ impl Rule for ReadinessPortOpen {
     fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
         for cx in analysis.containers() {
             let Some(probe) = cx.container.probe(ProbeKind::Readiness) else {
+                injected(&cx, report);
                 continue;
             };
-            let Handler::TcpSocket { port } = &probe.handler else {
-                continue;
+            let (port, at, what) = match &probe.handler {
+                Handler::TcpSocket { port } => (
+                    port.to_string(),
+                    format!("{}/tcpSocket", probe.pointer),
+                    format!("uses tcpSocket readiness on port {port}"),
+                ),
+                Handler::Exec { command } => match curl_without_fail(command) {
+                    Some(url) => (
+                        url.to_owned(),
+                        format!("{}/exec", probe.pointer),
+                        format!(
+                            "checks readiness with `curl {url}` without --fail: curl exits 0 on an \
+                             HTTP 503, so the probe only proves the port is open"
+                        ),
+                    ),
+                    None => continue,
+                },
+                _ => continue,
             };
-            let help = match cx.container.server {
-                Some(server) => format!(
+            let help = match (&probe.handler, cx.container.server) {
+                (Handler::Exec { .. }, _) => {
+                    "add --fail (-f) to the curl command, so an error status fails the probe; or use \
+                     an httpGet probe on the same endpoint"
+                        .to_owned()
+                }
+                (_, Some(server)) if !server.paths_need_model_name => format!(
                     "use httpGet {} on port {port}: {} answers it only when the model can serve",
                     server.ready_path, server.name
                 ),
-                None => {
-                    "use an httpGet (or grpc) readiness check on an endpoint that answers 200 only \
-                         once the model is loaded and can infer"
-                        .to_owned()
-                }
+                _ => "use an httpGet (or grpc) readiness check on an endpoint that answers 200 only \
+                      once the model is loaded and can infer"
+                    .to_owned(),
             };
             let finding = report.container(
                 &cx,
-                format!("{}/tcpSocket", probe.pointer),
+                at,
                 format!(
-                    "{} uses tcpSocket readiness on port {port}: an open port does not mean the model \
-                     is loaded",
+                    "{} {what}: an open port does not mean the model is loaded",
                     cx.container.describe()
                 ),
                 help,
@@ -115,9 +141,132 @@ impl Rule for ReadinessPortOpen {
             if !cx.container.is_accelerated() {
                 finding.severity = Severity::Warning;
             }
-            finding.fix = crate::fix::readiness_to_server_endpoint(&cx, probe);
+            if matches!(probe.handler, Handler::TcpSocket { .. }) {
+                finding.fix = crate::fix::readiness_to_server_endpoint(&cx, probe);
+            }
         }
     }
+}
+
+/// A container without readiness of its own whose operator injects a port check (KServe's raw
+/// deployments, Knative's queue-proxy): said as what the pod will run, not as "no readiness".
+/// A warning where the server is known to open its port only once the model is loaded (the check
+/// then holds traffic through the load, but never sees a dead engine), else the rule's severity.
+fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
+    let Some(operator) = &cx.container.operator else {
+        return;
+    };
+    let Some(probe) = cx.container.operator_probe(ProbeKind::Readiness) else {
+        return;
+    };
+    let Handler::TcpSocket { port } = &probe.handler else {
+        return;
+    };
+    if !cx.pod.serving
+        || cx.container.role != crate::workload::Role::Serving
+        || (!cx.container.is_accelerated() && cx.container.server.is_none())
+    {
+        return;
+    }
+    let binds_late = cx
+        .container
+        .server
+        .is_some_and(|s| s.during_load == DuringLoad::PortClosed);
+    let endpoint = match cx.container.server {
+        Some(server) if !server.paths_need_model_name => {
+            format!(
+                "httpGet {} ({}'s ready endpoint)",
+                server.ready_path, server.name
+            )
+        }
+        _ => "an httpGet on an endpoint that answers 200 only once the model can infer".to_owned(),
+    };
+    let finding = report.container(
+        cx,
+        cx.container.pointer.clone(),
+        format!(
+            "{} has no readinessProbe, so its readiness will be the port check {} injects \
+             (tcpSocket on port {port}): it passes before the model loads unless the server binds \
+             its port late{}",
+            cx.container.describe(),
+            operator.provenance(),
+            if binds_late {
+                ", as this one does, but it never sees an engine that has died"
+            } else {
+                ""
+            }
+        ),
+        format!("add a readinessProbe: {endpoint}; the operator keeps a probe you set"),
+    );
+    if binds_late || !cx.container.is_accelerated() {
+        finding.severity = Severity::Warning;
+    }
+}
+
+/// The URL of a curl in an exec command that lacks `--fail` (curl then exits 0 on any HTTP
+/// status). Not judged: a curl whose output a pipeline or a test reads (`| grep`, `-w
+/// %{http_code}`), where the exit status is not curl's alone. `wget` fails on an error status by
+/// default, and Python's urllib raises, so neither is a port check.
+pub(crate) fn curl_without_fail(command: &[String]) -> Option<&str> {
+    let words: Vec<&str> = command.iter().flat_map(|a| a.split_whitespace()).collect();
+    if words
+        .iter()
+        .any(|w| w.contains('|') || w.contains("http_code") || w.contains("--write-out"))
+    {
+        return None;
+    }
+    let start = words
+        .iter()
+        .position(|w| w.rsplit('/').next() == Some("curl"))?;
+    // Options whose value is the next word (`-o /dev/null`), which is not the URL.
+    const TAKES_VALUE: &[&str] = &[
+        "-o",
+        "-H",
+        "-X",
+        "-d",
+        "-m",
+        "-u",
+        "-A",
+        "-e",
+        "--output",
+        "--header",
+        "--request",
+        "--data",
+        "--max-time",
+        "--connect-timeout",
+        "--user",
+        "--retry",
+        "--cacert",
+        "--cert",
+    ];
+    let mut url = None;
+    let mut skip = false;
+    for word in &words[start + 1..] {
+        let word = word.trim_matches(|c| c == '"' || c == '\'');
+        if matches!(word, ";" | "&&" | "||") || word.ends_with(';') {
+            break;
+        }
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if TAKES_VALUE.contains(&word) {
+            skip = true;
+            continue;
+        }
+        if word == "--fail" || word == "--fail-with-body" || word == "--fail-early" {
+            return None;
+        }
+        if let Some(short) = word.strip_prefix('-')
+            && !short.starts_with('-')
+            && short.contains('f')
+        {
+            return None;
+        }
+        if url.is_none() && !word.starts_with('-') && (word.contains(':') || word.contains('/')) {
+            url = Some(word);
+        }
+    }
+    url
 }
 
 #[cfg(test)]
