@@ -23,6 +23,9 @@ pub const MUTATED_ANNOTATION: &str = "probelint.io/mutated";
 pub const STARTUP_PERIOD_SECONDS: i64 = 10;
 /// Timeout given to a readiness probe that runs a generation.
 pub const GENERATION_TIMEOUT_SECONDS: i64 = 10;
+/// failureThreshold given to a readiness probe that runs a generation with a threshold of 1: a
+/// generation must fail three times in a row to take the replica out of rotation.
+pub const GENERATION_FAILURE_THRESHOLD: i64 = 3;
 
 /// One fix that was applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -517,6 +520,16 @@ pub(crate) fn readiness_to_server_endpoint(
             ops.push(op);
         }
         _ => return None,
+    }
+    // A generation endpoint needs a generous timeout and more than one failure to drop a
+    // replica (readiness-drops-every-replica): the same operations that rule's fix writes.
+    if server.ready_runs_generation
+        && matches!(probe.failure_threshold, crate::probe::Field::Set(1))
+    {
+        ops.push(replace(
+            pointer::join(&probe.pointer, "failureThreshold"),
+            json!(GENERATION_FAILURE_THRESHOLD),
+        ));
     }
     if server.ready_runs_generation && probe.timeout() <= 1 {
         let path = pointer::join(&probe.pointer, "timeoutSeconds");

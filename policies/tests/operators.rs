@@ -139,10 +139,11 @@ fn kserve_injected_readiness_is_judged_as_the_port_check_it_is() {
 #[test]
 fn a_servingruntime_of_a_known_server_is_a_gpu_serving_container() {
     let tgi = lint("fires-servingruntime-tgi-liveness-restart-loop.yaml");
+    // A warning: no model is named, so the load is the policy's default (issue 16).
     assert!(has(
         &tgi,
         "liveness-restart-loop",
-        Severity::Error,
+        Severity::Warning,
         "kserve-container"
     ));
     let f = tgi
@@ -194,12 +195,13 @@ fn llmisvc_templates_are_merged_over_kserves_configs() {
         Severity::Error,
         "main"
     ));
-    assert!(has(
-        &custom,
-        "liveness-restart-loop",
-        Severity::Error,
-        "main"
-    ));
+    // Qwen2.5-7B from hf:// loads in ≈ 116 s (docs/load-time.md), and the liveness's earliest
+    // kill comes at 240 s (120 s delay + 4 × 30 s): no restart loop, even without the base
+    // startupProbe.
+    assert!(
+        !custom.iter().any(|f| f.rule == "liveness-restart-loop"),
+        "{custom:#?}"
+    );
 }
 
 #[test]

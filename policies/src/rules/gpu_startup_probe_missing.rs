@@ -115,10 +115,18 @@ impl Rule for GpuStartupProbeMissing {
             };
             // Which risk applies depends on whether anything can kill the container mid-load.
             let risk = match cx.container.probe(ProbeKind::Liveness) {
-                Some(liveness) => format!(
-                    "its liveness probe ({}) runs from container start and can kill it mid-load",
-                    liveness.budget_arithmetic()
-                ),
+                Some(liveness)
+                    if super::liveness_restart_loop::kill_during_load_is_real(&cx, liveness) =>
+                {
+                    format!(
+                        "its liveness probe ({}) runs from container start and can kill it \
+                         mid-load",
+                        liveness.budget_arithmetic()
+                    )
+                }
+                Some(_) => "its liveness answers while the model loads, so nothing restarts a \
+                            load that hangs"
+                    .to_owned(),
                 None => "nothing restarts a load that hangs, and a liveness probe added later \
                          will kill it mid-load"
                     .to_owned(),

@@ -146,7 +146,10 @@ impl Rule for LivenessRestartLoop {
 /// Ollama loads models on first request), nor for an httpGet on a path the server answers
 /// during the load (NIM's /v1/health/live, MLServer's /v2/health/live). Where the server's
 /// behaviour is unknown, the kill is assumed real.
-fn kill_during_load_is_real(cx: &ContainerContext<'_, '_>, liveness: &Probe<'_>) -> bool {
+pub(crate) fn kill_during_load_is_real(
+    cx: &ContainerContext<'_, '_>,
+    liveness: &Probe<'_>,
+) -> bool {
     if !cx.container.loads_model_at_start() {
         return false;
     }

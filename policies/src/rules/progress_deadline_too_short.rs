@@ -148,7 +148,9 @@ impl Rule for ProgressDeadlineTooShort {
                 continue;
             };
             let load: &LoadTime = &container.load;
-            let needed = ((fetch + load.seconds) * (1.0 + policy.startup_margin)).ceil() as i64;
+            // The same cap as every budget: an absurd annotation ("1e300") must not overflow.
+            let needed =
+                super::required_startup_seconds(fetch + load.seconds, policy.startup_margin);
             if deadline.seconds >= needed {
                 continue;
             }
@@ -160,10 +162,13 @@ impl Rule for ProgressDeadlineTooShort {
             } else {
                 String::new()
             };
-            let raised = (needed + 59) / 60 * 60;
+            // Rounded up to a whole minute; progressDeadlineSeconds is an int32, so a deadline it
+            // cannot hold gets no fix (the finding stays).
+            let raised = (needed.max(0) as u64).div_ceil(60).saturating_mul(60) as i64;
             let fix = deadline
                 .raise
                 .as_ref()
+                .filter(|_| raised <= i64::from(i32::MAX))
                 .map(|raise| raise_fix(workload, raise, raised));
             let finding = report.object(
                 workload,

@@ -10,8 +10,7 @@ use serde_json::json;
 
 pub struct ReadinessDropsEveryReplica;
 
-/// The failureThreshold the fix sets: a generation must fail three times in a row.
-const SUGGESTED_FAILURE_THRESHOLD: i64 = 3;
+use crate::fix::GENERATION_FAILURE_THRESHOLD as SUGGESTED_FAILURE_THRESHOLD;
 
 static META: RuleMeta = RuleMeta {
     id: "readiness-drops-every-replica",
