@@ -134,6 +134,8 @@ enum Command {
         /// Policy file (default: the nearest .probelint.yaml).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        model: probelint::simulate::ModelArgs,
     },
     /// Print a shell completion script.
     Completions {
@@ -206,6 +208,7 @@ fn main() -> ExitCode {
             port_opens_after_load,
             format,
             config,
+            model,
         }) => probelint::simulate::run(&probelint::simulate::Request {
             file: &file,
             load_seconds,
@@ -214,6 +217,7 @@ fn main() -> ExitCode {
             json: format == SimulateFormat::Json,
             port_opens_after_load,
             config: config.as_deref(),
+            model: &model,
         }),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(
