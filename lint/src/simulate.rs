@@ -256,12 +256,14 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
                 title: format!("{} {:?}: as written", r.object, r.container),
                 outcome: &r.outcome,
                 fleet: r.fleet.as_ref(),
+                knows_load: true,
             });
             if let Some((o, f)) = &r.mutated {
                 panels.push(crate::simulate_svg::Panel {
                     title: format!("{} {:?}: as mutated by probelint", r.object, r.container),
                     outcome: o,
                     fleet: f.as_ref(),
+                    knows_load: true,
                 });
             }
         }

@@ -13,6 +13,9 @@ pub struct Panel<'a> {
     pub title: String,
     pub outcome: &'a Outcome,
     pub fleet: Option<&'a FleetOutcome>,
+    /// Whether the outcome knows when the model was loaded (a measurement from outside the
+    /// server does not): without it, the "model loaded" and "traffic fails" rows stay empty.
+    pub knows_load: bool,
 }
 
 const ROWS: [&str; 6] = [
@@ -115,29 +118,32 @@ fn timeline(
         .label("Ready")
         .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 12, y + 4)], green.filled()));
     // Ready while the model loads: every request routed to the pod then fails.
-    let failing: Vec<(f64, f64)> = o
-        .trace
-        .ready
-        .iter()
-        .flat_map(|(from, to)| {
-            let mut cuts = Vec::new();
-            let mut t = *from;
-            for (a, b) in &o.trace.loaded {
-                if *b <= t || *a >= *to {
-                    continue;
+    let failing: Vec<(f64, f64)> = if !panel.knows_load {
+        Vec::new()
+    } else {
+        o.trace
+            .ready
+            .iter()
+            .flat_map(|(from, to)| {
+                let mut cuts = Vec::new();
+                let mut t = *from;
+                for (a, b) in &o.trace.loaded {
+                    if *b <= t || *a >= *to {
+                        continue;
+                    }
+                    if *a > t {
+                        cuts.push((t, a.min(*to)));
+                    }
+                    t = t.max(*b);
                 }
-                if *a > t {
-                    cuts.push((t, a.min(*to)));
+                if t < *to && !o.trace.loaded.iter().any(|(a, b)| *a <= t && t < *b) {
+                    cuts.push((t, *to));
                 }
-                t = t.max(*b);
-            }
-            if t < *to && !o.trace.loaded.iter().any(|(a, b)| *a <= t && t < *b) {
-                cuts.push((t, *to));
-            }
-            cuts
-        })
-        .filter(|(a, b)| b > a)
-        .collect();
+                cuts
+            })
+            .filter(|(a, b)| b > a)
+            .collect()
+    };
     chart
         .draw_series(failing.iter().map(|(a, b)| band(0.0, *a, *b, red)))?
         .label("Ready before loaded: requests fail")

@@ -432,6 +432,14 @@ pub fn simulate(s: &Scenario) -> Outcome {
                 ..
             } => "restarting at once: no exited instance yet, so no back-off".to_owned(),
             Restart::Immediate {
+                backoff: None,
+                previous_finished: Some(p),
+            } => format!(
+                "restarting at once: the instance before finished {} s ago and the first \
+                 restart made no back-off entry",
+                secs(stop - p)
+            ),
+            Restart::Immediate {
                 backoff,
                 previous_finished: Some(p),
             } => format!(
