@@ -435,7 +435,6 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
             }
         }
         let observer = config.observe.clone().map(|path| {
-            let clock = clock;
             tokio::spawn(async move {
                 loop {
                     if http_get(port, &path).await {
