@@ -129,7 +129,7 @@ pub struct Request<'a> {
 
 /// One simulated container.
 struct Run {
-    object: String,
+    object: probelint_policies::finding::ObjectRef,
     container: String,
     load: f64,
     scenario: Scenario,
@@ -227,7 +227,7 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
             Some((o, f))
         });
         runs.push(Run {
-            object: cx.workload.object_ref.to_string(),
+            object: cx.workload.object_ref.clone(),
             container: cx.container.name.clone(),
             load,
             spread: spread(&scenario),

@@ -78,6 +78,8 @@ fn restart_storm_counts_restarts_as_kubectl_shows_them() {
     // longer than the 30 s since the previous instance finished: 30, 60, 90, 120, then 190,
     // 300, 490; the next waits until 820.
     assert_eq!(c["restarts"], 7, "{c:#}");
+    assert_eq!(c["object"]["kind"], "Deployment", "the object as findings name it");
+    assert_eq!(c["object"]["name"], "reference");
     assert_eq!(c["first_ready_seconds"], Value::Null);
     let waits: Vec<f64> = array(&c, "transitions")
         .iter()
