@@ -330,7 +330,7 @@ fn fleet_of(
         }
         ScenarioKind::Drain => {
             let replicas = match object.pointer("/spec/replicas") {
-                None | Some(Value::Null) if kind == "Pod" => 1,
+                // A Pod, or a workload whose replicas default to 1.
                 None | Some(Value::Null) => 1,
                 Some(v) => v
                     .as_u64()
@@ -487,12 +487,16 @@ fn fleet_line(f: &FleetOutcome) -> String {
         Some(t) => format!("done in {} s", secs(t)),
         None => "not done within the simulated time".to_owned(),
     };
-    let mut line = format!(
-        "{done}; lowest serving capacity {} of {} pods for {} s",
-        f.lowest_serving,
-        f.replicas,
-        secs(f.lowest_serving_seconds)
-    );
+    let mut line = if f.lowest_serving >= f.replicas {
+        format!("{done}; serving capacity never below {} pods", f.replicas)
+    } else {
+        format!(
+            "{done}; lowest serving capacity {} of {} pods, for {} s",
+            f.lowest_serving,
+            f.replicas,
+            secs(f.lowest_serving_seconds)
+        )
+    };
     if let Some(t) = f.progress_deadline_exceeded_seconds {
         let _ = write!(line, "; ProgressDeadlineExceeded at {} s", secs(t));
     }

@@ -375,6 +375,12 @@ pub fn drain(
     };
     let healthy_at = |p: &NewPod| p.available_at(pod, 0.0);
     let serve_at = |p: &NewPod| p.serving_at(pod, 0.0);
+    if budget.is_none() {
+        o.events.push((
+            0.0,
+            "no PodDisruptionBudget selects the pods: nothing holds the evictions back".to_owned(),
+        ));
+    }
     let mut t = 0.0;
     let mut refused_since: Option<f64> = None;
     for _ in 0..100_000 {
