@@ -500,7 +500,7 @@ fn fleet_line(f: &FleetOutcome) -> String {
     if let Some(t) = f.progress_deadline_exceeded_seconds {
         let _ = write!(line, "; ProgressDeadlineExceeded at {} s", secs(t));
     }
-    if f.scenario == "drain" {
+    if f.scenario == "drain" && f.evictions_refused > 0 {
         let _ = write!(
             line,
             "; {} evictions refused by the PDB",
@@ -511,7 +511,12 @@ fn fleet_line(f: &FleetOutcome) -> String {
 }
 
 fn fleet_human(out: &mut String, f: &FleetOutcome, mutated: Option<&FleetOutcome>) {
-    let _ = writeln!(out, "  {} (seconds since it began):", f.scenario);
+    let _ = writeln!(
+        out,
+        "  {} (seconds since it began; a new pod not Ready within the simulated time of one pod \
+         counts as never Ready):",
+        f.scenario
+    );
     for (t, e) in &f.events {
         let _ = writeln!(out, "  {:>5} s  {e}", secs(*t));
     }
