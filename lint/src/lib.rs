@@ -13,5 +13,6 @@ pub mod output;
 pub mod overlap;
 pub mod report;
 pub mod simulate;
+pub mod simulate_svg;
 pub mod textfix;
 pub mod yaml;

@@ -134,6 +134,8 @@ enum Command {
         /// Policy file (default: the nearest .probelint.yaml).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        model: probelint::simulate::ModelArgs,
     },
     /// Lint the workloads a live cluster runs, each finding beside the restarts and probe
     /// failures it has already caused (reads the kubeconfig as kubectl does; list only).
@@ -256,6 +258,7 @@ fn main() -> ExitCode {
             port_opens_after_load,
             format,
             config,
+            model,
         }) => probelint::simulate::run(&probelint::simulate::Request {
             file: &file,
             load_seconds,
@@ -264,6 +267,7 @@ fn main() -> ExitCode {
             json: format == SimulateFormat::Json,
             port_opens_after_load,
             config: config.as_deref(),
+            model: &model,
         }),
         Some(Command::Audit(args)) => run_audit(&args),
         Some(Command::Completions { shell }) => {

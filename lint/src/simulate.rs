@@ -1,15 +1,119 @@
 //! `probelint simulate FILE`: predict, from the manifest alone, what the kubelet will do to each
-//! accelerator container while its model loads (restarts, first-ready time, the timeline).
+//! accelerator container while its model loads (restarts, first-ready time, the timeline), and
+//! what a rollout or a node drain of the workload looks like.
 
 use crate::inputs::Input;
 use crate::lint::read_input;
 use crate::yaml::{self, Limits};
-use probelint_policies::engine::Analysis;
-use probelint_policies::simulate::{Outcome, assumptions, scenario_for, simulate};
+use probelint_policies::engine::{Analysis, ContainerContext};
+use probelint_policies::simulate::backoff::NodeSettings;
+use probelint_policies::simulate::fleet::{self, Budget, FleetOutcome, PodStartup, Rollout};
+use probelint_policies::simulate::{
+    LoadingServer, Outcome, Scenario, Spread, assumptions, scenario_for_pod, secs, simulate, spread,
+};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// Which scenario to run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScenarioKind {
+    /// One pod: probes, restarts, first Ready.
+    Pod,
+    /// A RollingUpdate of the Deployment to a revision whose pods load as simulated.
+    Rollout,
+    /// `kubectl drain` of a node running the workload's pods, under its PodDisruptionBudget.
+    Drain,
+}
+
+/// What the server does while its model loads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoadingServerArg {
+    /// The port opens only once loaded.
+    Refuses,
+    /// The port accepts; HTTP answers errors at once (the default).
+    Unavailable,
+    /// The port accepts; HTTP holds each request until loaded (a failed check takes timeoutSeconds).
+    Holds,
+}
+
+/// The model's inputs beyond the manifest (`probelint simulate --help` lists them).
+#[derive(Clone, Debug, clap::Args)]
+pub struct ModelArgs {
+    /// pod, rollout (a Deployment's RollingUpdate) or drain (a node drain under the PDB).
+    #[arg(long, value_enum, default_value_t = ScenarioKind::Pod)]
+    pub scenario: ScenarioKind,
+    /// Seconds from the pod's start to its container's first start (scheduling, image pull,
+    /// volume attach, init containers), which the model does not know; default 0.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub start_offset: f64,
+    /// What the server does with probes while loading.
+    #[arg(long, value_enum, default_value_t = LoadingServerArg::Unavailable)]
+    pub loading_server: LoadingServerArg,
+    /// Seconds the server takes to exit on SIGTERM (bounded by the grace period).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub exit_seconds: f64,
+    /// The node's crashLoopBackOff.maxContainerRestartPeriod (KubeletCrashLoopBackOffMax).
+    #[arg(long, value_name = "SECONDS")]
+    pub max_container_restart_period: Option<f64>,
+    /// The node runs the ReduceDefaultCrashLoopBackOffDecay gate (back-off 1 s doubling to 60 s).
+    #[arg(long)]
+    pub reduced_crashloop_decay: bool,
+    /// Drain: how many of the workload's pods run on the drained node (default: all).
+    #[arg(long, value_name = "N")]
+    pub pods_on_node: Option<u32>,
+    /// Also draw the timeline, as written and as mutated by probelint, into FILE (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+impl Default for ModelArgs {
+    fn default() -> Self {
+        ModelArgs {
+            scenario: ScenarioKind::Pod,
+            start_offset: 0.0,
+            loading_server: LoadingServerArg::Unavailable,
+            exit_seconds: 0.0,
+            max_container_restart_period: None,
+            reduced_crashloop_decay: false,
+            pods_on_node: None,
+            svg: None,
+        }
+    }
+}
+
+impl ModelArgs {
+    fn check(&self) -> Result<(), String> {
+        let seconds = |name: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{name} must be a number of seconds ≥ 0"))
+            }
+        };
+        seconds("--start-offset", self.start_offset)?;
+        seconds("--exit-seconds", self.exit_seconds)?;
+        if let Some(m) = self.max_container_restart_period
+            && !(m.is_finite() && (1.0..=300.0).contains(&m))
+        {
+            // The kubelet's configuration validation accepts 1 s to 300 s.
+            return Err("--max-container-restart-period must be 1 to 300 seconds".to_owned());
+        }
+        Ok(())
+    }
+
+    fn node(&self) -> NodeSettings {
+        let mut node = NodeSettings::default();
+        if self.reduced_crashloop_decay {
+            node = node.reduced_decay();
+        }
+        if let Some(max) = self.max_container_restart_period {
+            node = node.max_restart_period(max);
+        }
+        node
+    }
+}
 
 /// What the user asked for.
 pub struct Request<'a> {
@@ -20,6 +124,24 @@ pub struct Request<'a> {
     pub json: bool,
     pub port_opens_after_load: bool,
     pub config: Option<&'a Path>,
+    pub model: &'a ModelArgs,
+}
+
+/// One simulated container.
+struct Run {
+    object: probelint_policies::finding::ObjectRef,
+    container: String,
+    load: f64,
+    scenario: Scenario,
+    outcome: Outcome,
+    spread: Spread,
+    notes: Vec<String>,
+    /// Where `load` comes from: `--load-seconds`, or the engine's load time and its arithmetic.
+    load_from: String,
+    warnings: Vec<String>,
+    fleet: Option<FleetOutcome>,
+    /// The same container after probelint's mutation, when that changes it.
+    mutated: Option<(Outcome, Option<FleetOutcome>)>,
 }
 
 /// Runs the subcommand; exit 0 when something was simulated.
@@ -33,6 +155,7 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
     {
         return Err("--load-seconds must be a number of seconds ≥ 0".to_owned());
     }
+    req.model.check()?;
     let policy = crate::config::load_or_discover(req.config)?;
     let limits = Limits::default();
     let input = if req.file == "-" {
@@ -48,8 +171,17 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
         .map(|d| d.value)
         .collect();
     let analysis = Analysis::new(&objects, &policy);
+    let server = if req.port_opens_after_load {
+        LoadingServer::Refuses
+    } else {
+        match req.model.loading_server {
+            LoadingServerArg::Refuses => LoadingServer::Refuses,
+            LoadingServerArg::Unavailable => LoadingServer::Unavailable,
+            LoadingServerArg::Holds => LoadingServer::Holds,
+        }
+    };
 
-    let mut results = Vec::new();
+    let mut runs = Vec::new();
     for cx in analysis.containers() {
         let selected = match req.container {
             Some(name) => cx.container.name == name,
@@ -67,19 +199,58 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
                 format!("model load {}", cx.container.load.explained()),
             ),
         };
-        let mut scenario = scenario_for(cx.container, load, req.duration);
-        scenario.port_open_during_load = !req.port_opens_after_load;
+        let configure = |mut s: Scenario| {
+            s.server = server;
+            s.node = req.model.node();
+            s.start_offset = req.model.start_offset;
+            s.kill.exit_after_sigterm = req.model.exit_seconds;
+            s
+        };
+        let scenario = configure(scenario_for_pod(cx.pod, cx.container, load, req.duration));
         let outcome = simulate(&scenario);
-        results.push((
-            cx.workload.object_ref.clone(),
-            cx.container.name.clone(),
+        let mut warnings = Vec::new();
+        if cx
+            .pod
+            .value
+            .get("initContainers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+            && req.model.start_offset == 0.0
+        {
+            warnings.push(
+                "the pod has init containers: their run time (and image pulls, scheduling) is not \
+                 in these times; pass --start-offset SECONDS"
+                    .to_owned(),
+            );
+        }
+        let fleet = fleet_of(req, &objects, &cx, &outcome)?;
+        // The same container as probelint's mutating webhook would leave it.
+        let mutated = mutated_object(cx.workload.object, &policy).and_then(|fixed| {
+            let fixed = [fixed];
+            let again = Analysis::new(&fixed, &policy);
+            let m = again.containers().find(|m| {
+                m.container.name == cx.container.name && m.pod.pointer == cx.pod.pointer
+            })?;
+            let s = configure(scenario_for_pod(m.pod, m.container, load, req.duration));
+            let o = simulate(&s);
+            let f = fleet_of(req, &objects, &m, &o).ok().flatten();
+            Some((o, f))
+        });
+        runs.push(Run {
+            object: cx.workload.object_ref.clone(),
+            container: cx.container.name.clone(),
             load,
+            spread: spread(&scenario),
+            notes: assumptions(cx.container),
+            scenario,
             outcome,
-            assumptions(cx.container),
             load_from,
-        ));
+            warnings,
+            fleet,
+            mutated,
+        });
     }
-    if results.is_empty() {
+    if runs.is_empty() {
         return Err(match req.container {
             Some(name) => format!("{}: no container named {name:?}", source.name),
             None => format!(
@@ -89,37 +260,39 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
         });
     }
 
+    if let Some(path) = &req.model.svg {
+        let mut panels = Vec::new();
+        for r in &runs {
+            panels.push(crate::simulate_svg::Panel {
+                title: format!("{} {:?}: as written", r.object, r.container),
+                outcome: &r.outcome,
+                fleet: r.fleet.as_ref(),
+                knows_load: true,
+            });
+            if let Some((o, f)) = &r.mutated {
+                panels.push(crate::simulate_svg::Panel {
+                    title: format!("{} {:?}: as mutated by probelint", r.object, r.container),
+                    outcome: o,
+                    fleet: f.as_ref(),
+                    knows_load: true,
+                });
+            }
+        }
+        let svg = crate::simulate_svg::render(&panels, req.duration)
+            .map_err(|e| format!("cannot draw the timeline: {e}"))?;
+        crate::atomic::write(path, svg.as_bytes())
+            .map_err(|e| format!("{}: cannot write the picture: {e}", path.display()))?;
+    }
+
     let text = if req.json {
-        let containers: Vec<Value> = results
-            .iter()
-            .map(|(object, container, load, o, assumed, load_from)| {
-                json!({
-                    "object": object,
-                    "container": container,
-                    "load_seconds": load,
-                    "load_from": load_from,
-                    "assumptions": assumed,
-                    "restarts": o.restarts,
-                    "first_ready_seconds": o.first_ready_seconds,
-                    "ready_while_loading_seconds": o.ready_while_loading_seconds,
-                    "transitions": o.transitions,
-                })
-            })
-            .collect();
+        let containers: Vec<Value> = runs.iter().map(|r| json_of(r, req)).collect();
         serde_json::to_string_pretty(&json!({ "containers": containers }))
             .map_err(|e| e.to_string())?
             + "\n"
     } else {
         let mut text = String::new();
-        for (object, container, load, outcome, assumed, load_from) in &results {
-            human(
-                &mut text,
-                &object.to_string(),
-                container,
-                (*load, req.duration),
-                std::iter::once(load_from).chain(assumed),
-                outcome,
-            );
+        for r in &runs {
+            human(&mut text, r, req);
         }
         text
     };
@@ -130,45 +303,287 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
     Ok(0)
 }
 
-fn human(
-    out: &mut String,
-    object: &str,
-    container: &str,
-    (load, duration): (f64, f64),
-    notes: impl Iterator<Item = impl std::fmt::Display>,
-    o: &Outcome,
-) {
+/// The object after the mutating webhook's safe fixes; `None` when they change nothing.
+fn mutated_object(object: &Value, policy: &probelint_policies::Policy) -> Option<Value> {
+    let m = probelint_policies::fix::mutate(object, policy);
+    if m.patch.0.is_empty() {
+        return None;
+    }
+    let mut fixed = object.clone();
+    json_patch::patch(&mut fixed, &m.patch.0).ok()?;
+    Some(fixed)
+}
+
+/// The rollout or drain of the container's workload, when asked for.
+fn fleet_of(
+    req: &Request<'_>,
+    objects: &[Value],
+    cx: &ContainerContext<'_, '_>,
+    outcome: &Outcome,
+) -> Result<Option<FleetOutcome>, String> {
+    let object = cx.workload.object;
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+    let pod = PodStartup::from_outcome(outcome);
+    // A rollout's or drain's new pods start at the offset too: times are from their creation.
+    let horizon = req.duration.max(7200.0);
+    match req.model.scenario {
+        ScenarioKind::Pod => Ok(None),
+        ScenarioKind::Rollout => {
+            if kind != "Deployment" {
+                return Err(format!(
+                    "{}: --scenario rollout needs a Deployment (this is a {kind})",
+                    cx.workload.object_ref
+                ));
+            }
+            let r = Rollout::from_deployment(object)
+                .map_err(|e| format!("{}: {e}", cx.workload.object_ref))?;
+            Ok(Some(fleet::rollout(&r, &pod, horizon)))
+        }
+        ScenarioKind::Drain => {
+            let replicas = match object.pointer("/spec/replicas") {
+                // A Pod, or a workload whose replicas default to 1.
+                None | Some(Value::Null) => 1,
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| format!("{}: spec.replicas: {v}", cx.workload.object_ref))?,
+            };
+            let labels = object
+                .pointer("/spec/template/metadata/labels")
+                .or_else(|| object.pointer("/metadata/labels"))
+                .and_then(Value::as_object);
+            let namespace = object.pointer("/metadata/namespace");
+            let pdb = objects.iter().find(|o| {
+                o.get("kind").and_then(Value::as_str) == Some("PodDisruptionBudget")
+                    && o.pointer("/metadata/namespace") == namespace
+                    && Budget::selects(o, labels)
+            });
+            let budget = pdb
+                .map(|p| Budget::from_pdb(p, replicas))
+                .transpose()
+                .map_err(|e| format!("PodDisruptionBudget: {e}"))?;
+            let on_node = req.model.pods_on_node.unwrap_or(replicas);
+            Ok(Some(fleet::drain(replicas, on_node, budget, &pod, horizon)))
+        }
+    }
+}
+
+fn kubelet_assumed(s: &Scenario) -> Vec<String> {
+    vec![
+        format!(
+            "times are seconds since the pod's start: its container's first start{}; scheduling, \
+             image pull, volume attach and init containers are not modelled",
+            if s.start_offset > 0.0 {
+                format!(" is at {} s (--start-offset)", secs(s.start_offset))
+            } else {
+                " is 0 (--start-offset to add pull and init time)".to_owned()
+            }
+        ),
+        "probe ticks fall at the container's start (phase 0); the range below runs other phases"
+            .to_owned(),
+        s.node.describe(),
+        format!("the server {}", s.server.describe()),
+        format!(
+            "a kill: preStop {} s, then SIGTERM; the server exits after {} s; grace {} s",
+            secs(s.kill.pre_stop),
+            secs(s.kill.exit_after_sigterm),
+            secs(s.kill.grace)
+        ),
+    ]
+}
+
+fn spread_line(sp: &Spread, duration: f64) -> String {
+    let range = |a: f64, b: f64| {
+        if (a - b).abs() < 1e-6 {
+            format!("{} s", secs(a))
+        } else {
+            // The latest is just under a tick (phase 0.999): shown rounded down.
+            format!("{}–{} s", secs(a), secs((b * 10.0).floor() / 10.0))
+        }
+    };
+    let mut parts = vec![if sp.restarts_min == sp.restarts_max {
+        format!("{} restarts", sp.restarts_min)
+    } else {
+        format!("{}–{} restarts", sp.restarts_min, sp.restarts_max)
+    }];
+    if let (Some(a), Some(b)) = (sp.first_kill_earliest, sp.first_kill_latest) {
+        parts.push(format!("first kill at {}", range(a, b)));
+    }
+    match (sp.first_ready_earliest, sp.first_ready_latest) {
+        (Some(a), Some(b)) if sp.ready_runs == sp.samples => {
+            parts.push(format!("first Ready at {}", range(a, b)));
+        }
+        (Some(a), Some(b)) => parts.push(format!(
+            "first Ready at {} in {} of them, never within {} s in the others",
+            range(a, b),
+            sp.ready_runs,
+            secs(duration)
+        )),
+        _ => parts.push(format!("never Ready within {} s", secs(duration))),
+    }
+    format!(
+        "over {} probe phases and retry jitters: {}",
+        sp.samples,
+        parts.join("; ")
+    )
+}
+
+fn summary(o: &Outcome, duration: f64) -> String {
+    let ready = match o.first_ready_seconds {
+        Some(t) => format!("first Ready at {} s", secs(t)),
+        None => format!("never Ready within {} s", secs(duration)),
+    };
+    let traffic = if o.ready_while_loading_seconds > 0.0 {
+        format!(
+            "; Ready for {} s before its model was loaded (requests fail)",
+            secs(o.ready_while_loading_seconds)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} restart{} (restartCount), {ready}{traffic}",
+        o.restarts,
+        if o.restarts == 1 { "" } else { "s" }
+    )
+}
+
+fn human(out: &mut String, r: &Run, req: &Request<'_>) {
+    let o = &r.outcome;
     let _ = writeln!(
         out,
-        "{object}, container {container:?} (model load {load} s, {duration} s simulated)"
+        "{}, container {:?} (model load {} s, {} s simulated)",
+        r.object,
+        r.container,
+        secs(r.load),
+        secs(req.duration)
     );
-    for note in notes {
-        let _ = writeln!(out, "  note: {note}");
+    for a in kubelet_assumed(&r.scenario) {
+        let _ = writeln!(out, "  kubelet: {a}");
+    }
+    for a in &r.notes {
+        let _ = writeln!(out, "  note: {a}");
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "  warning: {w}");
     }
     let _ = writeln!(out, "  {:>7}  {:<9}  {:<7}  event", "t", "probe", "result");
     for t in &o.transitions {
         let _ = writeln!(
             out,
             "  {:>5} s  {:<9}  {:<7}  {}",
-            t.t, t.probe, t.result, t.event
+            secs(t.t),
+            t.probe,
+            t.result,
+            t.event
         );
     }
-    let ready = match o.first_ready_seconds {
-        Some(t) => format!("first Ready at {t} s"),
-        None => format!("never Ready within {duration} s"),
+    let _ = writeln!(out, "  => {}", summary(o, req.duration));
+    let _ = writeln!(out, "     {}", spread_line(&r.spread, req.duration));
+    if let Some((m, _)) = &r.mutated {
+        let _ = writeln!(
+            out,
+            "     as mutated by probelint: {}",
+            summary(m, req.duration)
+        );
+    }
+    if let Some(f) = &r.fleet {
+        fleet_human(out, f, r.mutated.as_ref().and_then(|(_, f)| f.as_ref()));
+    }
+    let _ = writeln!(out);
+}
+
+fn fleet_line(f: &FleetOutcome) -> String {
+    let done = match f.done_seconds {
+        Some(t) => format!("done in {} s", secs(t)),
+        None => "not done within the simulated time".to_owned(),
     };
-    let traffic = if o.ready_while_loading_seconds > 0.0 {
-        format!(
-            "; Ready for {} s before its model was loaded (requests fail)",
-            o.ready_while_loading_seconds
-        )
+    let mut line = if f.lowest_serving >= f.replicas {
+        format!("{done}; serving capacity never below {} pods", f.replicas)
     } else {
-        String::new()
+        format!(
+            "{done}; lowest serving capacity {} of {} pods, for {} s",
+            f.lowest_serving,
+            f.replicas,
+            secs(f.lowest_serving_seconds)
+        )
     };
+    if let Some(t) = f.progress_deadline_exceeded_seconds {
+        let _ = write!(line, "; ProgressDeadlineExceeded at {} s", secs(t));
+    }
+    if f.scenario == "drain" && f.evictions_refused > 0 {
+        let _ = write!(
+            line,
+            "; {} evictions refused by the PDB",
+            f.evictions_refused
+        );
+    }
+    line
+}
+
+fn fleet_human(out: &mut String, f: &FleetOutcome, mutated: Option<&FleetOutcome>) {
     let _ = writeln!(
         out,
-        "  => {} restart{}, {ready}{traffic}\n",
-        o.restarts,
-        if o.restarts == 1 { "" } else { "s" }
+        "  {} (seconds since it began; a new pod not Ready within the simulated time of one pod \
+         counts as never Ready):",
+        f.scenario
     );
+    for (t, e) in &f.events {
+        let _ = writeln!(out, "  {:>5} s  {e}", secs(*t));
+    }
+    let _ = writeln!(out, "  {:>7}  available  serving  old  new", "t");
+    for p in &f.points {
+        let _ = writeln!(
+            out,
+            "  {:>5} s  {:>9}  {:>7}  {:>3}  {:>3}",
+            secs(p.t),
+            p.available,
+            p.serving,
+            p.old,
+            p.new
+        );
+    }
+    let _ = writeln!(out, "  => {} {}", f.scenario, fleet_line(f));
+    if let Some(m) = mutated {
+        let _ = writeln!(out, "     as mutated by probelint: {}", fleet_line(m));
+    }
+}
+
+fn json_of(r: &Run, req: &Request<'_>) -> Value {
+    let o = &r.outcome;
+    let mut v = json!({
+        "object": r.object,
+        "container": r.container,
+        "load_seconds": r.load,
+        "load_from": r.load_from,
+        "time_zero": "the pod's start; the container first starts at start_offset_seconds \
+                      (scheduling, image pull, init containers not modelled)",
+        "start_offset_seconds": r.scenario.start_offset,
+        "kubelet": {
+            "backoff": r.scenario.node,
+            "loading_server": r.scenario.server,
+            "kill": r.scenario.kill,
+            "probe_phase": "0 (ticks at the container's first start); see spread",
+        },
+        "assumptions": r.notes,
+        "warnings": r.warnings,
+        "restarts": o.restarts,
+        "first_ready_seconds": o.first_ready_seconds,
+        "ready_while_loading_seconds": o.ready_while_loading_seconds,
+        "spread": r.spread,
+        "transitions": o.transitions,
+    });
+    if let Some((m, mf)) = &r.mutated {
+        v["mutated"] = json!({
+            "restarts": m.restarts,
+            "first_ready_seconds": m.first_ready_seconds,
+            "ready_while_loading_seconds": m.ready_while_loading_seconds,
+            "rollout_or_drain": mf,
+        });
+    }
+    if let Some(f) = &r.fleet {
+        v[f.scenario] = serde_json::to_value(f).unwrap_or(Value::Null);
+    }
+    let _ = req;
+    v
 }

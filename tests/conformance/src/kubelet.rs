@@ -1,26 +1,30 @@
-//! The kubelet, for one container: start it, probe it, restart it, and record what happened.
+//! The kubelet, for one container: start it, probe it, kill it, restart it, and record what
+//! happened, on a real clock against a real process.
 //!
-//! Semantics follow the kubelet's prober and the model in `probelint_policies::simulate`: each
-//! probe runs at container start and every `periodSeconds`, skipping runs before
-//! `initialDelaySeconds`; liveness and readiness wait for the startup probe; `failureThreshold`
-//! consecutive failures of startup or liveness kill the container; readiness needs
-//! `successThreshold` successes to turn Ready and `failureThreshold` failures to turn NotReady; a
-//! dead container restarts after CrashLoopBackOff (10 s doubling to 300 s, reset after 10 min).
+//! The kubelet's rules are not here: probe timing and thresholds are the engine's
+//! [`Prober`], restarts its [`CrashLoop`], the kill's grace periods its [`KillTiming`], so there
+//! is one copy of them. What this driver adds is what a cluster adds and the model does not
+//! assume: real HTTP/TCP/exec checks with real timeouts against the reference server, probe tick
+//! phases and retry jitter drawn from a seed, the real preStop → SIGTERM → grace → SIGKILL
+//! sequence on the process, endpoint propagation lag on both edges (the pod stays in the
+//! endpoints while it is killed, until it stops, and for the lag after), and open-loop concurrent
+//! traffic to whatever the endpoints list. A real kubelet can replace this driver: the scenarios
+//! only read a [`Report`].
 
 use crate::spec::{ContainerSpec, Handler, ProbeSpec};
+use probelint_policies::probe::ProbeKind;
+use probelint_policies::simulate::backoff::{CrashLoop, NodeSettings, Restart};
+use probelint_policies::simulate::prober::{ProbeEvent, Prober};
+use probelint_policies::simulate::{Check, Outcome, Phases, Trace, secs};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
-use tokio::sync::watch;
-
-const BACKOFF_INITIAL: f64 = 10.0;
-const BACKOFF_MAX: f64 = 300.0;
-const BACKOFF_RESET: f64 = 600.0;
+use tokio::task::JoinSet;
 
 /// How to run a scenario.
 #[derive(Debug, Clone)]
@@ -33,10 +37,21 @@ pub struct Config {
     pub time_scale: f64,
     /// Manifest seconds to run.
     pub duration: f64,
-    /// Manifest seconds between requests while the pod is Ready; `None` sends no traffic.
+    /// Manifest seconds between requests (open loop: each on its own task, whether or not the
+    /// one before has answered) to whatever the endpoints list; `None` sends no traffic.
     pub traffic_interval: Option<f64>,
     /// Extra `reference-server serve` flags (health tuning).
     pub extra_args: Vec<String>,
+    /// Draws the probes' tick phases and the pod worker's retry jitter.
+    pub seed: u64,
+    /// Manifest seconds from Ready to the endpoint reaching the traffic, and from NotReady (or
+    /// the container's stop) to its removal.
+    pub endpoint_lag: (f64, f64),
+    /// The node's CrashLoopBackOff settings.
+    pub node: NodeSettings,
+    /// A path the harness polls on its own, every 0.2 manifest seconds, to see when the server
+    /// is really loaded, independently of the probes (`/startupz` for the reference server).
+    pub observe: Option<String>,
 }
 
 /// One line of the timeline, in manifest seconds since the first start.
@@ -51,14 +66,34 @@ pub struct Transition {
 /// What a run measured.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// As kubectl's restartCount: containers started again.
     pub restarts: u32,
     pub first_ready: Option<f64>,
     pub transitions: Vec<Transition>,
     pub requests_sent: u64,
     pub requests_failed: u64,
+    /// The phases the seed drew.
+    pub phases: Phases,
+    /// Checks, runs, Ready periods, kills and restarts, for pictures.
+    pub trace: Trace,
+    /// Per container instance: seconds from its start until `Config::observe` first answered
+    /// 2xx (`None`: never while it ran).
+    pub loaded_after: Vec<Option<f64>>,
 }
 
 impl Report {
+    /// The measurement in the model's terms, for the same pictures as `probelint simulate --svg`
+    /// (without "model loaded": the harness does not see inside the server).
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            restarts: self.restarts,
+            first_ready_seconds: self.first_ready,
+            ready_while_loading_seconds: 0.0,
+            transitions: Vec::new(),
+            trace: self.trace.clone(),
+        }
+    }
+
     /// Times (manifest seconds) of events whose text starts with `prefix`.
     pub fn events(&self, prefix: &str) -> Vec<f64> {
         self.transitions
@@ -78,14 +113,33 @@ impl Report {
             ));
         }
         out.push_str(&format!(
-            "  => {} restarts, first Ready {}, {} requests sent, {} failed\n",
+            "  => {} restarts, first Ready {}, {} requests sent, {} failed (phases {:.2?}, \
+             jitter {:.2})\n",
             self.restarts,
             self.first_ready
                 .map_or("never".to_owned(), |t| format!("at {t:.1} s")),
             self.requests_sent,
-            self.requests_failed
+            self.requests_failed,
+            self.phases.probes,
+            self.phases.sync
         ));
         out
+    }
+}
+
+/// The phases a seed draws (splitmix64; the harness's own, independent of the model's samples).
+pub fn phases_of(seed: u64) -> Phases {
+    let mut state = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    Phases {
+        probes: [next(), next(), next()],
+        sync: next(),
     }
 }
 
@@ -159,7 +213,8 @@ async fn infer(port: u16) -> bool {
 }
 
 /// Runs a probe's check against the container, within its timeout.
-async fn check(probe: &ProbeSpec, port_of: impl Fn(u16) -> u16, clock: &Clock) -> bool {
+async fn check(probe: &ProbeSpec, port: u16, closed: u16, serving: u16, clock: &Clock) -> bool {
+    let port_of = |p: u16| if p == serving { port } else { closed };
     let attempt = async {
         match &probe.handler {
             Handler::Http { path, port } => http_get(port_of(*port), path).await,
@@ -181,15 +236,9 @@ async fn check(probe: &ProbeSpec, port_of: impl Fn(u16) -> u16, clock: &Clock) -
             }
         }
     };
-    tokio::time::timeout(clock.real(probe.timeout), attempt)
+    tokio::time::timeout(clock.real(probe.timing.timeout), attempt)
         .await
         .unwrap_or(false)
-}
-
-/// The next run of a probe ticking from `start`, at or after `t`, honouring its initial delay.
-fn next_run(start: f64, probe: &ProbeSpec, t: f64) -> f64 {
-    let earliest = t.max(start + probe.initial_delay);
-    start + ((earliest - start) / probe.period - 1e-9).ceil().max(0.0) * probe.period
 }
 
 struct Recorder {
@@ -213,11 +262,50 @@ impl Recorder {
     }
 }
 
+/// The Service's view of the pod: which port the traffic reaches, changed after the lag. A
+/// change overtaken by a later one (a removal with a shorter lag than the addition before it) is
+/// dropped.
+#[derive(Clone)]
+struct Endpoints {
+    state: Arc<Mutex<(u64, Option<u16>)>>,
+    issued: Arc<AtomicU64>,
+}
+
+impl Endpoints {
+    fn new() -> Self {
+        Endpoints {
+            state: Arc::new(Mutex::new((0, None))),
+            issued: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn current(&self) -> Option<u16> {
+        self.state.lock().map_or(None, |s| s.1)
+    }
+
+    fn set(&self, value: Option<u16>, lag: Duration) {
+        let seq = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(lag).await;
+            if let Ok(mut s) = state.lock()
+                && s.0 < seq
+            {
+                *s = (seq, value);
+            }
+        });
+    }
+}
+
 /// Why a container stopped running.
 enum Stop {
-    Killed(String),
-    Exited(String),
+    Killed(ProbeKind, f64),
+    Exited(f64, String),
     TimeUp,
+}
+
+fn kind_name(kind: ProbeKind) -> &'static str {
+    kind.noun()
 }
 
 /// Runs the container for `config.duration` manifest seconds.
@@ -230,34 +318,54 @@ pub fn run(spec: &ContainerSpec, config: &Config) -> Report {
     runtime.block_on(run_async(spec, config))
 }
 
+fn sigterm(child: &Child) {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
 async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
     let clock = Clock {
         origin: Instant::now(),
         scale: config.time_scale,
     };
+    let phases = phases_of(config.seed);
     let mut rec = Recorder {
-        report: Report::default(),
+        report: Report {
+            phases,
+            ..Report::default()
+        },
     };
-    // The port of the Ready container, as a Service's endpoints would list it.
-    let (endpoint_tx, endpoint_rx) = watch::channel::<Option<u16>>(None);
+    let endpoints = Endpoints::new();
+    let (add_lag, remove_lag) = (
+        clock.real(config.endpoint_lag.0),
+        clock.real(config.endpoint_lag.1),
+    );
     let sent = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let mut traffic = config.traffic_interval.map(|interval| {
-        let (sent, failed, mut rx) = (sent.clone(), failed.clone(), endpoint_rx.clone());
+        let (sent, failed, endpoints) = (sent.clone(), failed.clone(), endpoints.clone());
         let period = clock.real(interval);
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(period);
+            let mut requests = JoinSet::new();
             loop {
                 ticker.tick().await;
-                let port = *rx.borrow_and_update();
-                if let Some(port) = port {
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    let ok = tokio::time::timeout(Duration::from_secs(5), infer(port))
-                        .await
-                        .unwrap_or(false);
-                    if !ok {
-                        failed.fetch_add(1, Ordering::Relaxed);
-                    }
+                while requests.try_join_next().is_some() {}
+                if let Some(port) = endpoints.current() {
+                    let (sent, failed) = (sent.clone(), failed.clone());
+                    requests.spawn(async move {
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        let ok = tokio::time::timeout(Duration::from_secs(5), infer(port))
+                            .await
+                            .unwrap_or(false);
+                        if !ok {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    });
                 }
             }
         })
@@ -265,14 +373,21 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
 
     let serving_port = spec.serving_port();
     let closed_port = free_port();
-    let mut backoff = BACKOFF_INITIAL;
+    let timings = |p: &Option<ProbeSpec>| p.as_ref().map(|p| p.timing);
+    let mut prober = Prober::new(
+        timings(&spec.startup),
+        timings(&spec.readiness),
+        timings(&spec.liveness),
+        phases.probes,
+    );
+    let mut crash_loop = CrashLoop::new(config.node);
+    let mut started_once = false;
     loop {
         let start = clock.now();
         if start >= config.duration {
             break;
         }
         let port = free_port();
-        let port_of = |p: u16| if p == serving_port { port } else { closed_port };
         let child = Command::new(&config.server)
             .arg("serve")
             .arg("--model")
@@ -299,51 +414,151 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
                 break;
             }
         };
-        let event = match rec.report.restarts {
-            0 => "started".to_owned(),
-            n => format!("restarted (restart {n})"),
+        let event = if started_once {
+            rec.report.restarts += 1;
+            rec.report.trace.restarts.push(start);
+            format!("restarted (restartCount {})", rec.report.restarts)
+        } else {
+            "started".to_owned()
         };
+        started_once = true;
         rec.push(start, "container", "-", event);
+        let mut ready = false;
+        let mut ready_since: Option<f64> = None;
+        for e in prober.container_started(start) {
+            if e == ProbeEvent::Ready {
+                ready = true;
+                ready_since = Some(start);
+                endpoints.set(Some(port), add_lag);
+                rec.report.first_ready.get_or_insert(start);
+                rec.push(start, "readiness", "-", "Ready (no readiness probe)");
+            }
+        }
+        let observer = config.observe.clone().map(|path| {
+            tokio::spawn(async move {
+                loop {
+                    if http_get(port, &path).await {
+                        return clock.now() - start;
+                    }
+                    tokio::time::sleep(clock.real(0.2)).await;
+                }
+            })
+        });
         let stop = run_container(
             spec,
             config,
             &clock,
             &mut rec,
             &mut child,
-            start,
-            &port_of,
-            &endpoint_tx,
-            port,
+            &mut prober,
+            (port, closed_port, serving_port),
+            (&endpoints, add_lag, remove_lag),
+            (&mut ready, &mut ready_since),
         )
         .await;
-        let _ = endpoint_tx.send(None);
-        if matches!(stop, Stop::TimeUp)
-            && let Some(task) = traffic.take()
-        {
-            // The run is over, not the container: a request still in flight now is not a
-            // failure, so stop the traffic before killing the server.
-            task.abort();
-            let _ = task.await;
+        if let Some(task) = observer {
+            let loaded = if task.is_finished() {
+                task.await.ok()
+            } else {
+                task.abort();
+                None
+            };
+            rec.report.loaded_after.push(loaded);
+            if let Some(after) = loaded {
+                rec.report.trace.loaded.push((start + after, f64::NAN));
+            }
         }
-        let _ = child.kill().await;
-        let now = clock.now();
-        match stop {
-            Stop::TimeUp => break,
-            Stop::Killed(why) | Stop::Exited(why) => {
-                if now - start >= BACKOFF_RESET {
-                    backoff = BACKOFF_INITIAL;
+        let exited = matches!(stop, Stop::Exited(..));
+        let stopped = match stop {
+            Stop::TimeUp => {
+                let end = clock.now().min(config.duration);
+                rec.report.trace.running.push((start, end));
+                if let Some(l) = rec.report.trace.loaded.last_mut()
+                    && l.1.is_nan()
+                {
+                    l.1 = end;
                 }
-                rec.report.restarts += 1;
+                if let Some(from) = ready_since.take() {
+                    rec.report.trace.ready.push((from, end));
+                }
+                if let Some(task) = traffic.take() {
+                    // The run is over, not the container: a request still in flight now is not
+                    // a failure, so stop the traffic before killing the server.
+                    task.abort();
+                    let _ = task.await;
+                }
+                let _ = child.kill().await;
+                break;
+            }
+            Stop::Killed(probe, at) => {
+                rec.report.trace.kills.push((at, probe));
+                // killContainer: the preStop hook within the grace period (the server keeps
+                // serving, and stays in the endpoints), then SIGTERM with what is left (never
+                // under 2 s), then SIGKILL.
+                let grace = spec.kill.grace_for(probe);
+                let hook = spec.kill.pre_stop.min(grace);
+                if hook > 0.0 {
+                    tokio::time::sleep(clock.real(hook)).await;
+                }
+                sigterm(&child);
+                let left = clock.real((grace - hook).max(2.0));
+                let how = match tokio::time::timeout(left, child.wait()).await {
+                    Ok(_) => "exited on SIGTERM",
+                    Err(_) => {
+                        let _ = child.kill().await;
+                        "SIGKILLed at the end of the grace period"
+                    }
+                };
+                let now = clock.now();
                 rec.push(
                     now,
                     "container",
                     "-",
-                    format!("{why}; CrashLoopBackOff: waiting {} s", backoff as i64),
+                    format!(
+                        "stopped {} s after the kill: {how}",
+                        secs((now - at).max(0.0))
+                    ),
                 );
-                tokio::time::sleep_until(clock.at(now + backoff)).await;
-                backoff = (backoff * 2.0).min(BACKOFF_MAX);
+                now
             }
+            Stop::Exited(at, why) => {
+                rec.push(at, "container", "-", why);
+                at
+            }
+        };
+        prober.container_stopped();
+        rec.report.trace.running.push((start, stopped));
+        if let Some(l) = rec.report.trace.loaded.last_mut()
+            && l.1.is_nan()
+        {
+            l.1 = stopped;
         }
+        if let Some(from) = ready_since.take() {
+            rec.report.trace.ready.push((from, stopped));
+        }
+        if ready {
+            endpoints.set(None, remove_lag);
+            rec.push(stopped, "readiness", "-", "NotReady: container stopped");
+        }
+        let restart = if exited {
+            crash_loop.after_exit(stopped, phases.sync)
+        } else {
+            crash_loop.after_kill(stopped, phases.sync)
+        };
+        let next = CrashLoop::restart_time(restart, stopped);
+        if let Restart::After { backoff, at } = restart {
+            rec.push(
+                stopped,
+                "container",
+                "-",
+                format!(
+                    "CrashLoopBackOff: back-off {} s, restart at {} s",
+                    secs(backoff),
+                    secs(at)
+                ),
+            );
+        }
+        tokio::time::sleep_until(clock.at(next)).await;
     }
     if let Some(task) = traffic {
         task.abort();
@@ -360,145 +575,99 @@ async fn run_container(
     clock: &Clock,
     rec: &mut Recorder,
     child: &mut Child,
-    start: f64,
-    port_of: &impl Fn(u16) -> u16,
-    endpoint: &watch::Sender<Option<u16>>,
-    port: u16,
+    prober: &mut Prober,
+    (port, closed, serving): (u16, u16, u16),
+    (endpoints, add_lag, remove_lag): (&Endpoints, Duration, Duration),
+    (ready, ready_since): (&mut bool, &mut Option<f64>),
 ) -> Stop {
-    let mut started = spec.startup.is_none();
-    let mut ready = false;
-    let (mut startup_fail, mut live_fail, mut ready_ok, mut ready_fail) = (0u32, 0u32, 0u32, 0u32);
-    let (mut last_startup, mut last_live, mut last_ready) = (None, None, None);
-    let mut next_startup = spec.startup.as_ref().map(|p| next_run(start, p, start));
-    let mut next_live = if started {
-        spec.liveness.as_ref().map(|p| next_run(start, p, start))
-    } else {
-        None
+    let probe_of = |kind: ProbeKind| match kind {
+        ProbeKind::Startup => spec.startup.clone(),
+        ProbeKind::Readiness => spec.readiness.clone(),
+        ProbeKind::Liveness => spec.liveness.clone(),
     };
-    let mut next_ready = if started {
-        spec.readiness.as_ref().map(|p| next_run(start, p, start))
-    } else {
-        None
-    };
-    if started && spec.readiness.is_none() {
-        ready = true;
-        let _ = endpoint.send(Some(port));
-        rec.report.first_ready.get_or_insert(start);
-        rec.push(start, "readiness", "-", "Ready (no readiness probe)");
-    }
+    let mut checks: JoinSet<(ProbeKind, f64, bool)> = JoinSet::new();
+    let mut last: [Option<bool>; 3] = [None; 3];
     loop {
-        let next = [next_startup, next_live, next_ready]
-            .into_iter()
-            .flatten()
-            .fold(config.duration, f64::min);
+        let due = prober.next_due();
+        let wake = due.map_or(config.duration, |d| d.0).min(config.duration);
         tokio::select! {
             status = child.wait() => {
+                checks.abort_all();
                 let why = match status {
                     Ok(s) => format!("exited ({s})"),
                     Err(e) => format!("lost ({e})"),
                 };
-                if ready {
-                    rec.push(clock.now(), "readiness", "-", "NotReady: container exited");
-                }
-                return Stop::Exited(why);
+                return Stop::Exited(clock.now(), why);
             }
-            () = tokio::time::sleep_until(clock.at(next)) => {}
-        }
-        if next >= config.duration {
-            return Stop::TimeUp;
-        }
-        if next_startup == Some(next)
-            && let Some(probe) = &spec.startup
-        {
-            let ok = check(probe, port_of, clock).await;
-            if ok {
-                started = true;
-                next_startup = None;
-                rec.push(
-                    next,
-                    "startup",
-                    "success",
-                    "startup probe succeeded: liveness and readiness begin",
-                );
-                next_live = spec.liveness.as_ref().map(|p| next_run(start, p, next));
-                next_ready = spec.readiness.as_ref().map(|p| next_run(start, p, next));
-                if spec.readiness.is_none() {
-                    ready = true;
-                    let _ = endpoint.send(Some(port));
-                    rec.report.first_ready.get_or_insert(next);
-                    rec.push(next, "readiness", "-", "Ready (no readiness probe)");
+            Some(done) = checks.join_next(), if !checks.is_empty() => {
+                let Ok((kind, started, ok)) = done else { continue };
+                let end = clock.now();
+                rec.report.trace.checks.push(Check { probe: kind, start: started, end, ok });
+                let result = if ok { "success" } else { "failure" };
+                let mut said = false;
+                for e in prober.finish(kind, started, end, ok) {
+                    said = true;
+                    match e {
+                        ProbeEvent::Started => rec.push(
+                            end,
+                            "startup",
+                            "success",
+                            "startup probe succeeded: liveness and readiness begin",
+                        ),
+                        ProbeEvent::Ready => {
+                            *ready = true;
+                            *ready_since = Some(end);
+                            endpoints.set(Some(port), add_lag);
+                            rec.report.first_ready.get_or_insert(end);
+                            let why = if kind == ProbeKind::Readiness {
+                                "Ready: receives traffic"
+                            } else {
+                                "Ready (no readiness probe)"
+                            };
+                            rec.push(end, "readiness", result, why);
+                        }
+                        ProbeEvent::NotReady => {
+                            *ready = false;
+                            if let Some(from) = ready_since.take() {
+                                rec.report.trace.ready.push((from, end));
+                            }
+                            endpoints.set(None, remove_lag);
+                            rec.push(end, "readiness", result, "NotReady: removed from endpoints");
+                        }
+                        ProbeEvent::Kill { probe, failures } => {
+                            checks.abort_all();
+                            rec.push(
+                                end,
+                                kind_name(probe),
+                                "failure",
+                                format!("killed: {} probe failed {failures} times", probe.noun()),
+                            );
+                            return Stop::Killed(probe, end);
+                        }
+                    }
                 }
-            } else {
-                startup_fail += 1;
-                if last_startup != Some(false) {
-                    rec.push(next, "startup", "failure", "");
+                let slot = kind as usize;
+                if !said && last[slot] != Some(ok) {
+                    rec.push(end, kind_name(kind), result, "");
                 }
-                if startup_fail >= probe.failure_threshold {
-                    return Stop::Killed(format!(
-                        "killed: startup probe failed {startup_fail} times"
-                    ));
-                }
-                next_startup = Some(next + probe.period);
+                last[slot] = Some(ok);
             }
-            last_startup = Some(ok);
-        }
-        if !started {
-            continue;
-        }
-        if next_ready == Some(next)
-            && let Some(probe) = &spec.readiness
-        {
-            let ok = check(probe, port_of, clock).await;
-            let mut event = String::new();
-            if ok {
-                ready_ok += 1;
-                ready_fail = 0;
-                if !ready && ready_ok >= probe.success_threshold {
-                    ready = true;
-                    let _ = endpoint.send(Some(port));
-                    rec.report.first_ready.get_or_insert(next);
-                    event = "Ready: receives traffic".to_owned();
+            () = tokio::time::sleep_until(clock.at(wake)) => {
+                if clock.now() >= config.duration {
+                    checks.abort_all();
+                    return Stop::TimeUp;
                 }
-            } else {
-                ready_fail += 1;
-                ready_ok = 0;
-                if ready && ready_fail >= probe.failure_threshold {
-                    ready = false;
-                    let _ = endpoint.send(None);
-                    event = "NotReady: removed from endpoints".to_owned();
+                if let Some((t, kind)) = due
+                    && let Some(probe) = probe_of(kind)
+                {
+                    prober.begin(kind, t);
+                    let clock = *clock;
+                    checks.spawn(async move {
+                        let ok = check(&probe, port, closed, serving, &clock).await;
+                        (kind, t, ok)
+                    });
                 }
             }
-            if last_ready != Some(ok) || !event.is_empty() {
-                rec.push(
-                    next,
-                    "readiness",
-                    if ok { "success" } else { "failure" },
-                    event,
-                );
-            }
-            last_ready = Some(ok);
-            next_ready = Some(next + probe.period);
-        }
-        if next_live == Some(next)
-            && let Some(probe) = &spec.liveness
-        {
-            let ok = check(probe, port_of, clock).await;
-            if ok {
-                live_fail = 0;
-            } else {
-                live_fail += 1;
-            }
-            if live_fail >= probe.failure_threshold {
-                if ready {
-                    rec.push(next, "readiness", "-", "NotReady: container killed");
-                }
-                return Stop::Killed(format!("killed: liveness probe failed {live_fail} times"));
-            }
-            if last_live != Some(ok) {
-                rec.push(next, "liveness", if ok { "success" } else { "failure" }, "");
-            }
-            last_live = Some(ok);
-            next_live = Some(next + probe.period);
         }
     }
 }

@@ -1,5 +1,8 @@
-//! What the harness needs from a manifest: one container's env, ports and probes.
+//! What the harness needs from a manifest: one container's env, ports and probe handlers. Probe
+//! timings and the kill's timing come from the engine (`ProbeTiming::from_probe`,
+//! `scenario_for_pod`), the same numbers `probelint simulate` runs with.
 
+use probelint_policies::simulate::{KillTiming, ProbeTiming, scenario_for_pod};
 use serde_json::Value;
 
 /// A probe's check.
@@ -18,15 +21,11 @@ pub enum Handler {
     },
 }
 
-/// A probe, in manifest seconds, with Kubernetes' defaults applied.
+/// A probe: its check, and its timing in manifest seconds with Kubernetes' defaults applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeSpec {
     pub handler: Handler,
-    pub initial_delay: f64,
-    pub period: f64,
-    pub timeout: f64,
-    pub success_threshold: u32,
-    pub failure_threshold: u32,
+    pub timing: ProbeTiming,
 }
 
 /// One container of a manifest, as the harness runs it.
@@ -40,6 +39,8 @@ pub struct ContainerSpec {
     pub startup: Option<ProbeSpec>,
     pub readiness: Option<ProbeSpec>,
     pub liveness: Option<ProbeSpec>,
+    /// Grace periods and the preStop hook's sleep, as the engine reads them.
+    pub kill: KillTiming,
 }
 
 /// Why a manifest cannot be run.
@@ -61,10 +62,6 @@ fn pod_spec(object: &Value) -> Option<&Value> {
         .or_else(|| object.get("spec").filter(|s| s.get("containers").is_some()))
 }
 
-fn seconds(probe: &Value, field: &str, default: f64) -> f64 {
-    probe.get(field).and_then(Value::as_f64).unwrap_or(default)
-}
-
 fn resolve_port(value: Option<&Value>, ports: &[(u16, Option<String>)]) -> Result<u16, SpecError> {
     match value {
         Some(Value::Number(n)) => n
@@ -84,6 +81,7 @@ fn probe(
     container: &Value,
     field: &str,
     ports: &[(u16, Option<String>)],
+    timing: Option<ProbeTiming>,
 ) -> Result<Option<ProbeSpec>, SpecError> {
     let Some(p) = container.get(field).filter(|p| p.is_object()) else {
         return Ok(None);
@@ -119,14 +117,9 @@ fn probe(
             "{field} has no httpGet, tcpSocket or exec handler"
         )));
     };
-    Ok(Some(ProbeSpec {
-        handler,
-        initial_delay: seconds(p, "initialDelaySeconds", 0.0),
-        period: seconds(p, "periodSeconds", 10.0).max(1.0),
-        timeout: seconds(p, "timeoutSeconds", 1.0).max(1.0),
-        success_threshold: seconds(p, "successThreshold", 1.0).max(1.0) as u32,
-        failure_threshold: seconds(p, "failureThreshold", 3.0).max(1.0) as u32,
-    }))
+    let timing =
+        timing.ok_or_else(|| SpecError(format!("{field}: the engine sees no such probe")))?;
+    Ok(Some(ProbeSpec { handler, timing }))
 }
 
 impl ContainerSpec {
@@ -170,16 +163,26 @@ impl ContainerSpec {
                     .collect()
             })
             .unwrap_or_default();
+        let name = container
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let policy = probelint_policies::Policy::default();
+        let objects = std::slice::from_ref(object);
+        let analysis = probelint_policies::Analysis::new(objects, &policy);
+        let cx = analysis
+            .containers()
+            .find(|cx| cx.container.name == name)
+            .ok_or_else(|| SpecError(format!("the engine finds no container {name:?}")))?;
+        let engine = scenario_for_pod(cx.pod, cx.container, 0.0, 0.0);
         Ok(ContainerSpec {
-            name: container
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
+            name,
             env,
-            startup: probe(container, "startupProbe", &ports)?,
-            readiness: probe(container, "readinessProbe", &ports)?,
-            liveness: probe(container, "livenessProbe", &ports)?,
+            startup: probe(container, "startupProbe", &ports, engine.startup)?,
+            readiness: probe(container, "readinessProbe", &ports, engine.readiness)?,
+            liveness: probe(container, "livenessProbe", &ports, engine.liveness)?,
+            kill: engine.kill,
             ports,
         })
     }

@@ -1,0 +1,274 @@
+//! `probelint simulate --svg FILE`: the timeline as a picture, drawn with plotters' SVG backend.
+//! One column per variant (as written, as mutated): probe results, container runs and restarts,
+//! Ready periods, the time the pod was Ready with its model still loading (requests fail), and,
+//! for a rollout or drain, the serving capacity below.
+
+use plotters::prelude::*;
+use probelint_policies::probe::ProbeKind;
+use probelint_policies::simulate::Outcome;
+use probelint_policies::simulate::fleet::FleetOutcome;
+
+/// One column of the picture.
+pub struct Panel<'a> {
+    pub title: String,
+    pub outcome: &'a Outcome,
+    pub fleet: Option<&'a FleetOutcome>,
+    /// Whether the outcome knows when the model was loaded (a measurement from outside the
+    /// server does not): without it, the "model loaded" and "traffic fails" rows stay empty.
+    pub knows_load: bool,
+}
+
+const ROWS: [&str; 6] = [
+    "traffic fails",
+    "Ready",
+    "container",
+    "liveness",
+    "readiness",
+    "startup",
+];
+
+fn row_of(kind: ProbeKind) -> f64 {
+    match kind {
+        ProbeKind::Liveness => 3.0,
+        ProbeKind::Readiness => 4.0,
+        ProbeKind::Startup => 5.0,
+    }
+}
+
+fn band(row: f64, from: f64, to: f64, color: RGBColor) -> Rectangle<(f64, f64)> {
+    Rectangle::new([(from, row + 0.15), (to, row + 0.85)], color.filled())
+}
+
+/// Renders the panels to an SVG document.
+pub fn render(panels: &[Panel<'_>], duration: f64) -> Result<String, String> {
+    let fleet = panels.iter().any(|p| p.fleet.is_some());
+    let width = 640 * panels.len().max(1) as u32;
+    let height = if fleet { 620 } else { 360 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let columns = root.split_evenly((1, panels.len().max(1)));
+        for (panel, area) in panels.iter().zip(columns) {
+            let (top, bottom) = if fleet {
+                area.split_vertically(360)
+            } else {
+                (area.clone(), area.clone())
+            };
+            timeline(&top, panel, duration).map_err(|e| e.to_string())?;
+            if let Some(f) = panel.fleet {
+                capacity(&bottom, f, duration).map_err(|e| e.to_string())?;
+            }
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
+
+fn timeline(
+    area: &Area<'_>,
+    panel: &Panel<'_>,
+    duration: f64,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    let o = panel.outcome;
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..duration, 0f64..6.9f64)?;
+    // Labels every half row: the row names sit at the half-rows (the rows' middles).
+    let row_name = |y: &f64| {
+        let k = (y - 0.5).round();
+        if (y - 0.5 - k).abs() < 1e-6 && (0.0..6.0).contains(&k) {
+            ROWS[k as usize].to_owned()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(14)
+        .y_label_formatter(&row_name)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_desc("seconds since the pod's start")
+        .draw()?;
+    let grey = RGBColor(200, 200, 200);
+    let blue = RGBColor(70, 130, 180);
+    let green = RGBColor(60, 170, 90);
+    let red = RGBColor(210, 50, 50);
+    chart
+        .draw_series(o.trace.running.iter().map(|(a, b)| band(2.0, *a, *b, grey)))?
+        .label("container running")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 12, y + 4)], grey.filled()));
+    chart
+        .draw_series(
+            o.trace
+                .loaded
+                .iter()
+                .map(|(a, b)| Rectangle::new([(*a, 2.35), (*b, 2.65)], blue.filled())),
+        )?
+        .label("model loaded")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 2), (x + 12, y + 2)], blue.filled()));
+    chart
+        .draw_series(o.trace.ready.iter().map(|(a, b)| band(1.0, *a, *b, green)))?
+        .label("Ready")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 12, y + 4)], green.filled()));
+    // Ready while the model loads: every request routed to the pod then fails.
+    let failing: Vec<(f64, f64)> = if !panel.knows_load {
+        Vec::new()
+    } else {
+        o.trace
+            .ready
+            .iter()
+            .flat_map(|(from, to)| {
+                let mut cuts = Vec::new();
+                let mut t = *from;
+                for (a, b) in &o.trace.loaded {
+                    if *b <= t || *a >= *to {
+                        continue;
+                    }
+                    if *a > t {
+                        cuts.push((t, a.min(*to)));
+                    }
+                    t = t.max(*b);
+                }
+                if t < *to && !o.trace.loaded.iter().any(|(a, b)| *a <= t && t < *b) {
+                    cuts.push((t, *to));
+                }
+                cuts
+            })
+            .filter(|(a, b)| b > a)
+            .collect()
+    };
+    chart
+        .draw_series(failing.iter().map(|(a, b)| band(0.0, *a, *b, red)))?
+        .label("Ready before loaded: requests fail")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 12, y + 4)], red.filled()));
+    chart
+        .draw_series(
+            o.trace
+                .checks
+                .iter()
+                .filter(|c| c.ok)
+                .map(|c| Circle::new((c.end, row_of(c.probe) + 0.5), 2, green.filled())),
+        )?
+        .label("probe success")
+        .legend(move |(x, y)| Circle::new((x + 6, y), 3, green.filled()));
+    chart
+        .draw_series(
+            o.trace
+                .checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| Circle::new((c.end, row_of(c.probe) + 0.5), 2, red.filled())),
+        )?
+        .label("probe failure")
+        .legend(move |(x, y)| Circle::new((x + 6, y), 3, red.filled()));
+    chart
+        .draw_series(
+            o.trace
+                .kills
+                .iter()
+                .map(|(t, _)| PathElement::new(vec![(*t, 2.0), (*t, 6.0)], red.stroke_width(1))),
+        )?
+        .label("killed")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], red.stroke_width(2)));
+    chart
+        .draw_series(
+            o.trace
+                .restarts
+                .iter()
+                .map(|t| TriangleMarker::new((*t, 2.5), 5, BLACK.filled())),
+        )?
+        .label("restart")
+        .legend(|(x, y)| TriangleMarker::new((x + 6, y), 4, BLACK.filled()));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 10))
+        .draw()?;
+    Ok(())
+}
+
+fn capacity(
+    area: &Area<'_>,
+    f: &FleetOutcome,
+    duration: f64,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    let end = f
+        .done_seconds
+        .map_or(duration, |d| (d * 1.1).max(d + 60.0))
+        .max(1.0);
+    let top = f
+        .points
+        .iter()
+        .map(|p| p.old + p.new)
+        .max()
+        .unwrap_or(f.replicas)
+        .max(f.replicas) as f64
+        + 1.0;
+    let mut chart = ChartBuilder::on(area)
+        .caption(format!("{}: pods serving", f.scenario), ("sans-serif", 14))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(30)
+        .build_cartesian_2d(0f64..end, 0f64..top)?;
+    chart
+        .configure_mesh()
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .x_desc("seconds since the rollout or drain began")
+        .draw()?;
+    let step = |value: fn(&probelint_policies::simulate::fleet::Point) -> u32| {
+        let mut pts = Vec::new();
+        for (i, p) in f.points.iter().enumerate() {
+            if i > 0 {
+                pts.push((p.t, f64::from(value(&f.points[i - 1]))));
+            }
+            pts.push((p.t, f64::from(value(p))));
+        }
+        if let Some(p) = f.points.last() {
+            pts.push((end, f64::from(value(p))));
+        }
+        pts
+    };
+    let blue = RGBColor(70, 130, 180);
+    let green = RGBColor(60, 170, 90);
+    chart
+        .draw_series(LineSeries::new(step(|p| p.available), blue.stroke_width(2)))?
+        .label("available (as the controller counts)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], blue.stroke_width(2)));
+    chart
+        .draw_series(LineSeries::new(step(|p| p.serving), green.stroke_width(2)))?
+        .label("serving (Ready and loaded)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], green.stroke_width(2)));
+    let grey = RGBColor(150, 150, 150);
+    chart
+        .draw_series(LineSeries::new(
+            step(|p| p.old + p.new),
+            grey.stroke_width(1),
+        ))?
+        .label("pods (old + new)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], grey.stroke_width(1)));
+    chart
+        .draw_series(LineSeries::new(
+            vec![(0.0, f64::from(f.replicas)), (end, f64::from(f.replicas))],
+            BLACK.mix(0.4),
+        ))?
+        .label("replicas")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK.mix(0.4)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 10))
+        .draw()?;
+    Ok(())
+}

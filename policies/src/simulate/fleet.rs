@@ -1,0 +1,584 @@
+//! Scenarios beyond one pod, where slow loads hurt: a Deployment's RollingUpdate and a node drain
+//! under the workload's PodDisruptionBudget. Each new pod takes what the one-pod model says it
+//! takes to become Ready ([`PodStartup`], from [`super::simulate`]), so a restart storm stalls a
+//! rollout as it would in a cluster.
+//!
+//! Sources (kubernetes/kubernetes):
+//! - RollingUpdate: `pkg/controller/deployment/rolling.go` (`reconcileNewReplicaSet`,
+//!   `reconcileOldReplicaSets`), `pkg/controller/deployment/util/deployment_util.go`
+//!   (`NewRSNewReplicas`: total pods ≤ replicas + maxSurge; `ResolveFenceposts`: maxSurge rounds
+//!   up, maxUnavailable down, both 0 → maxUnavailable 1; `MaxUnavailable`), old pods scaled down
+//!   while available pods stay ≥ replicas − maxUnavailable, counting a new pod available once it
+//!   has been Ready for `minReadySeconds`. `progressDeadlineSeconds` (600 by default) without
+//!   progress sets the `ProgressDeadlineExceeded` condition; the rollout is not undone.
+//! - Drain: `kubectl drain` evicts through the Eviction API and retries a refused eviction every
+//!   5 s (`staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`); the apiserver allows one
+//!   while the PDB's `disruptionsAllowed = currentHealthy − desiredHealthy` is positive
+//!   (`pkg/controller/disruption/disruption.go`, `getExpectedPodCount`; percentages round up).
+//!   The ReplicaSet replaces an evicted pod at once on another node.
+//!
+//! Not modelled: scheduling, image pulls and node capacity (a replacement always finds a GPU),
+//! a pod that loses Ready again after its first Ready.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What the one-pod model says about a new pod: seconds from its creation to first Ready, and to
+/// first serving (Ready with its model loaded); `None`: never within the simulated time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PodStartup {
+    pub ready_after: Option<f64>,
+    pub serving_after: Option<f64>,
+}
+
+impl PodStartup {
+    /// From a one-pod [`super::Outcome`].
+    pub fn from_outcome(o: &super::Outcome) -> Self {
+        let serving_after = o.trace.ready.iter().find_map(|(from, to)| {
+            o.trace
+                .loaded
+                .iter()
+                .map(|(a, b)| (from.max(*a), to.min(*b)))
+                .find(|(a, b)| a < b)
+                .map(|(a, _)| a)
+        });
+        PodStartup {
+            ready_after: o.first_ready_seconds,
+            serving_after,
+        }
+    }
+}
+
+/// A Deployment's RollingUpdate parameters, resolved to pod counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rollout {
+    pub replicas: u32,
+    pub max_surge: u32,
+    pub max_unavailable: u32,
+    pub min_ready_seconds: f64,
+    pub progress_deadline_seconds: f64,
+}
+
+/// An int-or-percent field: `25%` of `of`, rounded up or down.
+fn scaled(value: Option<&Value>, default: &str, of: u32, round_up: bool) -> Result<u32, String> {
+    let text = match value {
+        None | Some(Value::Null) => default.to_owned(),
+        Some(Value::Number(n)) => {
+            return n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| format!("{n} is not a pod count"));
+        }
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => return Err(format!("{other} is neither a count nor a percentage")),
+    };
+    let pct: f64 = text
+        .strip_suffix('%')
+        .and_then(|p| p.parse().ok())
+        .filter(|p: &f64| *p >= 0.0)
+        .ok_or_else(|| format!("{text:?} is neither a count nor a percentage"))?;
+    let exact = pct * f64::from(of) / 100.0;
+    Ok(if round_up {
+        exact.ceil()
+    } else {
+        exact.floor()
+    } as u32)
+}
+
+impl Rollout {
+    /// Reads a Deployment (replicas 1, maxSurge and maxUnavailable 25 %, minReadySeconds 0,
+    /// progressDeadlineSeconds 600 by default). A Recreate strategy is refused: it has no rolling
+    /// update to simulate.
+    pub fn from_deployment(object: &Value) -> Result<Self, String> {
+        let spec = object.get("spec").unwrap_or(&Value::Null);
+        let replicas = match spec.get("replicas") {
+            None | Some(Value::Null) => 1,
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| format!("spec.replicas: {v} is not a count"))?,
+        };
+        let strategy = spec.get("strategy").unwrap_or(&Value::Null);
+        if strategy.get("type").and_then(Value::as_str) == Some("Recreate") {
+            return Err(
+                "spec.strategy.type is Recreate: every old pod is deleted before new ones \
+                        start, so there is no rolling update to simulate"
+                    .to_owned(),
+            );
+        }
+        let rolling = strategy.get("rollingUpdate").unwrap_or(&Value::Null);
+        let mut max_surge = scaled(rolling.get("maxSurge"), "25%", replicas, true)
+            .map_err(|e| format!("spec.strategy.rollingUpdate.maxSurge: {e}"))?;
+        let mut max_unavailable = scaled(rolling.get("maxUnavailable"), "25%", replicas, false)
+            .map_err(|e| format!("spec.strategy.rollingUpdate.maxUnavailable: {e}"))?;
+        if max_surge == 0 && max_unavailable == 0 {
+            max_unavailable = 1;
+        }
+        max_unavailable = max_unavailable.min(replicas);
+        max_surge = max_surge.min(replicas.max(1) * 100);
+        let seconds = |field: &str, default: f64| {
+            spec.get(field)
+                .and_then(Value::as_f64)
+                .filter(|v| *v >= 0.0)
+                .unwrap_or(default)
+        };
+        Ok(Rollout {
+            replicas,
+            max_surge,
+            max_unavailable,
+            min_ready_seconds: seconds("minReadySeconds", 0.0),
+            progress_deadline_seconds: seconds("progressDeadlineSeconds", 600.0),
+        })
+    }
+}
+
+/// Capacity at one moment of a fleet scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Point {
+    pub t: f64,
+    /// Pods the controller counts as available (Ready for minReadySeconds).
+    pub available: u32,
+    /// Pods that answer requests: available ones whose model is loaded.
+    pub serving: u32,
+    /// Old-revision pods (rollout) or pods left on the drained node (drain).
+    pub old: u32,
+    /// New-revision pods (rollout) or replacements (drain), Ready or not.
+    pub new: u32,
+}
+
+/// What a fleet scenario predicts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetOutcome {
+    /// `rollout` or `drain`.
+    pub scenario: &'static str,
+    pub replicas: u32,
+    /// When the rollout (or drain) was complete at full capacity; `None`: not within the horizon.
+    pub done_seconds: Option<f64>,
+    pub lowest_serving: u32,
+    /// How long serving capacity stayed at its lowest.
+    pub lowest_serving_seconds: f64,
+    /// Rollout: when `ProgressDeadlineExceeded` is set, if it is.
+    pub progress_deadline_exceeded_seconds: Option<f64>,
+    /// Drain: evictions the PDB refused (each retried 5 s later).
+    pub evictions_refused: u32,
+    pub points: Vec<Point>,
+    pub events: Vec<(f64, String)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct NewPod {
+    created: f64,
+}
+
+impl NewPod {
+    fn available_at(&self, p: &PodStartup, min_ready: f64) -> Option<f64> {
+        p.ready_after.map(|r| self.created + r + min_ready)
+    }
+    fn serving_at(&self, p: &PodStartup, min_ready: f64) -> Option<f64> {
+        let avail = self.available_at(p, min_ready)?;
+        p.serving_after.map(|s| (self.created + s).max(avail))
+    }
+}
+
+fn count(pods: &[NewPod], t: f64, at: impl Fn(&NewPod) -> Option<f64>) -> u32 {
+    pods.iter()
+        .filter(|p| at(p).is_some_and(|a| a <= t))
+        .count() as u32
+}
+
+fn finish(mut o: FleetOutcome, until: f64) -> FleetOutcome {
+    let end = o.done_seconds.unwrap_or(until);
+    let lowest = o
+        .points
+        .iter()
+        .filter(|p| p.t <= end)
+        .map(|p| p.serving)
+        .min()
+        .unwrap_or(o.replicas);
+    o.lowest_serving = lowest;
+    o.lowest_serving_seconds = o
+        .points
+        .windows(2)
+        .filter(|w| w[0].serving == lowest && w[0].t < end)
+        .map(|w| w[1].t.min(end) - w[0].t)
+        .sum::<f64>()
+        + o.points
+            .last()
+            .filter(|p| p.serving == lowest && p.t < end)
+            .map_or(0.0, |p| end - p.t);
+    o
+}
+
+/// A RollingUpdate from a revision whose pods all serve to one whose pods start as `pod` says,
+/// over `horizon` seconds.
+pub fn rollout(r: &Rollout, pod: &PodStartup, horizon: f64) -> FleetOutcome {
+    let n = r.replicas;
+    let mut old = n;
+    let mut new: Vec<NewPod> = Vec::new();
+    let mut o = FleetOutcome {
+        scenario: "rollout",
+        replicas: n,
+        done_seconds: None,
+        lowest_serving: n,
+        lowest_serving_seconds: 0.0,
+        progress_deadline_exceeded_seconds: None,
+        evictions_refused: 0,
+        points: Vec::new(),
+        events: Vec::new(),
+    };
+    let min_available = n.saturating_sub(r.max_unavailable);
+    let mut t = 0.0;
+    let mut last_progress = 0.0;
+    let avail_at = |p: &NewPod| p.available_at(pod, r.min_ready_seconds);
+    let serve_at = |p: &NewPod| p.serving_at(pod, r.min_ready_seconds);
+    for _ in 0..10_000 {
+        // reconcileNewReplicaSet, then reconcileOldReplicaSets, until nothing changes at `t`.
+        loop {
+            let total = old + new.len() as u32;
+            let room = (n + r.max_surge).saturating_sub(total);
+            let want = n.saturating_sub(new.len() as u32).min(room);
+            for _ in 0..want {
+                new.push(NewPod { created: t });
+            }
+            if want > 0 {
+                last_progress = t;
+                o.events.push((
+                    t,
+                    format!("new ReplicaSet scaled up by {want} (to {})", new.len()),
+                ));
+            }
+            let available = old + count(&new, t, avail_at);
+            let down = available.saturating_sub(min_available).min(old);
+            if down > 0 {
+                old -= down;
+                o.events.push((
+                    t,
+                    format!("old ReplicaSet scaled down by {down} (to {old})"),
+                ));
+            }
+            if want == 0 && down == 0 {
+                break;
+            }
+        }
+        let available = old + count(&new, t, avail_at);
+        let serving = old + count(&new, t, serve_at);
+        o.points.push(Point {
+            t,
+            available,
+            serving,
+            old,
+            new: new.len() as u32,
+        });
+        if old == 0 && new.len() as u32 == n && count(&new, t, serve_at) == n {
+            o.done_seconds = Some(t);
+            o.events
+                .push((t, "rollout complete: every pod new and serving".to_owned()));
+            break;
+        }
+        let next = new
+            .iter()
+            .flat_map(|p| [avail_at(p), serve_at(p)])
+            .flatten()
+            .filter(|a| *a > t)
+            .fold(f64::INFINITY, f64::min);
+        let deadline = last_progress + r.progress_deadline_seconds;
+        if o.progress_deadline_exceeded_seconds.is_none() && deadline < next.min(horizon) {
+            o.progress_deadline_exceeded_seconds = Some(deadline);
+            o.events.push((
+                deadline,
+                format!(
+                    "ProgressDeadlineExceeded: no new pod available for {} s",
+                    super::secs(r.progress_deadline_seconds)
+                ),
+            ));
+        }
+        if !next.is_finite() || next > horizon {
+            break;
+        }
+        if count(&new, next, avail_at) > count(&new, t, avail_at) {
+            last_progress = next;
+        }
+        t = next;
+    }
+    o.events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    finish(o, horizon)
+}
+
+/// A PodDisruptionBudget, resolved against the workload's replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Budget {
+    /// `desiredHealthy`: the apiserver refuses an eviction that would go below it.
+    pub desired_healthy: u32,
+}
+
+impl Budget {
+    /// From a PodDisruptionBudget's spec (`minAvailable` or `maxUnavailable`, percentages of the
+    /// replicas rounded up).
+    pub fn from_pdb(pdb: &Value, replicas: u32) -> Result<Self, String> {
+        let spec = pdb.get("spec").unwrap_or(&Value::Null);
+        if let Some(v) = spec.get("minAvailable").filter(|v| !v.is_null()) {
+            let m = scaled(Some(v), "0", replicas, true)
+                .map_err(|e| format!("spec.minAvailable: {e}"))?;
+            return Ok(Budget { desired_healthy: m });
+        }
+        if let Some(v) = spec.get("maxUnavailable").filter(|v| !v.is_null()) {
+            let m = scaled(Some(v), "0", replicas, true)
+                .map_err(|e| format!("spec.maxUnavailable: {e}"))?;
+            return Ok(Budget {
+                desired_healthy: replicas.saturating_sub(m),
+            });
+        }
+        Err("a PodDisruptionBudget needs minAvailable or maxUnavailable".to_owned())
+    }
+
+    /// Whether `pdb` selects the pods of `template` (its `matchLabels` are a subset of the
+    /// template's labels; `matchExpressions` are not evaluated, so such a PDB does not match).
+    pub fn selects(pdb: &Value, template_labels: Option<&serde_json::Map<String, Value>>) -> bool {
+        let Some(selector) = pdb.pointer("/spec/selector") else {
+            return false;
+        };
+        if selector.get("matchExpressions").is_some() {
+            return false;
+        }
+        let Some(wanted) = selector.get("matchLabels").and_then(Value::as_object) else {
+            return false;
+        };
+        let labels = template_labels.cloned().unwrap_or_default();
+        !wanted.is_empty() && wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+    }
+}
+
+/// `kubectl drain` of a node running `on_node` of the workload's `replicas` pods, with an
+/// optional PDB; replacements start as `pod` says.
+pub fn drain(
+    replicas: u32,
+    on_node: u32,
+    budget: Option<Budget>,
+    pod: &PodStartup,
+    horizon: f64,
+) -> FleetOutcome {
+    const RETRY: f64 = 5.0;
+    let on_node = on_node.min(replicas);
+    let mut left = on_node;
+    let elsewhere = replicas - on_node;
+    let mut new: Vec<NewPod> = Vec::new();
+    let mut o = FleetOutcome {
+        scenario: "drain",
+        replicas,
+        done_seconds: None,
+        lowest_serving: replicas,
+        lowest_serving_seconds: 0.0,
+        progress_deadline_exceeded_seconds: None,
+        evictions_refused: 0,
+        points: Vec::new(),
+        events: Vec::new(),
+    };
+    let healthy_at = |p: &NewPod| p.available_at(pod, 0.0);
+    let serve_at = |p: &NewPod| p.serving_at(pod, 0.0);
+    if budget.is_none() {
+        o.events.push((
+            0.0,
+            "no PodDisruptionBudget selects the pods: nothing holds the evictions back".to_owned(),
+        ));
+    }
+    let mut t = 0.0;
+    let mut refused_since: Option<f64> = None;
+    for _ in 0..100_000 {
+        // Every pod still on the node is evicted as soon as the budget allows.
+        while left > 0 {
+            let healthy = elsewhere + left + count(&new, t, healthy_at);
+            let allowed = match budget {
+                None => u32::MAX,
+                Some(b) => healthy.saturating_sub(b.desired_healthy),
+            };
+            if allowed == 0 {
+                if refused_since.is_none() {
+                    o.events.push((
+                        t,
+                        format!(
+                            "eviction refused: the PDB allows no disruption ({healthy} healthy, \
+                             {} desired); kubectl drain retries every 5 s",
+                            budget.map_or(0, |b| b.desired_healthy)
+                        ),
+                    ));
+                    refused_since = Some(t);
+                }
+                o.evictions_refused += 1;
+                break;
+            }
+            refused_since = None;
+            left -= 1;
+            new.push(NewPod { created: t });
+            o.events.push((
+                t,
+                format!("pod evicted ({left} left on the node); replacement created"),
+            ));
+        }
+        let ready_new = count(&new, t, healthy_at);
+        let serving_new = count(&new, t, serve_at);
+        o.points.push(Point {
+            t,
+            available: elsewhere + left + ready_new,
+            serving: elsewhere + left + serving_new,
+            old: left,
+            new: new.len() as u32,
+        });
+        if left == 0 && serving_new == on_node {
+            o.done_seconds = Some(t);
+            o.events
+                .push((t, "node drained and every replacement serving".to_owned()));
+            break;
+        }
+        let next_change = new
+            .iter()
+            .flat_map(|p| [healthy_at(p), serve_at(p)])
+            .flatten()
+            .filter(|a| *a > t)
+            .fold(f64::INFINITY, f64::min);
+        let next = if left > 0 {
+            // The next retry that can succeed: when a replacement turns healthy, on kubectl's
+            // 5 s retry grid.
+            let since = refused_since.unwrap_or(t);
+            if next_change.is_finite() {
+                since + ((next_change - since) / RETRY).ceil().max(1.0) * RETRY
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            next_change
+        };
+        if !next.is_finite() || next > horizon {
+            if left > 0 {
+                let retries = ((horizon - refused_since.unwrap_or(t)) / RETRY).floor() as u32;
+                o.evictions_refused += retries;
+                o.events.push((
+                    horizon,
+                    format!("drain still blocked: {left} pod(s) left on the node"),
+                ));
+            }
+            break;
+        }
+        if left > 0 {
+            // Refusals between now and the next retry that succeeds.
+            o.evictions_refused += ((next - t) / RETRY).round().max(1.0) as u32 - 1;
+        }
+        t = next;
+    }
+    finish(o, horizon)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn loads(seconds: f64) -> PodStartup {
+        PodStartup {
+            ready_after: Some(seconds),
+            serving_after: Some(seconds),
+        }
+    }
+
+    fn deployment(replicas: u32, surge: Value, unavailable: Value) -> Rollout {
+        Rollout::from_deployment(&json!({"spec": {"replicas": replicas, "strategy": {
+            "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn surge_one_unavailable_zero_takes_one_load_per_replica() {
+        let r = deployment(4, json!(1), json!(0));
+        let o = rollout(&r, &loads(300.0), 7200.0);
+        assert_eq!(o.done_seconds, Some(1200.0), "{:#?}", o.events);
+        // Capacity never drops below the replicas: one extra pod loads at a time.
+        assert_eq!(o.lowest_serving, 4);
+        assert_eq!(o.progress_deadline_exceeded_seconds, None);
+    }
+
+    #[test]
+    fn default_quarter_surge_and_unavailable_trade_capacity_for_time() {
+        // 25 % of 4: surge 1, unavailable 1: two pods load at once, one old pod goes at t = 0.
+        let r = deployment(4, Value::Null, Value::Null);
+        assert_eq!((r.max_surge, r.max_unavailable), (1, 1));
+        let o = rollout(&r, &loads(300.0), 7200.0);
+        assert_eq!(o.done_seconds, Some(600.0));
+        assert_eq!(o.lowest_serving, 3);
+        assert_eq!(o.lowest_serving_seconds, 600.0);
+    }
+
+    #[test]
+    fn a_pod_that_never_becomes_ready_stalls_the_rollout_past_its_deadline() {
+        let r = deployment(4, json!(1), json!(0));
+        let never = PodStartup {
+            ready_after: None,
+            serving_after: None,
+        };
+        let o = rollout(&r, &never, 3600.0);
+        assert_eq!(o.done_seconds, None);
+        assert_eq!(o.progress_deadline_exceeded_seconds, Some(600.0));
+        assert_eq!(o.points.last().unwrap().old, 4, "no old pod was removed");
+    }
+
+    #[test]
+    fn ready_while_loading_counts_as_available_but_does_not_serve() {
+        let r = deployment(2, json!(0), json!(1));
+        let tcp = PodStartup {
+            ready_after: Some(5.0),
+            serving_after: Some(300.0),
+        };
+        let o = rollout(&r, &tcp, 3600.0);
+        // The controller sees the new pods available after 5 s and removes the old ones.
+        assert_eq!(o.lowest_serving, 0, "{:#?}", o.points);
+        assert_eq!(o.done_seconds, Some(305.0));
+    }
+
+    #[test]
+    fn zero_surge_and_unavailable_resolve_to_one_unavailable() {
+        let r = deployment(3, json!(0), json!(0));
+        assert_eq!((r.max_surge, r.max_unavailable), (0, 1));
+        assert!(
+            Rollout::from_deployment(&json!({"spec": {"strategy": {"type": "Recreate"}}})).is_err()
+        );
+        assert!(deployment_err(json!("x%")).contains("maxSurge"));
+    }
+
+    fn deployment_err(surge: Value) -> String {
+        Rollout::from_deployment(
+            &json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": surge}}}}),
+        )
+        .unwrap_err()
+    }
+
+    #[test]
+    fn drain_under_a_pdb_evicts_one_pod_per_load() {
+        let pdb = json!({"spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "m"}}}});
+        let budget = Budget::from_pdb(&pdb, 4).unwrap();
+        let o = drain(4, 2, Some(budget), &loads(300.0), 7200.0);
+        assert_eq!(o.done_seconds, Some(600.0), "{:#?}", o.events);
+        assert_eq!(o.lowest_serving, 3);
+        assert!(o.evictions_refused > 0);
+        // Without a PDB both go at once: two pods short for one load.
+        let o = drain(4, 2, None, &loads(300.0), 7200.0);
+        assert_eq!((o.done_seconds, o.lowest_serving), (Some(300.0), 2));
+        assert_eq!(o.lowest_serving_seconds, 300.0);
+    }
+
+    #[test]
+    fn a_pdb_that_allows_nothing_blocks_the_drain() {
+        let pdb = json!({"spec": {"minAvailable": "100%"}});
+        let budget = Budget::from_pdb(&pdb, 3).unwrap();
+        let o = drain(3, 1, Some(budget), &loads(60.0), 600.0);
+        assert_eq!(o.done_seconds, None);
+        assert_eq!(o.points.last().unwrap().old, 1);
+        assert!(o.evictions_refused >= 100, "{}", o.evictions_refused);
+    }
+
+    #[test]
+    fn pdb_selection_is_by_match_labels() {
+        let labels = json!({"app": "m", "tier": "gpu"});
+        let pdb = json!({"spec": {"selector": {"matchLabels": {"app": "m"}}}});
+        assert!(Budget::selects(&pdb, labels.as_object()));
+        let other = json!({"spec": {"selector": {"matchLabels": {"app": "x"}}}});
+        assert!(!Budget::selects(&other, labels.as_object()));
+    }
+}
