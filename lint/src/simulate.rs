@@ -461,7 +461,7 @@ fn human(out: &mut String, r: &Run, req: &Request<'_>) {
     for a in kubelet_assumed(&r.scenario) {
         let _ = writeln!(out, "  kubelet: {a}");
     }
-    for a in &r.notes {
+    for a in std::iter::once(&r.load_from).chain(&r.notes) {
         let _ = writeln!(out, "  note: {a}");
     }
     for w in &r.warnings {

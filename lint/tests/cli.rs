@@ -466,7 +466,7 @@ fn objects_in_different_files_are_judged_together() {
     write(
         dir.path(),
         "scaling/hpa.yaml",
-        "# scale on CPU\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: llm}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}\n  maxReplicas: 4\n  metrics:\n    - type: Resource\n      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}\n",
+        "# scale on CPU\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: llm}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}\n  minReplicas: 2\n  maxReplicas: 4\n  metrics:\n    - type: Resource\n      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}\n",
     );
     let (_, json) = json_run(dir.path(), &["."]);
     let placed: Vec<(&str, &str, u64)> = array(&json, "findings")
@@ -483,7 +483,7 @@ fn objects_in_different_files_are_judged_together() {
         placed,
         [
             ("gpu-serving-without-pdb", "deploy/llm.yaml", 8),
-            ("hpa-cpu-metric-on-gpu-workload", "scaling/hpa.yaml", 8),
+            ("hpa-cpu-metric-on-gpu-workload", "scaling/hpa.yaml", 9),
         ],
         "{json:#}"
     );

@@ -14,6 +14,7 @@ mod gpu_serving_without_pdb;
 mod gpu_startup_probe_missing;
 mod grpc_probe_unsupported;
 mod hpa_cpu_metric_on_gpu_workload;
+mod hpa_min_replicas_one;
 mod hpa_scale_up_outpaces_load;
 mod known_server_endpoint;
 mod liveness_checks_readiness;
@@ -93,6 +94,7 @@ static REGISTRY: &[&dyn Rule] = &[
     &lws_leader_ready_needs_workers::LwsLeaderReadyNeedsWorkers,
     &pdb_blocks_gpu_drains::PdbBlocksGpuDrains,
     &hpa_scale_up_outpaces_load::HpaScaleUpOutpacesLoad,
+    &hpa_min_replicas_one::HpaMinReplicasOne,
     &vllm_service_links::VllmServiceLinks,
 ];
 

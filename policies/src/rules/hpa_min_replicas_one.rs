@@ -1,0 +1,191 @@
+//! `hpa-min-replicas-one`: an HPA that may scale a GPU serving workload down to one pod.
+
+use super::{Report, Rule, RuleMeta};
+use crate::cross::{ObjectFacts, Role};
+use crate::finding::Severity;
+
+pub struct HpaMinReplicasOne;
+
+static META: RuleMeta = RuleMeta {
+    id: "hpa-min-replicas-one",
+    severity: Severity::Info,
+    summary: "An HPA may scale a GPU serving workload down to a single pod",
+    rationale: "With minReplicas: 1 (the HPA's default) every quiet period leaves one model server. \
+When that pod is lost (a node drain, an eviction, a crash, a GPU fault) nothing serves until a \
+replacement has loaded its model: an outage of a full load time, minutes for a large model. Two replicas \
+(spread over nodes) turn that into reduced capacity. Only HPAs and workloads in the same input are seen.",
+    example_policy: None,
+    bad_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "600"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: vllm
+  maxReplicas: 4
+  metrics:
+    - type: Pods
+      pods:
+        metric:
+          name: vllm:num_requests_waiting
+        target:
+          type: AverageValue
+          averageValue: "5"
+"#,
+    good_example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    metadata:
+      annotations:
+        probelint.io/model-load-seconds: "600"
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          ports:
+            - containerPort: 8000
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          startupProbe:
+            httpGet:
+              path: /health
+              port: 8000
+            failureThreshold: 120
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: 8000
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: vllm
+  minReplicas: 2
+  maxReplicas: 4
+  metrics:
+    - type: Pods
+      pods:
+        metric:
+          name: vllm:num_requests_waiting
+        target:
+          type: AverageValue
+          averageValue: "5"
+"#,
+    fix: None,
+};
+
+impl Rule for HpaMinReplicasOne {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn needs_other_objects(&self) -> bool {
+        true
+    }
+
+    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        for hpa in objects {
+            let Role::Autoscaler {
+                target_kind,
+                target_name,
+                min_replicas,
+                ..
+            } = &hpa.role
+            else {
+                continue;
+            };
+            if *min_replicas > 1 {
+                continue;
+            }
+            let target = objects.iter().find(|o| {
+                o.object_ref.namespace == hpa.object_ref.namespace
+                    && o.object_ref.kind == *target_kind
+                    && o.object_ref.name.as_deref() == Some(target_name)
+            });
+            let Some(ObjectFacts {
+                role: Role::GpuServing { load, .. },
+                object_ref,
+                ..
+            }) = target
+            else {
+                continue;
+            };
+            let outage = load.as_ref().map_or_else(
+                || "a full model load".to_owned(),
+                |l| format!("its load, {}", l.explained()),
+            );
+            report.cross(
+                hpa,
+                "/spec/minReplicas",
+                format!(
+                    "{} may scale {object_ref} down to {min_replicas} pod: losing it is an outage \
+                     until a replacement has loaded ({outage})",
+                    hpa.object_ref
+                ),
+                "set minReplicas: 2 (spread over nodes) so that losing a pod costs capacity, not \
+                 service"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::findings_of;
+
+    const ID: &str = "hpa-min-replicas-one";
+
+    #[test]
+    fn the_default_min_replicas_of_one() {
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.object.kind, "HorizontalPodAutoscaler");
+        assert!(f.message.contains("down to 1 pod"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("600 s from probelint.io/model-load-seconds"),
+            "{}",
+            f.message
+        );
+        assert!(findings_of(super::META.good_example, ID).is_empty());
+    }
+}
