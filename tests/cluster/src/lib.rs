@@ -22,6 +22,8 @@
 //! install.
 
 mod binaries;
+mod image;
+pub mod node;
 mod pki;
 mod process;
 
@@ -33,6 +35,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use binaries::{Binaries, ETCD_MODULE, KUBE_MODULE};
+pub use image::Image;
+pub use node::{Node, NodeError};
 pub use pki::{Ca, Leaf};
 
 /// Set to `1` to skip the tests that need a control plane (and so Go and kubectl).

@@ -1,0 +1,52 @@
+//! The test node runs pods: the kubelet registers, reports Ready, and runs a pod bound to it by
+//! `nodeName` with a locally built image, on an address from the node's pod subnet.
+
+use std::time::Duration;
+
+#[test]
+fn the_kubelet_registers_and_runs_a_pod_from_a_local_image() {
+    let test = "the_kubelet_registers_and_runs_a_pod_from_a_local_image";
+    let Some(cluster) = probelint_cluster::shared(test) else {
+        return;
+    };
+    let Some(node) = probelint_cluster::node::start_for(test, cluster) else {
+        return;
+    };
+    let ns = cluster.namespace("node");
+    let pod = format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: sleeper}}
+spec:
+  nodeName: {}
+  automountServiceAccountToken: false
+  containers:
+    - name: pause
+      image: {}
+      imagePullPolicy: Never
+",
+        probelint_cluster::node::NODE_NAME,
+        probelint_cluster::node::PAUSE_IMAGE
+    );
+    let applied = cluster.apply(&pod, &["-n", &ns]);
+    assert!(applied.status.success(), "{applied:?}");
+    let running = probelint_cluster::wait_for("the pod to run", Duration::from_secs(90), || {
+        let pod = cluster.get_json(&["-n", &ns, "get", "pod", "sleeper"]);
+        (pod["status"]["phase"] == "Running").then_some(pod)
+    });
+    let ip = running["status"]["podIP"].as_str().unwrap_or_default();
+    assert!(ip.starts_with("10.244.213."), "pod IP {ip}: {running:#}");
+    let node_object = cluster.get_json(&["get", "node", probelint_cluster::node::NODE_NAME]);
+    assert_eq!(
+        node_object["status"]["nodeInfo"]["kubeletVersion"], cluster.version,
+        "the kubelet is at the apiserver's version"
+    );
+    assert!(
+        node_object["status"]["nodeInfo"]["containerRuntimeVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("containerd://")),
+        "{:#}",
+        node_object["status"]["nodeInfo"]
+    );
+    drop(node);
+}
