@@ -319,6 +319,9 @@ state = "{state}"
   # to containerd's own value instead; the pods' own values (BestEffort 1000, Burstable above
   # 0) are unchanged.
   restrict_oom_score_adj = true
+  # The pods' network namespaces are bind-mounted under this run's state directory, not the
+  # machine's /var/run/netns, so that whatever a stop leaves behind is found and unmounted.
+  netns_mounts_under_state_dir = true
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["{cni_bin}"]
     conf_dir = "{cni_conf}"
