@@ -221,8 +221,7 @@ pub fn run_all(
     started
         .into_iter()
         .zip(observations)
-        .map(|((arm, ns, applied), mut observed)| {
-            observed.read_events(cluster, &ns);
+        .map(|((arm, _, applied), observed)| {
             let predicted = simulate(probelint, &applied, &arm).unwrap_or_else(|e| panic!("{e}"));
             Outcome {
                 arm,
@@ -252,7 +251,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:>8} {:>6} {:>5}   {:>9} {:>9} {:>9}   {:>22}  {:>9}",
+        "{:<27} {:>8} {:>6} {:>5}   {:>9} {:>9} {:>9}   {:>18}  {:>9}",
         "scenario/arm",
         "restarts",
         "model",
@@ -267,7 +266,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
         let u = &o.observed.unhealthy;
         let _ = writeln!(
             out,
-            "{:<22} {:>8} {:>6} {:>+5}   {:>9} {:>9} {:>9}   {:>22}  {:>9}",
+            "{:<27} {:>8} {:>6} {:>+5}   {:>9} {:>9} {:>9}   {:>18}  {:>9}",
             o.arm.id(),
             o.observed.restarts,
             o.predicted.restarts,

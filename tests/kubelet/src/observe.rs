@@ -51,6 +51,7 @@ type History = Arc<Mutex<HashMap<String, Vec<Value>>>>;
 pub struct Observer {
     history: History,
     child: Mutex<Child>,
+    cluster: &'static Cluster,
 }
 
 impl Drop for Observer {
@@ -64,7 +65,7 @@ impl Drop for Observer {
 impl Observer {
     /// Starts `kubectl get pods -A -l LABEL --watch -o json`; every object it prints is kept,
     /// by the pod's `label` value.
-    pub fn start(cluster: &Cluster, label: &str) -> Observer {
+    pub fn start(cluster: &'static Cluster, label: &str) -> Observer {
         let mut child = cluster
             .kubectl()
             .args([
@@ -104,6 +105,7 @@ impl Observer {
         Observer {
             history,
             child: Mutex::new(child),
+            cluster,
         }
     }
 
@@ -114,7 +116,8 @@ impl Observer {
 
     /// Follows arm `id` (in namespace `ns`) for `duration` seconds from its container's first
     /// start, sending a request a second to the pod while the API says it is Ready when
-    /// `traffic`; then reads what happened from the pod's history.
+    /// `traffic`; then reads what happened from the pod's history and the namespace's Events
+    /// (read at once: an Event's `count` goes on growing after the window).
     pub fn follow(&self, ns: &str, id: &str, duration: f64, traffic: bool) -> Observed {
         let waiting = Instant::now();
         let origin = loop {
@@ -151,6 +154,7 @@ impl Observer {
             std::thread::sleep(Duration::from_millis(100));
         }
         // Only what the API said within the window counts.
+        observed.read_events(self.cluster, ns);
         let pods = self.pods(id);
         summarize(&mut observed, &pods, origin + duration);
         observed
@@ -158,8 +162,9 @@ impl Observer {
 }
 
 impl Observed {
-    /// Adds the namespace's `Unhealthy` and `Killing` Events (reason, count, first time).
-    pub fn read_events(&mut self, cluster: &Cluster, ns: &str) {
+    /// Adds the namespace's `Unhealthy`, `Killing` and `BackOff` Events (reason, count, first
+    /// time), read when the window ends.
+    fn read_events(&mut self, cluster: &Cluster, ns: &str) {
         let events = cluster.get_json(&["-n", ns, "get", "events"]);
         for event in events["items"].as_array().into_iter().flatten() {
             let reason = event["reason"].as_str().unwrap_or_default();
