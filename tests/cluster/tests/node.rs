@@ -6,6 +6,9 @@ use std::time::Duration;
 #[test]
 fn the_kubelet_registers_and_runs_a_pod_from_a_local_image() {
     let test = "the_kubelet_registers_and_runs_a_pod_from_a_local_image";
+    if probelint_cluster::node::skip_requested(test) {
+        return;
+    }
     let Some(cluster) = probelint_cluster::shared(test) else {
         return;
     };

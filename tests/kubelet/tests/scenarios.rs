@@ -130,6 +130,9 @@ impl Checks {
 #[test]
 fn the_five_scenarios_on_a_real_kubelet_beside_probelint_simulate() {
     let test = "the_five_scenarios_on_a_real_kubelet_beside_probelint_simulate";
+    if probelint_cluster::node::skip_requested(test) {
+        return;
+    }
     let Some(cluster) = probelint_cluster::shared(test) else {
         return;
     };

@@ -85,13 +85,22 @@ pub struct Node {
     _lock: File,
 }
 
+/// Whether `PROBELINT_SKIP_KUBELET_TESTS=1` asks to skip `test` (said on stderr): checked before
+/// the control plane starts, so that a skipped test costs nothing.
+pub fn skip_requested(test: &str) -> bool {
+    let skip = std::env::var(SKIP_NODE_VAR).is_ok_and(|v| v == "1");
+    if skip {
+        eprintln!("skipping {test}: {SKIP_NODE_VAR}=1 (it runs pods on a real kubelet)");
+    }
+    skip
+}
+
 /// The node for `test`, on `cluster`; `None` (after saying why on stderr) when
 /// `PROBELINT_SKIP_KUBELET_TESTS=1` or when this machine cannot run a kubelet
 /// ([`NodeError::Unsupported`], with the call that failed). Panics when it should have started
 /// and did not.
 pub fn start_for(test: &str, cluster: &Cluster) -> Option<Node> {
-    if std::env::var(SKIP_NODE_VAR).is_ok_and(|v| v == "1") {
-        eprintln!("skipping {test}: {SKIP_NODE_VAR}=1 (it runs pods on a real kubelet)");
+    if skip_requested(test) {
         return None;
     }
     match Node::start(cluster) {
@@ -591,8 +600,12 @@ pub fn environment() -> Result<(), String> {
         .args(["--exists", "libseccomp"])
         .status();
     if !seccomp.is_ok_and(|s| s.success()) {
-        return Err("libseccomp's headers are not installed (`pkg-config --exists libseccomp`                     fails): runc is built with seccomp, which every pod sandbox uses; on Debian                     or Ubuntu `apt-get install libseccomp-dev pkg-config gcc`"
-            .to_owned());
+        return Err(
+            "libseccomp's headers are not installed (`pkg-config --exists libseccomp` fails): \
+             runc is built with seccomp, which every pod sandbox uses; on Debian or Ubuntu \
+             `apt-get install libseccomp-dev pkg-config gcc`"
+                .to_owned(),
+        );
     }
     if Command::new("gcc").arg("--version").output().is_err() {
         return Err("gcc is not installed: runc is built with cgo".to_owned());
