@@ -454,12 +454,13 @@ resolvConf: ''
 podLogsDir: {dir}/pod-logs
 # A shared development disk is often fuller than a node's: the default thresholds (imagefs
 # 15 % free) would evict the tests' pods for disk pressure, and image GC would delete their
-# images, which no registry can give back.
+# images, which no registry can give back. Absolute sizes: 1 % of a large shared disk is
+# gigabytes the tests do not need.
 evictionHard:
   memory.available: 50Mi
-  nodefs.available: 1%
+  nodefs.available: 200Mi
   nodefs.inodesFree: 1%
-  imagefs.available: 1%
+  imagefs.available: 200Mi
   imagefs.inodesFree: 1%
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
