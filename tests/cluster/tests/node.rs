@@ -1,5 +1,6 @@
 //! The test node runs pods: the kubelet registers, reports Ready, and runs a pod bound to it by
-//! `nodeName` with a locally built image, on an address from the node's pod subnet.
+//! `nodeName` with a locally built image, on an address from the node's pod subnet; and when it
+//! stops, the machine is as it was.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ fn the_kubelet_registers_and_runs_a_pod_from_a_local_image() {
     let Some(cluster) = probelint_cluster::shared(test) else {
         return;
     };
+    let before = sysctls();
     let Some(node) = probelint_cluster::node::start_for(test, cluster) else {
         return;
     };
@@ -51,5 +53,42 @@ spec:
         "{:#}",
         node_object["status"]["nodeInfo"]
     );
+    // What the node changed on the machine is undone when it stops. (It did change it: the
+    // kubelet sets vm.overcommit_memory to 1 at start.)
+    assert_eq!(sysctls()[0].trim(), "1", "the kubelet's overcommit setting");
+    let (dir, cgroup_root) = (node.dir.clone(), node.cgroup_root().to_owned());
     drop(node);
+    assert_eq!(
+        sysctls(),
+        before,
+        "the kernel settings the kubelet wrote are restored"
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mountinfo.contains(dir.to_str().unwrap()),
+        "a mount is left under {}",
+        dir.display()
+    );
+    assert!(!dir.exists(), "{} is left", dir.display());
+    let memory = std::path::Path::new("/sys/fs/cgroup/memory");
+    let cgroup = if memory.is_dir() {
+        memory.join(cgroup_root.trim_start_matches('/'))
+    } else {
+        std::path::Path::new("/sys/fs/cgroup").join(cgroup_root.trim_start_matches('/'))
+    };
+    assert!(!cgroup.exists(), "{} is left", cgroup.display());
+    let bridge = std::path::Path::new("/sys/class/net/probelint0");
+    assert!(!bridge.exists(), "the bridge is left");
+}
+
+/// The settings the kubelet writes at start.
+fn sysctls() -> Vec<String> {
+    [
+        "vm/overcommit_memory",
+        "kernel/panic",
+        "kernel/panic_on_oops",
+    ]
+    .iter()
+    .map(|name| std::fs::read_to_string(format!("/proc/sys/{name}")).unwrap())
+    .collect()
 }

@@ -200,6 +200,11 @@ impl Node {
         Ok(())
     }
 
+    /// The cgroup the kubelet puts its pods under (`/probelint-node-<pid>`).
+    pub fn cgroup_root(&self) -> &str {
+        &self.cgroup_root
+    }
+
     /// `ctr` against this node's containerd, in the kubelet's namespace.
     pub fn ctr(&self) -> Command {
         let mut cmd = Command::new(&self.binaries.ctr);
