@@ -106,14 +106,28 @@ impl Binaries {
 /// against the committed go.sum (`-mod=readonly`); the module cache is left writable
 /// (`-modcacherw`) so that it can be cleaned like any cache.
 fn go_build(module: &Path, out: &str, ldflags: &str, packages: &[&str]) -> Result<(), String> {
+    go_build_with(module, out, ldflags, packages, false, "")
+}
+
+/// [`go_build`], with cgo when `cgo` (runc's `nsenter` is C, run before the Go runtime starts)
+/// and the build tags `tags` (comma-separated, may be empty).
+pub(crate) fn go_build_with(
+    module: &Path,
+    out: &str,
+    ldflags: &str,
+    packages: &[&str],
+    cgo: bool,
+    tags: &str,
+) -> Result<(), String> {
     let output = Command::new("go")
         .current_dir(module)
         .env("GOFLAGS", "-mod=readonly -modcacherw -buildvcs=false")
-        .env("CGO_ENABLED", "0")
+        .env("CGO_ENABLED", if cgo { "1" } else { "0" })
         .args([
             "build",
             "-trimpath",
             &format!("-ldflags=-s -w{ldflags}"),
+            &format!("-tags={tags}"),
             "-o",
             out,
         ])
@@ -139,7 +153,7 @@ const BUILD_RECIPE: &str = "r2";
 /// The `-X` flags that stamp the Kubernetes version into the binaries, as Kubernetes' own build
 /// does (`hack/lib/version.sh`). Unstamped, the apiserver reports `v0.0.0-master`, and clients
 /// that check the server's version refuse it (Helm: a chart's `kubeVersion: >=1.30.0-0`).
-fn version_ldflags(version: &str) -> String {
+pub(crate) fn version_ldflags(version: &str) -> String {
     let mut parts = version.trim_start_matches('v').split('.');
     let (major, minor) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     [
@@ -157,7 +171,7 @@ fn version_ldflags(version: &str) -> String {
 }
 
 /// The version `module`'s go.mod requires of `path` (`require path vX.Y.Z`).
-fn required_version(module: &Path, path: &str) -> Result<String, String> {
+pub(crate) fn required_version(module: &Path, path: &str) -> Result<String, String> {
     let go_mod = module.join("go.mod");
     let text = std::fs::read_to_string(&go_mod)
         .map_err(|e| format!("cannot read {}: {e}", go_mod.display()))?;

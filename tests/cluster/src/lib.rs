@@ -1,8 +1,9 @@
 //! A real Kubernetes control plane for probelint's tests: `etcd`, `kube-apiserver` and
 //! `kube-controller-manager`, built from their Go modules (pinned in `tests/cluster/go/`) and
 //! started on loopback, the way controller-runtime's envtest does, plus the controller manager
-//! so that Deployments create ReplicaSets and ReplicaSets create Pods. There is no scheduler and
-//! no kubelet: pods stay `Pending`, but every one of them goes through admission.
+//! so that Deployments create ReplicaSets and ReplicaSets create Pods. There is no scheduler and,
+//! unless a test starts a [`Node`] (a real kubelet with containerd and runc, [`node`]), no
+//! kubelet: pods stay `Pending`, but every one of them goes through admission.
 //!
 //! ```no_run
 //! let Some(cluster) = probelint_cluster::shared("my_test") else { return };
@@ -22,6 +23,8 @@
 //! install.
 
 mod binaries;
+mod image;
+pub mod node;
 mod pki;
 mod process;
 
@@ -33,6 +36,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use binaries::{Binaries, ETCD_MODULE, KUBE_MODULE};
+pub use image::Image;
+pub use node::{Node, NodeError};
 pub use pki::{Ca, Leaf};
 
 /// Set to `1` to skip the tests that need a control plane (and so Go and kubectl).

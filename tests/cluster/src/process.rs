@@ -24,6 +24,17 @@ impl Component {
         dir: &Path,
         args: &[&str],
     ) -> Result<Component, String> {
+        Component::spawn_with_env(name, binary, dir, args, &[])
+    }
+
+    /// [`Component::spawn`] with extra environment variables.
+    pub fn spawn_with_env(
+        name: &'static str,
+        binary: &Path,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Component, String> {
         let log = dir.join(format!("{name}.log"));
         let out =
             File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
@@ -34,6 +45,7 @@ impl Component {
         let mut command = Command::new(binary);
         command
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out)
