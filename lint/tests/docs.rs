@@ -84,3 +84,19 @@ fn rule_docs_are_fresh() {
         "docs/rules is stale: {stale:?}\nregenerate with: UPDATE_DOCS=1 cargo test -p probelint --test docs"
     );
 }
+
+#[test]
+fn the_readme_rule_table_lists_every_rule() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let missing: Vec<&str> = probelint_policies::registry()
+        .iter()
+        .map(|r| r.meta().id)
+        .filter(|id| !readme.contains(&format!("| `{id}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's rule table lacks {missing:?}"
+    );
+}
