@@ -171,6 +171,8 @@ prop_compose! {
         declared in prop::option::of(0u32..4000),
         liveness in prop::option::of((0i64..1200, 1i64..60, 1i64..30)),
         readiness in prop::option::of((0i64..600, 1i64..30, 1i64..60, any::<bool>())),
+        // A startupProbe of its own: startup-budget-too-short raises its threshold, never lowers it.
+        startup in prop::option::of((0i64..300, 1i64..30, 1i64..60)),
     ) -> Value {
         let mut container = json!({
             "name": "server", "image": "vllm/vllm-openai:v0.10.1",
@@ -183,6 +185,9 @@ prop_compose! {
         let http = json!({"httpGet": {"path": "/health", "port": 8000}});
         if let Some((d, p, f)) = liveness {
             container["livenessProbe"] = probe(http.clone(), d, p, f);
+        }
+        if let Some((d, p, f)) = startup {
+            container["startupProbe"] = probe(http.clone(), d, p, f);
         }
         if let Some((d, p, f, tcp)) = readiness {
             let handler = if tcp { json!({"tcpSocket": {"port": 8000}}) } else { http };

@@ -10,11 +10,10 @@ fn load_of(kind: &str, object: &Value, pod: &Value, server: Option<&'static str>
     let policy = Policy::default();
     let container = &pod["containers"][0];
     let server = server.map(|id| {
-        let s = crate::servers::KNOWN_SERVERS
+        crate::servers::KNOWN_SERVERS
             .iter()
             .find(|s| s.id == id)
-            .expect("a known server");
-        (s.id, s.name)
+            .expect("a known server")
     });
     let cx = Context {
         object,
@@ -31,7 +30,8 @@ fn pod_load(pod: Value, server: Option<&'static str>) -> LoadTime {
     load_of("Pod", &json!({}), &pod, server)
 }
 
-/// (what, pod spec, server, expected seconds within ×/÷ 2 of the figure)
+/// (what, pod spec, server, expected seconds): from 1 minute to 1.5 hours, each figure the
+/// arithmetic of docs/load-time.md with the built-in policy.
 #[test]
 fn a_dozen_real_models_get_estimates_of_the_right_order_of_magnitude() {
     let hub =
@@ -129,10 +129,6 @@ fn a_dozen_real_models_get_estimates_of_the_right_order_of_magnitude() {
     for (what, pod, server, expected) in cases {
         let load = pod_load(pod, server);
         assert!(load.is_evidence(), "{what}: {load}");
-        assert!(
-            load.seconds >= expected / 2.0 && load.seconds <= expected * 2.0,
-            "{what}: {load} (expected about {expected} s)"
-        );
         assert_eq!(load.seconds, expected, "{what}: {load}");
     }
 }
@@ -251,7 +247,9 @@ fn the_policy_can_change_every_constant() {
         pod: &pod,
         container,
         image: "vllm/vllm-openai:v0.10.1",
-        server: Some(("vllm", "vLLM")),
+        server: crate::servers::KNOWN_SERVERS
+            .iter()
+            .find(|s| s.id == "vllm"),
     };
     let load = load_time(&cx, None, 300.0, &policy.model_load);
     assert_eq!(load.seconds, 20.0, "20 GB / 1000 MB/s + 0 s: {load}");
