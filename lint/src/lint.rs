@@ -411,9 +411,10 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
     };
     let quoted = mode == Mode::Fix
         || !findings.is_empty()
+        // A place with a pointer: a cross-object finding may quote its line.
         || cross
             .iter()
-            .any(|c| !c.facts.reportable_pointers().is_empty());
+            .any(|c| c.places.iter().any(|(p, _, _)| !p.is_empty()));
     FileResult {
         text: if quoted { file.text } else { None },
         objects: file.objects.len(),

@@ -217,13 +217,51 @@ impl ObjectFacts {
     }
 }
 
+/// The GPU serving workloads of an input by kind, namespace and name (the first, as written,
+/// wins): what an HPA's `scaleTargetRef` names. Built once per rule, so each HPA is a lookup.
+pub(crate) struct GpuTargets<'a>(
+    std::collections::HashMap<(&'a str, Option<&'a str>, &'a str), &'a ObjectFacts>,
+);
+
+impl<'a> GpuTargets<'a> {
+    pub(crate) fn new(objects: &'a [ObjectFacts]) -> Self {
+        let mut by_name = std::collections::HashMap::new();
+        for w in objects {
+            if let (Role::GpuServing { .. }, Some(name)) = (&w.role, &w.object_ref.name) {
+                let key = (
+                    w.object_ref.kind.as_str(),
+                    w.object_ref.namespace.as_deref(),
+                    name.as_str(),
+                );
+                by_name.entry(key).or_insert(w);
+            }
+        }
+        GpuTargets(by_name)
+    }
+
+    /// The GPU serving workload `hpa` scales, when it is in the input.
+    pub(crate) fn of(&self, hpa: &ObjectFacts) -> Option<&'a ObjectFacts> {
+        let Role::Autoscaler {
+            target_kind,
+            target_name,
+            ..
+        } = &hpa.role
+        else {
+            return None;
+        };
+        self.0
+            .get(&(
+                target_kind.as_str(),
+                hpa.object_ref.namespace.as_deref(),
+                target_name.as_str(),
+            ))
+            .copied()
+    }
+}
+
 /// The load time of the slowest serving accelerator container.
 fn slowest_load(w: &Workload<'_>) -> Option<crate::load::LoadTime> {
-    w.pod_specs
-        .iter()
-        .filter(|p| p.serving)
-        .flat_map(|p| &p.containers)
-        .filter(|c| c.is_accelerated())
+    w.serving_accelerated_containers()
         .map(|c| &c.load)
         .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .cloned()

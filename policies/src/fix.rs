@@ -177,26 +177,51 @@ pub fn annotation_ops(patched: &Value, applied: &[AppliedFix]) -> Vec<PatchOpera
         return Vec::new();
     }
     let value = Value::String(entries.join(","));
-    let add = |tokens: &[&str], value: Value| {
-        PatchOperation::Add(AddOperation {
-            path: PointerBuf::from_tokens(tokens.iter().copied()),
+    vec![add_to_map(
+        patched,
+        &["metadata", "annotations"],
+        MUTATED_ANNOTATION,
+        value,
+    )]
+}
+
+/// An `add` of `key: value` into the map at `tokens` (unescaped pointer tokens), creating the
+/// map and its missing parents: RFC 6902 `add` needs the parent to exist, so the operation
+/// writes at the deepest map that exists and nests the rest (a map that is `null` or not a map
+/// is replaced).
+pub(crate) fn add_to_map(
+    object: &Value,
+    tokens: &[&str],
+    key: &str,
+    value: Value,
+) -> PatchOperation {
+    let mut node = object;
+    let mut existing = 0;
+    for token in tokens {
+        match node.get(token) {
+            Some(child) if child.is_object() => {
+                node = child;
+                existing += 1;
+            }
+            _ => break,
+        }
+    }
+    let (path, value) = if existing == tokens.len() {
+        (
+            tokens.iter().copied().chain([key]).collect::<Vec<_>>(),
             value,
-        })
-    };
-    let op = if annotations.is_some_and(Value::is_object) {
-        add(&["metadata", "annotations", MUTATED_ANNOTATION], value)
-    } else if patched.get("metadata").is_some_and(Value::is_object) {
-        add(
-            &["metadata", "annotations"],
-            json!({ MUTATED_ANNOTATION: value }),
         )
     } else {
-        add(
-            &["metadata"],
-            json!({ "annotations": { MUTATED_ANNOTATION: value } }),
-        )
+        let nested = tokens[existing + 1..].iter().rev().fold(
+            json!({ key: value }),
+            |inner, token| json!({ *token: inner }),
+        );
+        (tokens[..=existing].to_vec(), nested)
     };
-    vec![op]
+    PatchOperation::Add(AddOperation {
+        path: PointerBuf::from_tokens(path),
+        value,
+    })
 }
 
 fn path(p: impl Into<String>) -> json_patch::jsonptr::PointerBuf {

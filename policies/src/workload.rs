@@ -343,6 +343,16 @@ pub struct Workload<'a> {
 }
 
 impl<'a> Workload<'a> {
+    /// The accelerator containers of the pod specs that serve: those whose model load the
+    /// workload's controllers wait for.
+    pub fn serving_accelerated_containers(&self) -> impl Iterator<Item = &Container<'a>> + '_ {
+        self.pod_specs
+            .iter()
+            .filter(|p| p.serving)
+            .flat_map(|p| &p.containers)
+            .filter(|c| c.is_accelerated())
+    }
+
     pub fn analyse(index: usize, object: &'a Value, policy: &Policy) -> Self {
         let object_ref = ObjectRef::from_object(object);
         let annotations = fields::get(object, "metadata")
@@ -575,7 +585,7 @@ fn analyse_pod_spec<'a>(
             pod: spec,
             container: container.value,
             image: container.image,
-            server: container.server.map(|s| (s.id, s.name)),
+            server: container.server,
         };
         container.load = crate::load::load_time(
             &cx,

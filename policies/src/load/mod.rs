@@ -173,8 +173,8 @@ pub struct Context<'a> {
     pub pod: &'a Value,
     pub container: &'a Value,
     pub image: &'a str,
-    /// The recognised server's id and name.
-    pub server: Option<(&'static str, &'static str)>,
+    /// The recognised server ([`crate::servers::recognise`]: by command, then by image).
+    pub server: Option<&'static crate::servers::KnownServer>,
 }
 
 /// The load time of `cx`'s container: `declared` (the annotation: its seconds, or the text that
@@ -212,12 +212,16 @@ pub fn load_time(
 }
 
 fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> {
-    let server_id = cx.server.map(|(id, _)| id);
-    if server_id == Some("ollama") {
-        let name = cx.server.map_or("Ollama", |(_, n)| n).to_owned();
+    let server_id = cx.server.map(|s| s.id);
+    if let Some(server) = cx
+        .server
+        .filter(|s| s.during_load == crate::servers::DuringLoad::Lazy)
+    {
         return Ok(LoadTime {
             seconds: settings.start_seconds(server_id),
-            basis: Basis::Lazy { server: name },
+            basis: Basis::Lazy {
+                server: server.name.to_owned(),
+            },
         });
     }
     let line = CommandLine::of(cx.container);
@@ -292,10 +296,7 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     } else {
         1
     };
-    let stages = line
-        .flag(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp"])
-        .and_then(|(_, v)| v.parse::<u64>().ok())
-        .unwrap_or(1);
+    let stages = line.pipeline_parallel();
     let pipeline_stages = if located.source.is_download() {
         1
     } else {
@@ -305,21 +306,8 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
         parameters.billions * 1e9 * precision.bytes_per_parameter / f64::from(pipeline_stages);
     let bandwidth = located.source.bandwidth(&settings.bandwidth);
     let read_seconds = bytes / (bandwidth * 1e6);
-    let server_id = server_id.or(match model_from.as_str() {
-        "vllm serve" => Some("vllm"),
-        "trtllm-serve" => Some("trtllm"),
-        _ => None,
-    });
     let start_seconds = settings.start_seconds(server_id);
-    let server = cx.server.map(|(_, name)| name.to_owned()).or_else(|| {
-        server_id.map(|id| {
-            crate::servers::KNOWN_SERVERS
-                .iter()
-                .find(|s| s.id == id)
-                .map_or(id, |s| s.name)
-                .to_owned()
-        })
-    });
+    let server = cx.server.map(|s| s.name.to_owned());
     Ok(LoadTime {
         seconds: (read_seconds + start_seconds).ceil(),
         basis: Basis::Estimated(Box::new(Estimate {

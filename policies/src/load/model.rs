@@ -86,6 +86,23 @@ impl CommandLine {
         None
     }
 
+    /// The degree of tensor parallelism the server is started with (1 when not given).
+    pub fn tensor_parallel(&self) -> u64 {
+        self.degree(&["--tensor-parallel-size", "-tp", "--tp-size", "--tp"])
+    }
+
+    /// The degree of pipeline parallelism the server is started with (1 when not given).
+    pub fn pipeline_parallel(&self) -> u64 {
+        self.degree(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp"])
+    }
+
+    fn degree(&self, flags: &[&'static str]) -> u64 {
+        self.flag(flags)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .filter(|d| *d >= 1)
+            .unwrap_or(1)
+    }
+
     /// The first positional word after `program` (and `sub`, when given): `vllm serve MODEL`.
     pub fn positional_after(&self, program: &str, sub: Option<&str>) -> Option<&str> {
         let at = self

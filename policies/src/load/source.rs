@@ -137,8 +137,8 @@ pub fn locate(
     if let Some((scheme, rest)) = reference.split_once("://") {
         let scheme = scheme.to_ascii_lowercase();
         let remote = match scheme.as_str() {
-            "hf" => Some(WeightSource::Hub),
-            "ngc" => Some(WeightSource::Ngc),
+            "hf" => WeightSource::Hub,
+            "ngc" => WeightSource::Ngc,
             "pvc" => {
                 let claim = rest.split('/').next().unwrap_or(rest).to_owned();
                 return direct(WeightSource::PersistentVolume {
@@ -148,9 +148,8 @@ pub fn locate(
             }
             // KServe's modelcar: the weights are an OCI image on the node.
             "oci" => return direct(WeightSource::Image),
-            _ => Some(WeightSource::ObjectStore { scheme }),
+            _ => WeightSource::ObjectStore { scheme },
         };
-        let remote = remote.expect("every scheme maps to a source");
         if kserve_storage {
             return Located {
                 source: WeightSource::EmptyDir {

@@ -1,9 +1,8 @@
 //! `hpa-cpu-metric-on-gpu-workload`: an HPA scales a GPU server on CPU or memory.
 
 use super::{Report, Rule, RuleMeta};
-use crate::cross::{ObjectFacts, Role};
+use crate::cross::{GpuTargets, ObjectFacts, Role};
 use crate::finding::Severity;
-use std::collections::HashMap;
 
 pub struct HpaCpuMetricOnGpuWorkload;
 
@@ -124,22 +123,9 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
     }
 
     fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        // GPU serving workloads by kind, namespace and name (the first, as written, wins).
-        let mut workloads = HashMap::new();
-        for w in objects {
-            if let (Role::GpuServing { .. }, Some(name)) = (&w.role, &w.object_ref.name) {
-                let key = (
-                    w.object_ref.kind.as_str(),
-                    w.object_ref.namespace.as_deref(),
-                    name.as_str(),
-                );
-                workloads.entry(key).or_insert(w);
-            }
-        }
+        let targets = GpuTargets::new(objects);
         for hpa in objects {
             let Role::Autoscaler {
-                target_kind,
-                target_name,
                 cpu_or_memory_only: true,
                 pointer,
                 ..
@@ -147,12 +133,7 @@ impl Rule for HpaCpuMetricOnGpuWorkload {
             else {
                 continue;
             };
-            let key = (
-                target_kind.as_str(),
-                hpa.object_ref.namespace.as_deref(),
-                target_name.as_str(),
-            );
-            let Some(workload) = workloads.get(&key) else {
+            let Some(workload) = targets.of(hpa) else {
                 continue;
             };
             report.cross(

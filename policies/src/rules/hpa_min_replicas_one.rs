@@ -1,7 +1,7 @@
 //! `hpa-min-replicas-one`: an HPA that may scale a GPU serving workload down to one pod.
 
 use super::{Report, Rule, RuleMeta};
-use crate::cross::{ObjectFacts, Role};
+use crate::cross::{GpuTargets, ObjectFacts, Role};
 use crate::finding::Severity;
 
 pub struct HpaMinReplicasOne;
@@ -123,29 +123,19 @@ impl Rule for HpaMinReplicasOne {
     }
 
     fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        let targets = GpuTargets::new(objects);
         for hpa in objects {
-            let Role::Autoscaler {
-                target_kind,
-                target_name,
-                min_replicas,
-                ..
-            } = &hpa.role
-            else {
+            let Role::Autoscaler { min_replicas, .. } = &hpa.role else {
                 continue;
             };
             if *min_replicas > 1 {
                 continue;
             }
-            let target = objects.iter().find(|o| {
-                o.object_ref.namespace == hpa.object_ref.namespace
-                    && o.object_ref.kind == *target_kind
-                    && o.object_ref.name.as_deref() == Some(target_name)
-            });
             let Some(ObjectFacts {
                 role: Role::GpuServing { load, .. },
                 object_ref,
                 ..
-            }) = target
+            }) = targets.of(hpa)
             else {
                 continue;
             };

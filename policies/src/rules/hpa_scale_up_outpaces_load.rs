@@ -1,7 +1,7 @@
 //! `hpa-scale-up-outpaces-load`: an HPA that adds GPU pods again before the last ones loaded.
 
 use super::{Report, Rule, RuleMeta, rest_on};
-use crate::cross::{ObjectFacts, Role};
+use crate::cross::{GpuTargets, ObjectFacts, Role};
 use crate::finding::Severity;
 
 pub struct HpaScaleUpOutpacesLoad;
@@ -139,10 +139,9 @@ impl Rule for HpaScaleUpOutpacesLoad {
     }
 
     fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
+        let targets = GpuTargets::new(objects);
         for hpa in objects {
             let Role::Autoscaler {
-                target_kind,
-                target_name,
                 scale_up_every_seconds,
                 scale_up_written,
                 scale_up_disabled: false,
@@ -152,18 +151,13 @@ impl Rule for HpaScaleUpOutpacesLoad {
             else {
                 continue;
             };
-            let target = objects.iter().find(|o| {
-                o.object_ref.namespace == hpa.object_ref.namespace
-                    && o.object_ref.kind == *target_kind
-                    && o.object_ref.name.as_deref() == Some(target_name)
-            });
             let Some(ObjectFacts {
                 role: Role::GpuServing {
                     load: Some(load), ..
                 },
                 object_ref,
                 ..
-            }) = target
+            }) = targets.of(hpa)
             else {
                 continue;
             };

@@ -110,11 +110,8 @@ impl Rule for LivenessRestartLoop {
             if !kill_during_load_is_real(&cx, liveness) {
                 continue;
             }
-            // The F-th failure in a row kills it, somewhere in [delay + (F - 1) × period,
-            // delay + F × period) depending on the probe's phase (worker.go): only a tolerance
-            // whose earliest kill comes after the load is safe for every phase.
             let load = &cx.container.load;
-            if (liveness.budget_seconds() - liveness.period()) as f64 >= load.seconds {
+            if !kills_before(liveness, load.seconds) {
                 continue;
             }
             // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
@@ -139,6 +136,15 @@ impl Rule for LivenessRestartLoop {
             rest_on(load, finding);
         }
     }
+}
+
+/// Whether `liveness`, running from container start with no startupProbe to gate it, can kill
+/// the container before a load of `load_seconds` ends. The F-th failure in a row kills it,
+/// somewhere in [delay + (F − 1) × period, delay + F × period) depending on the probe's phase
+/// (`pkg/kubelet/prober/worker.go`): only a tolerance whose earliest kill comes after the load
+/// is safe for every phase.
+pub(crate) fn kills_before(liveness: &Probe<'_>, load_seconds: f64) -> bool {
+    ((liveness.budget_seconds() - liveness.period()) as f64) < load_seconds
 }
 
 /// Whether this liveness probe can fail while the model loads. Not for a container that loads

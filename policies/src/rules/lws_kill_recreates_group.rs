@@ -1,6 +1,7 @@
 //! `lws-kill-recreates-group`: in a LeaderWorkerSet that recreates its group on any restart, a
 //! probe that can kill one member costs every node of the group a full reload.
 
+use super::liveness_restart_loop::{kill_during_load_is_real, kills_before};
 use super::{Report, Rule, RuleMeta, required_startup_seconds};
 use crate::engine::Analysis;
 use crate::finding::Severity;
@@ -181,7 +182,9 @@ impl Rule for LwsKillRecreatesGroup {
                 let kill_during_load = match (startup, liveness) {
                     _ if !during_load => None,
                     (Some(s), _) => (s.budget_seconds() < needed).then_some(s),
-                    (None, Some(l)) => ((l.budget_seconds() as f64) < load.seconds).then_some(l),
+                    (None, Some(l)) => (kill_during_load_is_real(&cx, l)
+                        && kills_before(l, load.seconds))
+                    .then_some(l),
                     (None, None) => None,
                 };
                 if let Some(probe) = kill_during_load {

@@ -144,13 +144,8 @@ impl Rule for LwsLeaderReadyNeedsWorkers {
                 continue;
             }
             let line = CommandLine::of(cx.container.value);
-            let degree = |flags: &[&'static str]| {
-                line.flag(flags)
-                    .and_then(|(_, v)| v.parse::<i64>().ok())
-                    .unwrap_or(1)
-            };
-            let tensor = degree(&["--tensor-parallel-size", "-tp", "--tp-size", "--tp"]);
-            let pipeline = degree(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp"]);
+            let tensor = line.tensor_parallel() as i64;
+            let pipeline = line.pipeline_parallel() as i64;
             let gpus = leader_gpus(cx.container.value, &cx.container.accelerators);
             let Some(gpus) = gpus.filter(|g| tensor * pipeline > *g) else {
                 continue;

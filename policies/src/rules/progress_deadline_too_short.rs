@@ -111,9 +111,9 @@ struct Deadline {
 
 enum Raise {
     Field(String),
-    /// An annotation in the map at this pointer (which may not exist yet).
+    /// An annotation in the map at these pointer tokens (which may not exist yet).
     Annotation {
-        map: String,
+        map: &'static [&'static str],
         key: &'static str,
     },
 }
@@ -131,11 +131,7 @@ impl Rule for ProgressDeadlineTooShort {
             };
             // The slowest serving accelerator container: its download and load, with margin.
             let slowest = workload
-                .pod_specs
-                .iter()
-                .filter(|p| p.serving)
-                .flat_map(|p| p.containers.iter())
-                .filter(|c| c.is_accelerated())
+                .serving_accelerated_containers()
                 .map(|c| {
                     let fetch = c
                         .load
@@ -267,7 +263,7 @@ fn deadline_of(w: &Workload<'_>) -> Option<Deadline> {
                     None => "/spec/template".to_owned(),
                 },
                 raise: Some(Raise::Annotation {
-                    map: map.to_owned(),
+                    map: &["spec", "template", "metadata", "annotations"],
                     key: KNATIVE_PROGRESS_DEADLINE,
                 }),
             })
@@ -313,7 +309,7 @@ fn deadline_of(w: &Workload<'_>) -> Option<Deadline> {
                 severity: Severity::Error,
                 pointer: pointer::join("/metadata/annotations", RAY_INITIALIZING_TIMEOUT),
                 raise: Some(Raise::Annotation {
-                    map: "/metadata/annotations".to_owned(),
+                    map: &["metadata", "annotations"],
                     key: RAY_INITIALIZING_TIMEOUT,
                 }),
             })
@@ -340,7 +336,7 @@ fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Fix {
         }
         Raise::Annotation { map, key } => {
             let value = json!(format!("{seconds}s"));
-            let op = annotation_op(w.object, map, key, value);
+            let op = crate::fix::add_to_map(w.object, map, key, value);
             (
                 vec![op],
                 format!("set the annotation {key} to \"{seconds}s\""),
@@ -352,21 +348,6 @@ fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Fix {
         applicability: Applicability::Safe,
         patch: json_patch::Patch(ops),
     }
-}
-
-/// Adds `key` to the map at `map`, creating the map (and its parent `metadata`) when absent:
-/// RFC 6902 `add` needs the parent to exist.
-fn annotation_op(object: &Value, map: &str, key: &str, value: Value) -> json_patch::PatchOperation {
-    if object.pointer(map).is_some_and(Value::is_object) {
-        return crate::fix::add(pointer::join(map, key), value);
-    }
-    let parent = map.rsplit_once('/').map_or("", |(p, _)| p);
-    if object.pointer(parent).is_some_and(Value::is_object) {
-        return crate::fix::add(map.to_owned(), json!({ key: value }));
-    }
-    // The parent's parent (`/spec/template`, `/metadata`'s object) exists: the object has a pod
-    // spec to judge there.
-    crate::fix::add(parent.to_owned(), json!({ "annotations": { key: value } }))
 }
 
 /// Seconds in a Go duration (`600s`, `10m`, `1h30m`, `90`): what Knative and KubeRay parse.
