@@ -18,69 +18,8 @@ creates a CUDA context that takes GPU memory from the model; a shell pipeline hi
 its last command. Under load these probes time out, and a liveness probe then restarts a healthy server. \
 Use the server's HTTP health endpoint instead.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: custom-server
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: server
-          image: registry.example.com/llm-server:1.0
-          ports:
-            - containerPort: 8080
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /healthz
-              port: 8080
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /readyz
-              port: 8080
-          livenessProbe:
-            exec:
-              command: ["sh", "-c", "nvidia-smi | grep -q MiB"]
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: custom-server
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: server
-          image: registry.example.com/llm-server:1.0
-          ports:
-            - containerPort: 8080
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /healthz
-              port: 8080
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /readyz
-              port: 8080
-          livenessProbe:
-            httpGet:
-              path: /healthz
-              port: 8080
-"#,
+    bad_example: include_str!("../../resources/rules/exec-probe-heavy/bad.yaml"),
+    good_example: include_str!("../../resources/rules/exec-probe-heavy/good.yaml"),
     fix: None,
 };
 

@@ -16,67 +16,8 @@ over a few seconds, so new requests still arrive, and in-flight generations are 
 sends SIGKILL after terminationGracePeriodSeconds (default 30 s). A preStop sleep covers the propagation \
 delay and a longer grace period lets long generations finish.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      terminationGracePeriodSeconds: 120
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          lifecycle:
-            preStop:
-              sleep:
-                seconds: 10
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/gpu-graceful-shutdown-missing/bad.yaml"),
+    good_example: include_str!("../../resources/rules/gpu-graceful-shutdown-missing/good.yaml"),
     fix: None,
 };
 

@@ -16,52 +16,8 @@ sends user requests to a model server that is still loading weights (minutes), a
 The same holds later: a server that is overloaded or has lost its GPU keeps receiving traffic. A \
 readinessProbe on the server's ready endpoint keeps the pod out of rotation until it can infer.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: triton
-spec:
-  template:
-    spec:
-      containers:
-        - name: triton
-          image: nvcr.io/nvidia/tritonserver:24.08-py3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-            failureThreshold: 38
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: triton
-spec:
-  template:
-    spec:
-      containers:
-        - name: triton
-          image: nvcr.io/nvidia/tritonserver:24.08-py3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-            failureThreshold: 38
-          readinessProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/gpu-readiness-probe-missing/bad.yaml"),
+    good_example: include_str!("../../resources/rules/gpu-readiness-probe-missing/good.yaml"),
     fix: None,
 };
 

@@ -18,84 +18,8 @@ needs minutes to load its weights: the model is down for the whole load time. A 
 maxUnavailable: 1) makes drains wait for replacements to become Ready. Only PDBs in the same input are \
 seen; exempt the rule when the PDB lives elsewhere.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app: vllm
-  template:
-    metadata:
-      labels:
-        app: vllm
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app: vllm
-  template:
-    metadata:
-      labels:
-        app: vllm
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: vllm
-spec:
-  maxUnavailable: 1
-  selector:
-    matchLabels:
-      app: vllm
-"#,
+    bad_example: include_str!("../../resources/rules/gpu-serving-without-pdb/bad.yaml"),
+    good_example: include_str!("../../resources/rules/gpu-serving-without-pdb/good.yaml"),
     fix: None,
 };
 

@@ -19,55 +19,8 @@ startupProbe holds liveness and readiness off until the model is loaded, with a 
 kills the container mid-load, but nothing restarts a load that hangs either, and the first liveness probe \
 someone adds will kill it mid-load: the startupProbe is what makes liveness safe to have.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-3-8b
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-3-8b
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            periodSeconds: 10
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/gpu-startup-probe-missing/bad.yaml"),
+    good_example: include_str!("../../resources/rules/gpu-startup-probe-missing/good.yaml"),
     fix: Some(
         "Adds a startupProbe that reuses the container's liveness handler (else its readiness handler, \
 else the known server's health endpoint), periodSeconds 10, and a failureThreshold whose budget is the \

@@ -21,57 +21,8 @@ server, that means no startup gate and traffic before the model is loaded. Set k
 policy to your oldest cluster; on older clusters probe Triton's or TGI's HTTP endpoints, or use \
 grpc_health_probe as an exec probe.",
     example_policy: Some("kubernetesVersion: \"1.23\"\n"),
-    bad_example: r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: triton
-  annotations:
-    probelint.io/model-load-seconds: "120"
-spec:
-  containers:
-    - name: triton
-      image: nvcr.io/nvidia/tritonserver:24.08-py3
-      ports:
-        - containerPort: 8000
-        - containerPort: 8001
-      resources:
-        limits:
-          nvidia.com/gpu: 1
-      startupProbe:
-        grpc:
-          port: 8001
-        failureThreshold: 15
-      readinessProbe:
-        httpGet:
-          path: /v2/health/ready
-          port: 8000
-"#,
-    good_example: r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: triton
-  annotations:
-    probelint.io/model-load-seconds: "120"
-spec:
-  containers:
-    - name: triton
-      image: nvcr.io/nvidia/tritonserver:24.08-py3
-      ports:
-        - containerPort: 8000
-        - containerPort: 8001
-      resources:
-        limits:
-          nvidia.com/gpu: 1
-      startupProbe:
-        httpGet:
-          path: /v2/health/ready
-          port: 8000
-        failureThreshold: 15
-      readinessProbe:
-        httpGet:
-          path: /v2/health/ready
-          port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/grpc-probe-unsupported/bad.yaml"),
+    good_example: include_str!("../../resources/rules/grpc-probe-unsupported/good.yaml"),
     fix: None,
 };
 

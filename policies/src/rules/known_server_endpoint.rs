@@ -25,56 +25,8 @@ Triton, trtllm-serve, SGLang, llama.cpp, Ollama, NVIDIA NIM, NVIDIA Dynamo, TF S
 BentoML, TorchServe and KServe's model servers. It also warns when a llama.cpp server's probes rely on \
 its default port, which is moving from 8080 to 9931.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: triton
-spec:
-  template:
-    spec:
-      containers:
-        - name: triton
-          image: nvcr.io/nvidia/tritonserver:24.08-py3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v2/health/live
-              port: 8000
-            failureThreshold: 38
-          readinessProbe:
-            httpGet:
-              path: /v2/health/live
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: triton
-spec:
-  template:
-    spec:
-      containers:
-        - name: triton
-          image: nvcr.io/nvidia/tritonserver:24.08-py3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v2/health/live
-              port: 8000
-            failureThreshold: 38
-          readinessProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/known-server-endpoint/bad.yaml"),
+    good_example: include_str!("../../resources/rules/known-server-endpoint/good.yaml"),
     fix: Some(
         "Replaces the readiness handler with an httpGet on the server's ready endpoint, on the port the \
 container declares (or the probe's own port).",

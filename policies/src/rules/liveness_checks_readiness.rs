@@ -20,64 +20,8 @@ in-flight requests, and putting more load on the remaining replicas, which then 
 Point liveness at the server's cheap liveness endpoint. A server whose single health endpoint is designed \
 for both (vLLM's, TGI's and llama.cpp's /health) is not flagged for using it twice.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: triton
-spec:
-  template:
-    spec:
-      containers:
-        - name: triton
-          image: nvcr.io/nvidia/tritonserver:24.08-py3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-            failureThreshold: 38
-          readinessProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-          livenessProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: triton
-spec:
-  template:
-    spec:
-      containers:
-        - name: triton
-          image: nvcr.io/nvidia/tritonserver:24.08-py3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-            failureThreshold: 38
-          readinessProbe:
-            httpGet:
-              path: /v2/health/ready
-              port: 8000
-          livenessProbe:
-            httpGet:
-              path: /v2/health/live
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/liveness-checks-readiness/bad.yaml"),
+    good_example: include_str!("../../resources/rules/liveness-checks-readiness/good.yaml"),
     fix: None,
 };
 

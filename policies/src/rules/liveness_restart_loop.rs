@@ -20,68 +20,8 @@ detection of real hangs. The load time is declared (probelint.io/model-load-seco
 model the server is given (docs/load-time.md), or the policy's default, in which case the finding is a \
 warning.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.4.1-cu124
-          ports:
-            - containerPort: 30000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          livenessProbe:
-            httpGet:
-              path: /health
-              port: 30000
-            initialDelaySeconds: 30
-          readinessProbe:
-            httpGet:
-              path: /health_generate
-              port: 30000
-            timeoutSeconds: 10
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.4.1-cu124
-          ports:
-            - containerPort: 30000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 30000
-            failureThreshold: 15
-          livenessProbe:
-            httpGet:
-              path: /health
-              port: 30000
-          readinessProbe:
-            httpGet:
-              path: /health_generate
-              port: 30000
-            timeoutSeconds: 10
-"#,
+    bad_example: include_str!("../../resources/rules/liveness-restart-loop/bad.yaml"),
+    good_example: include_str!("../../resources/rules/liveness-restart-loop/good.yaml"),
     fix: Some(
         "Fixed by the startupProbe that gpu-startup-probe-missing adds; liveness stays as written.",
     ),

@@ -34,64 +34,8 @@ validateHTTPGetAction, ValidatePortNumOrName, validateInitContainers) and \
 staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go (IsValidPortNum, IsValidPortName). \
 Probe timing fields are probe-threshold-invalid's.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: "8000"
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            tcpSocket:
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/pod-spec-invalid/bad.yaml"),
+    good_example: include_str!("../../resources/rules/pod-spec-invalid/good.yaml"),
     fix: None,
 };
 

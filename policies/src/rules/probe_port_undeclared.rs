@@ -19,64 +19,8 @@ port can never be reached by an HTTP, TCP or gRPC check. A numeric port that mat
 containerPort usually means the server moved (a --port flag changed) and the probe did not: a warning, \
 since declaring ports is optional.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - name: http
-              containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: api
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: http
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.6.3
-          ports:
-            - name: http
-              containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: http
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: http
-"#,
+    bad_example: include_str!("../../resources/rules/probe-port-undeclared/bad.yaml"),
+    good_example: include_str!("../../resources/rules/probe-port-undeclared/good.yaml"),
     fix: None,
 };
 

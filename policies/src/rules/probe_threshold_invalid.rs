@@ -26,66 +26,8 @@ cheaper. A 0 is not an error: SetDefaults_Probe (pkg/apis/core/v1/defaults.go) r
 timeoutSeconds, periodSeconds, successThreshold or failureThreshold with its default (1, 10, 1, 3), \
 and probelint judges and simulates the probe with those defaults, as the kubelet will run it.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nim
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: nim
-          image: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v1/health/ready
-              port: 8000
-            failureThreshold: 15
-            successThreshold: 2
-          readinessProbe:
-            httpGet:
-              path: /v1/health/ready
-              port: 8000
-            timeoutSeconds: 5s
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nim
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: nim
-          image: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /v1/health/ready
-              port: 8000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /v1/health/ready
-              port: 8000
-            timeoutSeconds: 5
-            successThreshold: 2
-"#,
+    bad_example: include_str!("../../resources/rules/probe-threshold-invalid/bad.yaml"),
+    good_example: include_str!("../../resources/rules/probe-threshold-invalid/good.yaml"),
     fix: None,
 };
 

@@ -34,61 +34,8 @@ the load is declared, estimated from the manifest (docs/load-time.md) or the pol
 warning at most). Torn down or terminal is an error; reported failed is a warning. Seen by every front \
 end: the deadline is in the object itself.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-70b
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.10.1
-          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 4
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            periodSeconds: 10
-            failureThreshold: 120
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-70b
-spec:
-  progressDeadlineSeconds: 960
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.10.1
-          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 4
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            periodSeconds: 10
-            failureThreshold: 120
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/progress-deadline-too-short/bad.yaml"),
+    good_example: include_str!("../../resources/rules/progress-deadline-too-short/good.yaml"),
     fix: Some(
         "Raises the deadline to the time the pods need, rounded up to a whole minute, where the field \
 is the user's: a Deployment's or Rollout's progressDeadlineSeconds, a Knative Service's \

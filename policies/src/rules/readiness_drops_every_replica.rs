@@ -23,70 +23,8 @@ replica NotReady, so one spike removes every replica from the Service's endpoint
 and their traffic moves onto nothing, until each passes again a period later. Three failures in a row \
 tell a wedged server from a busy one. Seen by every front end: the probe is in the object itself.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  replicas: 4
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.4.1-cu124
-          ports:
-            - containerPort: 30000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 30000
-            failureThreshold: 120
-          readinessProbe:
-            httpGet:
-              path: /health_generate
-              port: 30000
-            periodSeconds: 5
-            timeoutSeconds: 10
-            failureThreshold: 1
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  replicas: 4
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.4.1-cu124
-          ports:
-            - containerPort: 30000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 30000
-            failureThreshold: 120
-          readinessProbe:
-            httpGet:
-              path: /health_generate
-              port: 30000
-            periodSeconds: 5
-            timeoutSeconds: 10
-            failureThreshold: 3
-"#,
+    bad_example: include_str!("../../resources/rules/readiness-drops-every-replica/bad.yaml"),
+    good_example: include_str!("../../resources/rules/readiness-drops-every-replica/good.yaml"),
     fix: Some(
         "Sets readinessProbe.failureThreshold to 3. Readiness never restarts a container, so a \
 higher threshold only keeps a busy replica in rotation a little longer.",

@@ -24,61 +24,8 @@ Knative's queue-proxy), the finding says so; it is a warning when the server is 
 port only once the model is loaded (vLLM, TGI, TEI, trtllm-serve, Triton). Error on accelerator \
 containers, warning elsewhere.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-cpp
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: server
-          image: ghcr.io/ggml-org/llama.cpp:server-cuda
-          ports:
-            - containerPort: 8080
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8080
-            failureThreshold: 15
-          readinessProbe:
-            tcpSocket:
-              port: 8080
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-cpp
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: server
-          image: ghcr.io/ggml-org/llama.cpp:server-cuda
-          ports:
-            - containerPort: 8080
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8080
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8080
-"#,
+    bad_example: include_str!("../../resources/rules/readiness-port-open/bad.yaml"),
+    good_example: include_str!("../../resources/rules/readiness-port-open/good.yaml"),
     fix: Some(
         "When the image is a recognised model server, replaces the tcpSocket handler with an httpGet on \
 that server's ready endpoint, on the port the container declares. Otherwise there is no automatic fix.",

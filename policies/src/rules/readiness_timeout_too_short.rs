@@ -17,63 +17,8 @@ so every replica that is busy serving real traffic fails readiness at the same m
 is left with no endpoints — an outage caused by success. Give such probes a timeout that covers a \
 generation under load (5-10 s).",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.4.1-cu124
-          ports:
-            - containerPort: 30000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 30000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health_generate
-              port: 30000
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.4.1-cu124
-          ports:
-            - containerPort: 30000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 30000
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health_generate
-              port: 30000
-            timeoutSeconds: 10
-"#,
+    bad_example: include_str!("../../resources/rules/readiness-timeout-too-short/bad.yaml"),
+    good_example: include_str!("../../resources/rules/readiness-timeout-too-short/good.yaml"),
     fix: None,
 };
 

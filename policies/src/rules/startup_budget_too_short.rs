@@ -22,64 +22,8 @@ from the manifest as parameters × bytes per parameter ÷ the bandwidth of where
 (docs/load-time.md); else it is the policy's modelLoadSeconds, and then the finding is a warning, since \
 nothing in the manifest backs it.",
     example_policy: None,
-    bad_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: tgi
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: tgi
-          image: ghcr.io/huggingface/text-generation-inference:2.4
-          ports:
-            - containerPort: 80
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 80
-            periodSeconds: 10
-            failureThreshold: 6
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 80
-"#,
-    good_example: r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: tgi
-spec:
-  template:
-    metadata:
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: tgi
-          image: ghcr.io/huggingface/text-generation-inference:2.4
-          ports:
-            - containerPort: 80
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 80
-            periodSeconds: 10
-            failureThreshold: 15
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 80
-"#,
+    bad_example: include_str!("../../resources/rules/startup-budget-too-short/bad.yaml"),
+    good_example: include_str!("../../resources/rules/startup-budget-too-short/good.yaml"),
     fix: Some(
         "Raises failureThreshold until the budget covers the load time plus margin; nothing else changes.",
     ),

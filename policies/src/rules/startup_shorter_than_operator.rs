@@ -19,46 +19,8 @@ operator's probe (remove yours), or make yours at least as long. probelint reads
 from a table with each row's version and source file (the policy's `operatorDefaults:` \
 overrides it where a cluster's configuration differs).",
     example_policy: None,
-    bad_example: r#"apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-metadata:
-  name: llama-3-8b
-  annotations:
-    probelint.io/model-load-seconds: "60"
-spec:
-  model:
-    uri: hf://meta-llama/Llama-3.1-8B-Instruct
-    name: meta-llama/Llama-3.1-8B-Instruct
-  template:
-    containers:
-      - name: main
-        resources:
-          limits:
-            nvidia.com/gpu: "1"
-        startupProbe:
-          httpGet:
-            path: /health
-            port: 8000
-          periodSeconds: 10
-          failureThreshold: 12
-"#,
-    good_example: r#"apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-metadata:
-  name: llama-3-8b
-  annotations:
-    probelint.io/model-load-seconds: "60"
-spec:
-  model:
-    uri: hf://meta-llama/Llama-3.1-8B-Instruct
-    name: meta-llama/Llama-3.1-8B-Instruct
-  template:
-    containers:
-      - name: main
-        resources:
-          limits:
-            nvidia.com/gpu: "1"
-"#,
+    bad_example: include_str!("../../resources/rules/startup-shorter-than-operator/bad.yaml"),
+    good_example: include_str!("../../resources/rules/startup-shorter-than-operator/good.yaml"),
     fix: None,
 };
 

@@ -19,87 +19,8 @@ exists: the failure the Gateway API Inference Extension's vLLM manifest guards a
 enableServiceLinks: false. Only Services and pods in the same input are seen: the CLI over a repository \
 sees them, the admission webhook (one object at a time) does not.",
     example_policy: None,
-    bad_example: r#"apiVersion: v1
-kind: Service
-metadata:
-  name: vllm
-spec:
-  selector:
-    app: vllm
-  ports:
-    - port: 8000
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      labels:
-        app: vllm
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.10.1
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 120
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
-    good_example: r#"apiVersion: v1
-kind: Service
-metadata:
-  name: vllm
-spec:
-  selector:
-    app: vllm
-  ports:
-    - port: 8000
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  template:
-    metadata:
-      labels:
-        app: vllm
-      annotations:
-        probelint.io/model-load-seconds: "120"
-    spec:
-      enableServiceLinks: false
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.10.1
-          ports:
-            - containerPort: 8000
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-          startupProbe:
-            httpGet:
-              path: /health
-              port: 8000
-            failureThreshold: 120
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: 8000
-"#,
+    bad_example: include_str!("../../resources/rules/vllm-service-links/bad.yaml"),
+    good_example: include_str!("../../resources/rules/vllm-service-links/good.yaml"),
     fix: None,
 };
 
