@@ -323,38 +323,6 @@ mod tests {
     }
 
     #[test]
-    fn every_bad_example_fires_its_rule() {
-        for rule in registry() {
-            let id = rule.meta().id;
-            let findings = testing::lint_example(rule.meta(), rule.meta().bad_example);
-            assert!(
-                findings.iter().any(|f| f.rule == id),
-                "{id}: bad example does not fire; findings: {findings:#?}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_good_example_is_silent_for_its_rule_and_free_of_errors() {
-        for rule in registry() {
-            let id = rule.meta().id;
-            let findings = testing::lint_example(rule.meta(), rule.meta().good_example);
-            assert!(
-                !findings.iter().any(|f| f.rule == id),
-                "{id}: good example fires; findings: {findings:#?}"
-            );
-            let errors: Vec<_> = findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error && !f.is_suppressed())
-                .collect();
-            assert!(
-                errors.is_empty(),
-                "{id}: good example has errors: {errors:#?}"
-            );
-        }
-    }
-
-    #[test]
     fn required_arithmetic_reads_well() {
         use crate::load::{Basis, LoadTime};
         let declared = LoadTime {
