@@ -22,15 +22,15 @@ fn meta(id: &str) -> Option<&'static RuleMeta> {
 /// The policy a rule's files are judged under: the one its examples are shown with.
 fn policy_for(meta: &RuleMeta) -> Policy {
     match meta.example_policy {
-        Some(p) => Policy::with_user_yaml(p)
-            .unwrap_or_else(|e| panic!("{}: example policy: {e}", meta.id)),
+        Some(p) => {
+            Policy::with_user_yaml(p).unwrap_or_else(|e| panic!("{}: example policy: {e}", meta.id))
+        }
         None => Policy::default(),
     }
 }
 
 fn lint(path: &Path, meta: &RuleMeta) -> Vec<Finding> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
         .unwrap_or_else(|e| panic!("{}: not YAML: {e}", path.display()));
     let objects: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
@@ -105,7 +105,12 @@ fn every_rule_folder_is_a_rule_with_fixtures_that_fire_and_stay_silent() {
 #[test]
 fn every_fixture_gets_the_verdict_its_name_says_and_its_findings_are_pinned() {
     insta::glob!("../resources/rules", "*/*.yaml", |path| {
-        let folder = path.parent().unwrap().file_name().unwrap().to_string_lossy();
+        let folder = path
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy();
         let file = path.file_name().unwrap().to_string_lossy();
         let meta = meta(&folder).unwrap_or_else(|| panic!("{folder}: no rule has this id"));
         let findings = lint(path, meta);

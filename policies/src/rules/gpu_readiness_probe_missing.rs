@@ -74,18 +74,10 @@ mod tests {
     }
 
     #[test]
-    fn kserve_injected_readiness_and_ray_nodes_are_not_missing_readiness() {
-        let isvc = r#"apiVersion: serving.kserve.io/v1beta1
-kind: InferenceService
-metadata: {name: llama}
-spec:
-  predictor:
-    model:
-      modelFormat: {name: huggingface}
-      resources: {limits: {nvidia.com/gpu: "1"}}
-"#;
-        // KServe injects a port check: readiness-port-open says what it is worth.
-        assert!(fired(isvc, ID).is_empty());
+    fn kserves_injected_readiness_is_judged_as_a_port_check() {
+        let isvc = include_str!(
+            "../../resources/rules/gpu-readiness-probe-missing/silent-kserve-injected-port-check.yaml"
+        );
         assert_eq!(
             fired(isvc, "readiness-port-open"),
             [(
@@ -93,29 +85,15 @@ spec:
                 "/spec/predictor/model".into()
             )]
         );
-        let ray = r#"apiVersion: ray.io/v1
-kind: RayService
-metadata: {name: llm}
-spec:
-  rayClusterConfig:
-    headGroupSpec:
-      template:
-        spec:
-          containers: [{name: head, image: rayproject/ray-ml}]
-    workerGroupSpecs:
-      - template:
-          spec:
-            containers: [{name: worker, resources: {limits: {nvidia.com/gpu: 1}}}]
-"#;
-        // A Ray node: KubeRay injects its probes and Ray Serve gates traffic.
-        assert!(fired(ray, ID).is_empty());
-        // A GPU sidecar beside the Ray container is judged as any serving container.
-        let sidecar = ray.replace(
-            "containers: [{name: worker, resources: {limits: {nvidia.com/gpu: 1}}}]",
-            "containers: [{name: worker}, {name: embed, resources: {limits: {nvidia.com/gpu: 1}}}]",
+    }
+
+    #[test]
+    fn a_gpu_sidecar_beside_a_ray_container_is_judged_as_any_serving_container() {
+        let sidecar = include_str!(
+            "../../resources/rules/gpu-readiness-probe-missing/fires-gpu-sidecar-beside-ray-worker.yaml"
         );
         assert_eq!(
-            fired(&sidecar, ID),
+            fired(sidecar, ID),
             [(
                 Some("embed".into()),
                 "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/containers/1".into()

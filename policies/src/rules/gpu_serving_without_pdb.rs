@@ -155,22 +155,6 @@ mod tests {
         assert!(selects(&json!({}), labels));
     }
 
-    #[test]
-    fn single_replica_and_other_namespace_pdb() {
-        let single = super::META
-            .bad_example
-            .replace("replicas: 3", "replicas: 1");
-        assert!(crate::rules::testing::fired(&single, "gpu-serving-without-pdb").is_empty());
-        let elsewhere = super::META.good_example.replace(
-            "  name: vllm\nspec:\n  maxUnavailable",
-            "  name: vllm\n  namespace: other\nspec:\n  maxUnavailable",
-        );
-        assert_eq!(
-            crate::rules::testing::fired(&elsewhere, "gpu-serving-without-pdb").len(),
-            1
-        );
-    }
-
     /// The selector index must find every PDB that selects a workload, whatever the form of its
     /// selector: a label that is not the workload's first, expressions only, several labels.
     #[test]

@@ -149,7 +149,9 @@ mod tests {
     fn the_added_budget_covers_the_estimated_load_and_never_undercuts_liveness() {
         // The issue's case: vLLM 70B from the Hub, readiness only. 140 GB / 200 MB/s + 60 s =
         // 760 s; with 25 % 950 s; the floor (1,200 s) is longer still.
-        let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llama-70b}\nspec:\n  template:\n    spec:\n      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.10.1\n          args: [--model, meta-llama/Llama-3.1-70B-Instruct, --tensor-parallel-size, '4']\n          resources: {limits: {nvidia.com/gpu: 4}}\n          readinessProbe: {httpGet: {path: /health, port: 8000}}\n";
+        let yaml = include_str!(
+            "../../resources/rules/gpu-startup-probe-missing/fires-vllm-70b-from-the-hub.yaml"
+        );
         let f = &findings_of(yaml, ID)[0];
         assert!(
             f.message.contains("950 s (load ≈ 760 s + 25 %; 140 GB"),
@@ -196,7 +198,9 @@ mod tests {
 
     #[test]
     fn the_fix_on_sglangs_generating_health_has_a_generous_timeout() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: sglang\n      image: lmsysorg/sglang:v0.4.6\n      resources: {limits: {nvidia.com/gpu: 1}}\n";
+        let pod = include_str!(
+            "../../resources/rules/gpu-startup-probe-missing/fires-sglang-without-startup-probe.yaml"
+        );
         let f = &findings_of(pod, ID)[0];
         let patch = serde_json::to_value(&f.fix.as_ref().expect("fix").patch).unwrap();
         assert_eq!(patch[0]["value"]["httpGet"]["path"], "/health");
@@ -205,37 +209,10 @@ mod tests {
     }
 
     #[test]
-    fn cpu_containers_and_batch_jobs_are_not_required_to_have_one() {
-        let cpu = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n";
-        assert!(fired(cpu, ID).is_empty());
-        let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: finetune}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: train\n          resources: {limits: {nvidia.com/gpu: 8}}\n";
-        assert!(fired(job, ID).is_empty());
-    }
-
-    #[test]
     fn fires_on_lws_leader_and_worker_and_native_sidecar_with_gpu() {
-        let lws = r#"apiVersion: leaderworkerset.x-k8s.io/v1
-kind: LeaderWorkerSet
-metadata: {name: vllm}
-spec:
-  leaderWorkerTemplate:
-    leaderTemplate:
-      spec:
-        containers:
-          - name: leader
-            resources: {limits: {nvidia.com/gpu: "8"}}
-    workerTemplate:
-      spec:
-        initContainers:
-          - name: gpu-sidecar
-            restartPolicy: Always
-            resources: {limits: {amd.com/gpu: 1}}
-          - name: plain-init
-            resources: {limits: {nvidia.com/gpu: 1}}
-        containers:
-          - name: worker
-            resources: {requests: {nvidia.com/mig-3g.40gb: 1}}
-"#;
+        let lws = include_str!(
+            "../../resources/rules/gpu-startup-probe-missing/fires-lws-leader-worker-and-gpu-sidecar.yaml"
+        );
         let got: Vec<_> = fired(lws, ID)
             .into_iter()
             .map(|(c, p)| (c.unwrap(), p))

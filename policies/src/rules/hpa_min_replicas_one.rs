@@ -83,6 +83,5 @@ mod tests {
             "{}",
             f.message
         );
-        assert!(findings_of(super::META.good_example, ID).is_empty());
     }
 }

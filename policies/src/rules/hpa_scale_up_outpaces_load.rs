@@ -112,23 +112,15 @@ mod tests {
         );
         assert!(f.message.contains("every 15 s"), "{}", f.message);
         assert!(f.help.contains("periodSeconds: 600"), "{}", f.help);
-        assert!(findings_of(super::META.good_example, ID).is_empty());
-        let disabled = super::META.good_example.replace(
-            "      policies:\n        - type: Pods\n          value: 2\n          periodSeconds: 900\n",
-            "      selectPolicy: Disabled\n",
+    }
+
+    #[test]
+    fn a_short_scale_up_window_is_reported_at_the_scale_up_rules() {
+        let window = include_str!(
+            "../../resources/rules/hpa-scale-up-outpaces-load/fires-one-minute-scale-up-window.yaml"
         );
-        assert!(findings_of(&disabled, ID).is_empty(), "scale-up disabled");
-        let window = super::META
-            .good_example
-            .replace("periodSeconds: 900", "periodSeconds: 60");
-        let f = &findings_of(&window, ID)[0];
+        let f = &findings_of(window, ID)[0];
         assert_eq!(f.pointer, "/spec/behavior/scaleUp");
         assert!(f.message.contains("add pods every 60 s"), "{}", f.message);
-        // On a Pods metric the HPA counts loading pods as idle: silent.
-        let pods = super::META.bad_example.replace(
-            "    - type: External\n      external:\n        metric:\n          name: gateway_queue_length",
-            "    - type: Pods\n      pods:\n        metric:\n          name: vllm:num_requests_waiting",
-        );
-        assert!(findings_of(&pods, ID).is_empty());
     }
 }

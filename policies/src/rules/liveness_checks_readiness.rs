@@ -154,16 +154,4 @@ mod tests {
             assert!(fired(&peer(name), ID).is_empty(), "{name}");
         }
     }
-
-    #[test]
-    fn vllm_health_for_both_is_by_design() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.6.3\n      livenessProbe: {httpGet: {path: /health, port: 8000}}\n      readinessProbe: {httpGet: {path: /health, port: 8000}}\n";
-        assert!(fired(pod, ID).is_empty());
-    }
-
-    #[test]
-    fn liveness_on_inference_or_ready_endpoint_fires_without_readiness() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: sglang\n      livenessProbe: {httpGet: {path: /health_generate, port: 30000}}\n    - name: web\n      livenessProbe: {httpGet: {path: /readyz, port: 80}}\n";
-        assert_eq!(fired(pod, ID).len(), 2);
-    }
 }

@@ -107,7 +107,7 @@ pub(crate) fn kill_during_load_is_real(
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{findings_of, fired};
+    use crate::rules::testing::findings_of;
 
     const ID: &str = "liveness-restart-loop";
 
@@ -134,16 +134,12 @@ mod tests {
     }
 
     #[test]
-    fn a_long_enough_initial_delay_is_not_a_loop() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {probelint.io/model-load-seconds: '60'}}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      livenessProbe:\n        httpGet: {path: /health, port: 8000}\n        initialDelaySeconds: 40\n";
-        assert!(fired(pod, ID).is_empty(), "40 + 30 ≥ 60");
-    }
-
-    #[test]
     fn an_estimated_load_is_evidence_and_an_assumed_one_makes_a_warning() {
         // Llama-3.1-8B from the Hub: 16 GB / 200 MB/s = 80 s + 60 s vLLM start = 140 s, which a
         // 60 s liveness tolerance cannot cover.
-        let estimated = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: vllm\n      image: vllm/vllm-openai:v0.10.1\n      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n      resources: {limits: {nvidia.com/gpu: 1}}\n      livenessProbe:\n        httpGet: {path: /health, port: 8000}\n        initialDelaySeconds: 30\n";
+        let estimated = include_str!(
+            "../../resources/rules/liveness-restart-loop/fires-estimated-load-from-the-hub.yaml"
+        );
         let f = &findings_of(estimated, ID)[0];
         assert_eq!(f.severity, crate::Severity::Error);
         assert!(
@@ -168,15 +164,5 @@ mod tests {
             "{}",
             f.message
         );
-        // A model that loads well within the tolerance is not a loop at all.
-        let small = estimated.replace("meta-llama/Llama-3.1-8B-Instruct", "facebook/opt-125m");
-        let small = small.replace("initialDelaySeconds: 30", "initialDelaySeconds: 60");
-        assert!(fired(&small, ID).is_empty(), "0.25 GB + 60 s start < 90 s");
-    }
-
-    #[test]
-    fn fires_in_batch_jobs_too() {
-        let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: m\n          resources: {limits: {nvidia.com/gpu: 1}}\n          livenessProbe: {exec: {command: [cat, /tmp/alive]}}\n";
-        assert_eq!(fired(job, ID).len(), 1);
     }
 }

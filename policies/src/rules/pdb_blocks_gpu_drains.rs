@@ -225,6 +225,5 @@ mod tests {
             "{}",
             f[0].message
         );
-        assert!(findings_of(super::META.good_example, ID).is_empty());
     }
 }

@@ -175,7 +175,9 @@ mod tests {
 
     #[test]
     fn undeclared_name_is_an_error_and_an_invalid_port_is_left_to_pod_spec_invalid() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      ports: [{containerPort: 8080, name: web}]\n      readinessProbe: {httpGet: {path: /h, port: api}}\n      livenessProbe: {httpGet: {path: /h, port: \"8080\"}}\n";
+        let pod = include_str!(
+            "../../resources/rules/probe-port-undeclared/fires-undeclared-port-name.yaml"
+        );
         let f: Vec<_> = lint(pod).into_iter().filter(|f| f.rule == ID).collect();
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].severity, Severity::Error);
@@ -192,7 +194,9 @@ mod tests {
 
     #[test]
     fn numeric_mismatch_is_a_warning_and_no_declared_ports_is_silent() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      ports: [{containerPort: 9000}]\n      livenessProbe: {tcpSocket: {port: 8080}}\n    - name: n\n      livenessProbe: {tcpSocket: {port: 8080}}\n";
+        let pod = include_str!(
+            "../../resources/rules/probe-port-undeclared/fires-numeric-port-mismatch.yaml"
+        );
         let f: Vec<_> = lint(pod).into_iter().filter(|f| f.rule == ID).collect();
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Warning);

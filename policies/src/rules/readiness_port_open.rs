@@ -236,7 +236,9 @@ mod tests {
             "{}",
             f.help
         );
-        let cpu = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n      readinessProbe:\n        tcpSocket: {port: 80}\n";
+        let cpu = include_str!(
+            "../../resources/rules/readiness-port-open/fires-cpu-container-port-check.yaml"
+        );
         let f = &findings_of(cpu, ID)[0];
         assert_eq!(f.severity, Severity::Warning);
     }

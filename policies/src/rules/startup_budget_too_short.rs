@@ -77,7 +77,7 @@ impl Rule for StartupBudgetTooShort {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{findings_of, fired};
+    use crate::rules::testing::findings_of;
 
     const ID: &str = "startup-budget-too-short";
 
@@ -96,7 +96,9 @@ mod tests {
     #[test]
     fn defaults_apply_when_fields_are_missing() {
         // 3 × 10 s = 30 s against the policy default of 300 s + 25 %.
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n";
+        let pod = include_str!(
+            "../../resources/rules/startup-budget-too-short/fires-defaults-when-fields-are-missing.yaml"
+        );
         let f = &findings_of(pod, ID)[0];
         assert!(
             f.message.contains("30 s (3 × 10 s) < 375 s"),
@@ -109,7 +111,9 @@ mod tests {
     fn zero_fields_count_as_the_apiserver_defaults_and_the_fix_keeps_period_ten() {
         // periodSeconds: 0 and failureThreshold: 0 run as 10 and 3 (SetDefaults_Probe): the
         // same 30 s budget as no fields at all, not a budget of 0.
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {probelint.io/model-load-seconds: '100'}}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n        periodSeconds: 0\n        failureThreshold: 0\n";
+        let pod = include_str!(
+            "../../resources/rules/startup-budget-too-short/fires-zero-fields-are-the-defaults.yaml"
+        );
         let f = &findings_of(pod, ID)[0];
         assert!(
             f.message.contains("30 s (3 × 10 s) < 125 s"),
@@ -124,36 +128,5 @@ mod tests {
             ops,
             serde_json::json!([{"op": "replace", "path": "/spec/containers/0/startupProbe/failureThreshold", "value": 13}])
         );
-    }
-
-    #[test]
-    fn object_annotation_applies_and_template_annotation_wins() {
-        let yaml = r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: d
-  annotations: {probelint.io/model-load-seconds: "1000"}
-spec:
-  template:
-    metadata:
-      annotations: {probelint.io/model-load-seconds: "40"}
-    spec:
-      containers:
-        - name: m
-          resources: {limits: {nvidia.com/gpu: 1}}
-          startupProbe: {httpGet: {path: /h, port: 1}, failureThreshold: 5}
-"#;
-        assert!(fired(yaml, ID).is_empty(), "50 s covers 40 s + 25 %");
-        let yaml = yaml.replace(
-            "      annotations: {probelint.io/model-load-seconds: \"40\"}\n",
-            "      labels: {}\n",
-        );
-        assert_eq!(fired(&yaml, ID).len(), 1, "1000 s from the object applies");
-    }
-
-    #[test]
-    fn initial_delay_counts_toward_the_budget() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {probelint.io/model-load-seconds: '100'}}\nspec:\n  containers:\n    - name: m\n      resources: {limits: {nvidia.com/gpu: 1}}\n      startupProbe:\n        httpGet: {path: /health, port: 8000}\n        initialDelaySeconds: 100\n        failureThreshold: 3\n";
-        assert!(fired(pod, ID).is_empty(), "100 + 30 ≥ 125");
     }
 }

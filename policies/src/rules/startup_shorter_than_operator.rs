@@ -87,11 +87,7 @@ mod tests {
     }
 
     #[test]
-    fn a_longer_own_probe_and_a_disabled_row_are_silent() {
-        let longer = super::META
-            .bad_example
-            .replace("failureThreshold: 12", "failureThreshold: 90");
-        assert!(findings_of(&longer, ID).is_empty());
+    fn a_disabled_operator_default_is_silent() {
         let policy = crate::Policy::with_user_yaml(
             "operatorDefaults:\n  kserve-llmisvc-template: {enabled: false}\n",
         )

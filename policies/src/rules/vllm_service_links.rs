@@ -80,21 +80,5 @@ mod tests {
         assert_eq!(f.object.kind, "Deployment");
         assert_eq!(f.pointer, "/spec/template/spec");
         assert!(f.help.contains("enableServiceLinks: false"), "{}", f.help);
-        assert!(findings_of(super::META.good_example, ID).is_empty());
-        let elsewhere = super::META.bad_example.replacen(
-            "metadata:\n  name: vllm\n",
-            "metadata:\n  name: vllm\n  namespace: other\n",
-            1,
-        );
-        assert!(findings_of(&elsewhere, ID).is_empty(), "another namespace");
-        let renamed = super::META.bad_example.replacen(
-            "metadata:\n  name: vllm\n",
-            "metadata:\n  name: vllm-api\n",
-            1,
-        );
-        assert!(
-            findings_of(&renamed, ID).is_empty(),
-            "VLLM_API_PORT clashes with nothing"
-        );
     }
 }
