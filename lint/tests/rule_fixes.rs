@@ -48,12 +48,17 @@ fn every_finding_has_a_fix(text: &str, meta: &RuleMeta) -> bool {
 #[test]
 fn every_rules_bad_example_and_fixable_fixtures_are_fixed_as_pinned() {
     insta::glob!("../../policies/resources/rules", "*/*.yaml", |path| {
-        let folder = path.parent().unwrap().file_name().unwrap().to_string_lossy();
+        let folder = path
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy();
         let file = path.file_name().unwrap().to_string_lossy();
         let meta = meta(&folder);
         let text = std::fs::read_to_string(path).expect("fixture reads");
         let fixable = meta.fix.is_some() && every_finding_has_a_fix(&text, meta);
-        if !(file == "bad.yaml" || file.starts_with("fires-") && fixable) {
+        if !(file == "bad.yaml" || (file.starts_with("fires-") && fixable)) {
             return;
         }
         let dir = tempfile::tempdir().expect("scratch directory");

@@ -1,5 +1,5 @@
 //! The pod that will run: operator-supplied probes, containers that serve nothing at start, and
-//! servers known by what they run. Each fixture under `tests/fixtures/operators/` is named for
+//! servers known by what they run. Each fixture under `resources/operators/` is named for
 //! what it shows (`fires-*`, `warns-*`, `silent-*`); the snapshot lists every finding a user
 //! would read, and the assertions below pin the verdict each fixture is about.
 
@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/operators");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/operators");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("readable entry").path())
@@ -24,7 +24,7 @@ fn lint(name: &str) -> Vec<Finding> {
 
 fn lint_with(name: &str, policy: &Policy) -> Vec<Finding> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/operators")
+        .join("resources/operators")
         .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).expect("fixture parses");
