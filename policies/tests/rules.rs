@@ -97,6 +97,19 @@ fn every_rule_folder_is_a_rule_with_fixtures_that_fire_and_stay_silent() {
         let id = rule.meta().id;
         if !folders.iter().any(|f| f == id) {
             problems.push(format!("{id}: no folder resources/rules/{id}/"));
+            continue;
+        }
+        // The files judged here must be the examples `probelint explain` prints.
+        for (file, example) in [
+            ("bad.yaml", rule.meta().bad_example),
+            ("good.yaml", rule.meta().good_example),
+        ] {
+            let on_disk = std::fs::read_to_string(rules_dir().join(id).join(file));
+            if on_disk.as_deref().ok() != Some(example) {
+                problems.push(format!(
+                    "{id}/{file} is not the rule's example: load it with include_str!"
+                ));
+            }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
