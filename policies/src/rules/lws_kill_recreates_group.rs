@@ -162,10 +162,10 @@ mod tests {
 
     #[test]
     fn a_kill_during_the_load_under_recreate_on_restart_and_the_policies_that_spare_the_group() {
-        let short = super::META
-            .bad_example
-            .replace("failureThreshold: 240", "failureThreshold: 60");
-        let f = &findings_of(&short, ID)[0];
+        let short = include_str!(
+            "../../resources/rules/lws-kill-recreates-group/fires-startup-budget-shorter-than-the-load.yaml"
+        );
+        let f = &findings_of(short, ID)[0];
         assert!(
             f.message.contains("before the model has loaded"),
             "{}",
@@ -177,11 +177,10 @@ mod tests {
         );
         // After start only: the short startup budget restarts one pod, the quick liveness still
         // recreates the group.
-        let after_start = short.replace(
-            "    size: 2\n",
-            "    size: 2\n    restartPolicy: RecreateGroupAfterStart\n",
+        let after_start = include_str!(
+            "../../resources/rules/lws-kill-recreates-group/fires-recreate-after-start-with-a-quick-liveness.yaml"
         );
-        let f = &findings_of(&after_start, ID);
+        let f = &findings_of(after_start, ID);
         assert_eq!(f.len(), 1);
         assert!(
             f[0].message.contains("gives up after 10 s"),

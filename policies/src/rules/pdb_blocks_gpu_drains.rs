@@ -188,30 +188,28 @@ mod tests {
             "{}",
             f[0].message
         );
-        let all = super::META
-            .bad_example
-            .replace("maxUnavailable: 0", "minAvailable: 100%");
-        let f = &findings_of(&all, ID)[0];
+        let all = include_str!(
+            "../../resources/rules/pdb-blocks-gpu-drains/fires-min-available-100-percent.yaml"
+        );
+        let f = &findings_of(all, ID)[0];
         assert_eq!(f.pointer, "/spec/minAvailable");
     }
 
     #[test]
     fn min_available_at_the_hpas_minimum_and_the_eviction_policy() {
-        let hpa = "\n---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: vllm}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}\n  minReplicas: 1\n  maxReplicas: 4\n  metrics: [{type: Pods, pods: {metric: {name: vllm:num_requests_waiting}, target: {type: AverageValue, averageValue: '5'}}}]\n";
-        let yaml = super::META
-            .bad_example
-            .replace("maxUnavailable: 0", "minAvailable: 1")
-            + hpa;
-        let f = &findings_of(&yaml, ID)[0];
+        let yaml = include_str!(
+            "../../resources/rules/pdb-blocks-gpu-drains/fires-min-available-at-the-hpa-minimum.yaml"
+        );
+        let f = &findings_of(yaml, ID)[0];
         assert!(
             f.message.contains("the 1 replicas its HPA scales down to"),
             "{}",
             f.message
         );
-        let lenient = super::META
-            .bad_example
-            .replace("maxUnavailable: 0", "maxUnavailable: 1");
-        let f = &findings_of(&lenient, ID);
+        let lenient = include_str!(
+            "../../resources/rules/pdb-blocks-gpu-drains/fires-loading-pods-count-against-the-budget.yaml"
+        );
+        let f = &findings_of(lenient, ID);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, crate::Severity::Info);
         assert!(

@@ -357,26 +357,18 @@ mod tests {
 
     #[test]
     fn an_aborting_rollout_and_a_knative_revision_are_errors() {
-        let rollout = super::META
-            .bad_example
-            .replace(
-                "apiVersion: apps/v1\nkind: Deployment",
-                "apiVersion: argoproj.io/v1alpha1\nkind: Rollout",
-            )
-            .replace(
-                "spec:\n  template:",
-                "spec:\n  progressDeadlineSeconds: 600\n  progressDeadlineAbort: true\n  template:",
-            );
-        let f = &findings_of(&rollout, ID)[0];
+        let rollout = include_str!(
+            "../../resources/rules/progress-deadline-too-short/fires-argo-rollout-that-aborts.yaml"
+        );
+        let f = &findings_of(rollout, ID)[0];
         assert_eq!(f.severity, crate::Severity::Error);
         assert!(f.message.contains("aborted"), "{}", f.message);
         assert_eq!(f.pointer, "/spec/progressDeadlineSeconds");
 
-        let knative = super::META
-            .bad_example
-            .replace("apiVersion: apps/v1\nkind: Deployment", "apiVersion: serving.knative.dev/v1\nkind: Service")
-            .replace("  template:\n    spec:", "  template:\n    metadata:\n      annotations:\n        serving.knative.dev/progress-deadline: 10m\n    spec:");
-        let f = &findings_of(&knative, ID)[0];
+        let knative = include_str!(
+            "../../resources/rules/progress-deadline-too-short/fires-knative-progress-deadline.yaml"
+        );
+        let f = &findings_of(knative, ID)[0];
         assert_eq!(f.severity, crate::Severity::Error);
         assert!(f.message.contains("tears its pods down"), "{}", f.message);
         let fix = f.fix.as_ref().expect("a fix");
@@ -385,11 +377,10 @@ mod tests {
             serde_json::json!([{"op": "add", "path": "/spec/template/metadata/annotations/serving.knative.dev~1progress-deadline", "value": "960s"}])
         );
         // Without the annotation, the 600 s default: the fix adds the map.
-        let bare = super::META.bad_example.replace(
-            "apiVersion: apps/v1\nkind: Deployment",
-            "apiVersion: serving.knative.dev/v1\nkind: Service",
+        let bare = include_str!(
+            "../../resources/rules/progress-deadline-too-short/fires-knative-default-progress-deadline.yaml"
         );
-        let f = &findings_of(&bare, ID)[0];
+        let f = &findings_of(bare, ID)[0];
         assert_eq!(
             serde_json::to_value(&f.fix.as_ref().unwrap().patch).unwrap(),
             serde_json::json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": {"serving.knative.dev/progress-deadline": "960s"}}}])
@@ -399,12 +390,10 @@ mod tests {
     #[test]
     fn a_guess_is_a_warning() {
         // An Argo Rollout that aborts, on the policy's default load: a warning, not an error.
-        let guess = super::META
-            .bad_example
-            .replace("apiVersion: apps/v1\nkind: Deployment", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout")
-            .replace("spec:\n  template:", "spec:\n  progressDeadlineSeconds: 300\n  progressDeadlineAbort: true\n  template:")
-            .replace("          args: [\"--model\", \"meta-llama/Llama-3.1-70B-Instruct\", \"--tensor-parallel-size\", \"4\"]\n", "");
-        let f = &findings_of(&guess, ID)[0];
+        let guess = include_str!(
+            "../../resources/rules/progress-deadline-too-short/fires-aborting-rollout-on-the-default-load.yaml"
+        );
+        let f = &findings_of(guess, ID)[0];
         assert_eq!(f.severity, crate::Severity::Warning, "{}", f.message);
     }
 
