@@ -4,6 +4,8 @@
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 
 /// The names of a server on loopback.
 pub const LOOPBACK: &[&str] = &["localhost", "127.0.0.1"];
@@ -30,6 +32,13 @@ struct LeafSpec<'a> {
     usage: ExtendedKeyUsagePurpose,
     /// Valid from, to (Unix times); rcgen's default period otherwise.
     validity: Option<(i64, i64)>,
+}
+
+impl Leaf {
+    /// The certificate, DER: what a TLS peer presents.
+    pub fn der(&self) -> CertificateDer<'static> {
+        CertificateDer::from_pem_slice(self.cert_pem.as_bytes()).expect("leaf PEM")
+    }
 }
 
 impl Ca {

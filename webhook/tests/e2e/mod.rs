@@ -12,9 +12,10 @@
 pub mod tls;
 
 use probelint_cluster::{Ca, Cluster, Leaf};
+use probelint_testkit::net::free_ports;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -55,14 +56,6 @@ pub fn cluster_env(test: &str) -> Option<Env> {
     Some(Env {
         cluster: probelint_cluster::shared(test)?,
     })
-}
-
-/// A free loopback port (bound, then released: the webhook binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
 }
 
 /// A directory laid out as the kubelet mounts a Secret: `tls.crt -> ..data/tls.crt`,
@@ -140,10 +133,11 @@ impl Webhook {
             .expect("a temporary directory");
         let ca = Ca::new(&format!("probelint-e2e {name} webhook CA"));
         let certs = CertDir::create(&dir.path().join("certs"), &Self::leaf(&ca, "v1"));
+        let [port, metrics_port] = free_ports();
         Webhook {
             name: name.to_owned(),
-            port: free_port(),
-            metrics_port: free_port(),
+            port,
+            metrics_port,
             ca,
             certs: Mutex::new(certs),
             policy: dir.path().join("policy.yaml"),

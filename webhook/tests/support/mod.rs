@@ -1,4 +1,4 @@
-//! Test harness: a test PKI, the real `probelint-webhook` binary on loopback ports, certificate
+//! Test harness: the real `probelint-webhook` binary on loopback ports, certificate
 //! files laid out the way the kubelet mounts a Secret, and a small HTTPS client that reports
 //! which certificate the server presented.
 
@@ -6,9 +6,6 @@
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, SupportedProtocolVersion};
@@ -36,92 +33,7 @@ pub fn fixture_json(name: &str) -> Value {
     serde_json::from_slice(&fixture(name)).expect("fixture is JSON")
 }
 
-/// A certificate authority made for one test.
-pub struct Ca {
-    issuer: Issuer<'static, KeyPair>,
-    pub pem: String,
-}
-
-/// A certificate and its key, PEM.
-#[derive(Clone)]
-pub struct Leaf {
-    pub cert_pem: String,
-    pub key_pem: String,
-}
-
-impl Leaf {
-    pub fn der(&self) -> CertificateDer<'static> {
-        CertificateDer::from_pem_slice(self.cert_pem.as_bytes()).expect("leaf PEM")
-    }
-}
-
-impl Ca {
-    pub fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::new()).expect("params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        let key = KeyPair::generate().expect("CA key");
-        let cert = params.self_signed(&key).expect("CA certificate");
-        Ca {
-            pem: cert.pem(),
-            issuer: Issuer::new(params, key),
-        }
-    }
-
-    fn leaf(&self, cn: &str, usage: ExtendedKeyUsagePurpose) -> Leaf {
-        self.leaf_valid(cn, usage, None)
-    }
-
-    fn leaf_valid(
-        &self,
-        cn: &str,
-        usage: ExtendedKeyUsagePurpose,
-        validity: Option<(i64, i64)>,
-    ) -> Leaf {
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-                .expect("params");
-        if let Some((not_before, not_after)) = validity {
-            let at = |unix| {
-                x509_parser::time::ASN1Time::from_timestamp(unix)
-                    .expect("a representable time")
-                    .to_datetime()
-            };
-            params.not_before = at(not_before);
-            params.not_after = at(not_after);
-        }
-        params.distinguished_name.push(DnType::CommonName, cn);
-        params.extended_key_usages.push(usage);
-        params.use_authority_key_identifier_extension = true;
-        let key = KeyPair::generate().expect("leaf key");
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("leaf certificate");
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        }
-    }
-
-    /// A serving certificate for `localhost` and `127.0.0.1`, as cert-manager would issue.
-    pub fn server(&self, cn: &str) -> Leaf {
-        self.leaf(cn, ExtendedKeyUsagePurpose::ServerAuth)
-    }
-
-    /// A serving certificate valid from `not_before` to `not_after` (Unix times).
-    pub fn server_valid(&self, cn: &str, not_before: i64, not_after: i64) -> Leaf {
-        self.leaf_valid(
-            cn,
-            ExtendedKeyUsagePurpose::ServerAuth,
-            Some((not_before, not_after)),
-        )
-    }
-
-    /// A client certificate, as a cluster would give the apiserver.
-    pub fn client(&self, cn: &str) -> Leaf {
-        self.leaf(cn, ExtendedKeyUsagePurpose::ClientAuth)
-    }
-}
+pub use probelint_testkit::pki::{Ca, LOOPBACK, Leaf};
 
 /// A directory laid out like a Secret volume: `tls.crt -> ..data/tls.crt`,
 /// `..data -> ..<timestamp>`; [`SecretDir::rotate`] swaps `..data` atomically, as the kubelet does.
@@ -224,7 +136,7 @@ impl Webhook {
     pub async fn start_with(options: Options) -> Webhook {
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = Ca::new("probelint test CA");
-        let server_leaf = ca.server("probelint-webhook v1");
+        let server_leaf = ca.server("probelint-webhook v1", LOOPBACK);
         let certs = SecretDir::create(
             &dir.path().join("certs"),
             &[
