@@ -259,17 +259,12 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{fixture, fixture_json};
     use serde_json::json;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
 
     /// The parse error for the `allow-clean-gpu-pod` review after `edit`.
     fn refused(edit: impl FnOnce(&mut Value)) -> String {
-        let mut review: Value =
-            serde_json::from_slice(&fixture("allow-clean-gpu-pod")).expect("json");
+        let mut review = fixture_json("allow-clean-gpu-pod");
         edit(&mut review);
         let body = serde_json::to_vec(&review).expect("json");
         parse(&body).expect_err("refused").to_string()

@@ -16,6 +16,8 @@ mod reload;
 pub mod review;
 mod server;
 mod state;
+#[cfg(test)]
+mod testing;
 
 use clap::ValueEnum;
 use probelint_policies::Policy;

@@ -526,20 +526,12 @@ fn summarize(request: Request<'_>) -> Summary {
 mod tests {
     use super::*;
     use crate::messages::FINDINGS_AUDIT_KEY;
+    use crate::testing::fixture_json;
     use serde_json::json;
     use std::borrow::Cow;
 
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
-
     fn policy() -> Policy {
         Policy::builtin().expect("built-in policy")
-    }
-
-    fn fixture_json(name: &str) -> Value {
-        serde_json::from_slice(&fixture(name)).expect("fixture JSON")
     }
 
     fn admit_json(review: &Value, mode: Mode) -> Outcome {

@@ -585,12 +585,7 @@ mod tests {
     #[test]
     fn rule_lists_are_written_comma_separated_without_repeats() {
         // Three findings from the engine, one of them suppressed by annotation.
-        let path = format!(
-            "{}/tests/fixtures/deny-gpu-deployment-without-probes.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let review: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
+        let review = crate::testing::fixture_json("deny-gpu-deployment-without-probes");
         let mut object = review["request"]["object"].clone();
         object["metadata"]["annotations"] = serde_json::json!({
             "probelint.io/ignore": "liveness-restart-loop",
