@@ -11,6 +11,7 @@ pub mod patch;
 pub mod pki;
 pub mod process;
 pub mod python;
+pub mod secret;
 pub mod webhook;
 
 use std::path::{Path, PathBuf};

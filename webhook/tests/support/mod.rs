@@ -1,5 +1,5 @@
-//! Test harness: the real `probelint-webhook` binary on loopback ports, certificate
-//! files laid out the way the kubelet mounts a Secret, and a small HTTPS client that reports
+//! Test harness: the real `probelint-webhook` binary on loopback ports, with its certificate
+//! files laid out the way the kubelet mounts a Secret (the testkit's `SecretDir`), and a small HTTPS client that reports
 //! which certificate the server presented.
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
@@ -34,61 +34,7 @@ pub fn fixture_json(name: &str) -> Value {
 }
 
 pub use probelint_testkit::pki::{Ca, LOOPBACK, Leaf};
-
-/// A directory laid out like a Secret volume: `tls.crt -> ..data/tls.crt`,
-/// `..data -> ..<timestamp>`; [`SecretDir::rotate`] swaps `..data` atomically, as the kubelet does.
-pub struct SecretDir {
-    pub dir: PathBuf,
-    generation: u32,
-}
-
-impl SecretDir {
-    pub fn create(dir: &Path, files: &[(&str, &str)]) -> SecretDir {
-        std::fs::create_dir_all(dir).expect("secret dir");
-        let mut secret = SecretDir {
-            dir: dir.to_path_buf(),
-            generation: 0,
-        };
-        secret.write_generation(files);
-        for (name, _) in files {
-            std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name))
-                .expect("file symlink");
-        }
-        secret
-    }
-
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// Writes a new timestamped directory, points `..data_tmp` at it and renames that over
-    /// `..data` (atomic), then removes the previous directory.
-    pub fn rotate(&mut self, files: &[(&str, &str)]) {
-        let old = self.generation_dir(self.generation);
-        self.write_generation(files);
-        std::fs::remove_dir_all(old).expect("remove the old generation");
-    }
-
-    fn generation_dir(&self, generation: u32) -> PathBuf {
-        self.dir.join(format!(
-            "..2026_11_30_00_00_{generation:02}.{}",
-            1000 + generation
-        ))
-    }
-
-    fn write_generation(&mut self, files: &[(&str, &str)]) {
-        self.generation += 1;
-        let target = self.generation_dir(self.generation);
-        std::fs::create_dir(&target).expect("generation dir");
-        for (name, content) in files {
-            std::fs::write(target.join(name), content).expect("write secret file");
-        }
-        let tmp = self.dir.join("..data_tmp");
-        let name = target.file_name().expect("name").to_owned();
-        std::os::unix::fs::symlink(&name, &tmp).expect("..data_tmp symlink");
-        std::fs::rename(&tmp, self.dir.join("..data")).expect("swap ..data");
-    }
-}
+pub use probelint_testkit::secret::SecretDir;
 
 /// Writes a file atomically (temporary file + rename), as editors and config tools do.
 pub fn write_atomically(path: &Path, content: &str) {
