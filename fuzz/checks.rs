@@ -1,6 +1,7 @@
 //! What the fuzz targets check, shared with the regression tests that replay saved crash
 //! inputs (`lint/tests/hostile.rs`, `fuzz_regressions_stay_fixed`): each function panics when an
-//! invariant breaks, and does nothing else.
+//! invariant breaks, and does nothing else. The webhook's check is in `webhook_checks.rs`: this
+//! file is compiled into the CLI's tests, which do not depend on the webhook.
 
 #![allow(dead_code)] // each fuzz target uses one function
 

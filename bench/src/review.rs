@@ -1,6 +1,7 @@
 //! AdmissionReview request bodies, as the apiserver sends them, for the webhook benchmarks.
 
 use crate::corpus::samples;
+use probelint_testkit::webhook::review_for;
 use serde_json::{Value, json};
 
 /// One request body and what it is.
@@ -18,37 +19,11 @@ pub fn object(yaml: &str) -> Value {
     docs.remove(0).value
 }
 
-/// A `CREATE` AdmissionReview for `object`.
-pub fn review(object: &Value, uid: &str) -> Value {
-    let kind = object["kind"].as_str().unwrap_or_default();
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let resource = format!("{}s", kind.to_ascii_lowercase());
-    let gvk = json!({"group": group, "version": version, "kind": kind});
-    let gvr = json!({"group": group, "version": version, "resource": resource});
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": uid,
-            "kind": gvk,
-            "resource": gvr,
-            "requestKind": gvk,
-            "requestResource": gvr,
-            "name": object["metadata"]["name"],
-            "namespace": object["metadata"]["namespace"],
-            "operation": "CREATE",
-            "userInfo": {
-                "username": "system:serviceaccount:kube-system:replicaset-controller",
-                "uid": "a1b2c3d4-0000-4000-8000-000000000001",
-                "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]
-            },
-            "object": object,
-            "oldObject": null,
-            "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "fieldManager": "kubectl-client-side-apply"}
-        }
-    })
+/// A `CREATE` AdmissionReview of `object`, as the apiserver sends it, with its own `uid`.
+fn review(object: &Value, uid: &str) -> Value {
+    let mut review = review_for(object);
+    review["request"]["uid"] = json!(uid);
+    review
 }
 
 /// The three bodies every endpoint receives in turn: a GPU Deployment with findings, a clean

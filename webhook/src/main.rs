@@ -1,26 +1,11 @@
-//! `probelint-webhook`: the probelint rules as a Kubernetes validating and mutating admission
-//! webhook, so that a GPU pod with probes that would restart-storm or take traffic too early is
-//! stopped (or fixed) at `kubectl apply`, whoever or whatever created it.
-//!
-//! This crate only adds AdmissionReview, TLS, reloading and metrics around the engine
-//! (`probelint-policies`); everything that decides lives there.
+//! The `probelint-webhook` binary: reads its arguments and runs the webhook
+//! ([`probelint_webhook::run`]).
 
-mod listen;
-mod logtext;
-mod metrics;
-mod reload;
-mod review;
-mod server;
-
-use clap::{Parser, ValueEnum};
-use probelint_policies::Policy;
-use reload::{Reloader, TlsFiles};
-use server::AppState;
-use std::io::IsTerminal as _;
+use clap::Parser;
+use probelint_webhook::{Config, LogFormat};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Kubernetes admission webhook for GPU model-serving probes.
 ///
@@ -57,133 +42,15 @@ struct Args {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colours only for a person at a terminal: a log collector would store the escape codes
-    // (and writing them was about a third of the cost of a review's log line in a profile).
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_ansi(std::io::stdout().is_terminal());
-    match format {
-        LogFormat::Text => {
-            logtext::escape_request_text();
-            builder.init();
-        }
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .init(),
-    }
-}
-
-/// Raises the soft limit on open files to the hard one and returns the limit now in force.
-/// containerd starts containers with a soft limit of 1024 (and a hard one far above): every
-/// connection, on either port, is a file descriptor, and at 1024 a few hundred idle
-/// connections were enough to lock reviewers out.
-fn raise_fd_limit() -> u64 {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let before = getrlimit(Resource::Nofile);
-    let (soft, hard) = (before.current, before.maximum);
-    let show = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
-    if soft == hard {
-        tracing::info!(soft = %show(soft), hard = %show(hard), "open file limit");
-        return soft.unwrap_or(u64::MAX);
-    }
-    match setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: hard,
-            maximum: hard,
-        },
-    ) {
-        Ok(()) => {
-            tracing::info!(
-                soft_before = %show(soft),
-                soft = %show(hard),
-                hard = %show(hard),
-                "raised the open file limit to its hard limit"
-            );
-            hard.unwrap_or(u64::MAX)
-        }
-        Err(error) => {
-            tracing::warn!(
-                soft = %show(soft),
-                hard = %show(hard),
-                %error,
-                "cannot raise the open file limit; connection caps follow the soft limit"
-            );
-            soft.unwrap_or(u64::MAX)
-        }
-    }
-}
-
-/// Threads that evaluate reviews over [`server::INLINE_BODY_LIMIT`]. The review memory budget
-/// decides how many run at once; more threads than cores would not finish them sooner.
-const MAX_BLOCKING_THREADS: usize = 8;
-/// How long an evaluation thread waits for more work before it exits. mimalloc keeps the pages
-/// a thread freed in that thread's heap until the thread allocates again or exits: an idle
-/// thread that had evaluated a 7 MiB review kept up to 200 MiB resident (tokio's default is
-/// 10 s), where a second later the memory is back with the system.
-const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
-
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_logging(args.log_format);
-    let fd_limit = raise_fd_limit();
-    // Every rustls configuration names ring explicitly; installing it as the process default as
-    // well means no code path can ever ask rustls to choose between providers.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            tracing::error!(%error, "cannot start the async runtime");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(args, fd_limit)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!(%error, "probelint-webhook cannot run");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn run(args: Args, fd_limit: u64) -> Result<(), String> {
-    let builtin = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
-    let state = Arc::new(AppState::new(builtin));
-    let files = TlsFiles {
-        cert: args.tls_cert,
-        key: args.tls_key,
+    probelint_webhook::run(Config {
+        listen: args.listen,
+        metrics_listen: args.metrics_listen,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
         client_ca: args.client_ca,
-    };
-    let client_auth = files.client_ca.is_some();
-    let (reloader, tls) = Reloader::load(files, args.policy, state.clone())?;
-    reloader.spawn()?;
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        policy_version = %state.policy().version,
-        client_auth,
-        "probelint-webhook starting"
-    );
-    let caps = server::connection_caps(fd_limit);
-    server::serve(args.listen, args.metrics_listen, tls, state, caps)
-        .await
-        .map_err(|e| format!("server: {e}"))
+        policy: args.policy,
+        log_format: args.log_format,
+    })
 }

@@ -25,7 +25,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 pub struct RequestLabels {
     /// `validate`, `validate/warn` or `mutate`.
     pub endpoint: &'static str,
-    /// See [`crate::review::Decision::as_str`], plus `invalid` (HTTP 4xx) and `error` (HTTP 5xx).
+    /// See [`crate::review::Decision::as_str`].
     pub decision: &'static str,
 }
 

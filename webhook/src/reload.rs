@@ -13,7 +13,7 @@
 //! failure is logged, counted and shown by `/readyz`.
 
 use crate::metrics::Metrics;
-use crate::server::AppState;
+use crate::state::AppState;
 use notify::event::AccessKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use probelint_policies::Policy;

@@ -2,11 +2,13 @@
 //! guards around every review (content type, body limit, memory, timeout, panics); graceful
 //! shutdown. Connections themselves are served and bounded by [`crate::listen`].
 
-use crate::listen::{Budget, Limits, Port, Reservation};
+use crate::budget::{Budget, Reservation};
+use crate::listen::{Limits, Port};
 use crate::logtext::Text;
 use crate::metrics::{CONTENT_TYPE, Metrics};
 use crate::reload::TlsConfig;
 use crate::review::{self, Decision, Mode, Outcome};
+use crate::state::{AppState, DRAIN_TIMEOUT};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -14,12 +16,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use probelint_policies::Policy;
 use std::any::Any;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
@@ -29,117 +29,12 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 /// Well under the apiserver's default `timeoutSeconds` of 10: a review we cannot answer in time
 /// gets our error, not the apiserver's timeout, and the failurePolicy decides.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long SIGTERM waits for in-flight reviews (each bounded by [`REQUEST_TIMEOUT`]). Must stay
-/// under the pod's `terminationGracePeriodSeconds` (30 by default).
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bytes of request bodies and unsent answers all reviews in flight may hold together (see
-/// [`Budget`]), evaluations counted at [`EVALUATION_FACTOR`] times their body. The chart's
-/// memory limit is 256 MiB; the process itself takes ~20 MiB and its connections a few more.
-pub const REVIEW_MEMORY_BYTES: usize = 128 * 1024 * 1024;
 /// What evaluating a review takes on top of its body, as a multiple of the body: the parsed
 /// object, findings, messages and the answer. Measured at ~22 (a 6.8 MB review of 10,000 GPU
 /// containers raised the peak RSS by 148 MB; docs/reliability.md, "Memory under attack"), so
 /// the budget lets at most one maximal review be evaluated at a time, and hundreds of ordinary
 /// ones.
 pub const EVALUATION_FACTOR: usize = 24;
-
-/// Shared by the handlers and the reloader.
-pub struct AppState {
-    policy: RwLock<Arc<Policy>>,
-    health: Mutex<Health>,
-    draining: AtomicBool,
-    pub metrics: Metrics,
-    pub budget: Arc<Budget>,
-}
-
-/// What `/readyz` reports.
-#[derive(Debug, Default)]
-struct Health {
-    policy_source: String,
-    policy_version: String,
-    policy_error: Option<String>,
-    tls_error: Option<String>,
-    /// When the served certificate expired, once it has.
-    served_expired: Option<String>,
-}
-
-impl AppState {
-    pub fn new(policy: Policy) -> Self {
-        AppState {
-            policy: RwLock::new(Arc::new(policy)),
-            health: Mutex::new(Health::default()),
-            draining: AtomicBool::new(false),
-            metrics: Metrics::new(),
-            budget: Arc::new(Budget::new(REVIEW_MEMORY_BYTES)),
-        }
-    }
-
-    /// The policy to judge the next review by. Reviews in flight keep the one they started with.
-    pub fn policy(&self) -> Arc<Policy> {
-        Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    pub fn set_policy(&self, policy: Policy, source: String) {
-        let version = policy.version.clone();
-        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
-        let mut health = self.health();
-        health.policy_source = source;
-        health.policy_version = version;
-        health.policy_error = None;
-    }
-
-    pub fn set_policy_error(&self, error: String) {
-        self.health().policy_error = Some(error);
-    }
-
-    pub fn set_tls_error(&self, error: Option<String>) {
-        self.health().tls_error = error;
-    }
-
-    pub fn set_served_certificate_expired(&self, at: Option<String>) {
-        self.health().served_expired = at;
-    }
-
-    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
-        self.health.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// `/readyz`: ready once the TLS material and a policy are loaded (both happen before the
-    /// servers start) and until SIGTERM. A failed reload keeps serving the last good
-    /// configuration, so it stays ready, and says so in the body.
-    fn readiness(&self) -> (StatusCode, String) {
-        if self.draining.load(Ordering::SeqCst) {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting down\n".to_owned(),
-            );
-        }
-        let health = self.health();
-        let mut text = String::from("ready\n");
-        text.push_str(&format!(
-            "policy: {} (policyVersion {})\n",
-            health.policy_source, health.policy_version
-        ));
-        if let Some(error) = &health.policy_error {
-            text.push_str(&format!(
-                "policy reload failed, still serving the last good policy: {error}\n"
-            ));
-        }
-        match &health.tls_error {
-            None => text.push_str("tls: certificate loaded\n"),
-            Some(error) => text.push_str(&format!(
-                "tls: certificate reload failed, still serving the previous certificate: {error}\n"
-            )),
-        }
-        if let Some(at) = &health.served_expired {
-            text.push_str(&format!(
-                "tls: THE SERVED CERTIFICATE EXPIRED at {at}: the apiserver refuses every \
-                 handshake until a valid certificate is written\n"
-            ));
-        }
-        (StatusCode::OK, text)
-    }
-}
 
 /// Routes of the TLS port. Nothing else is served there.
 pub fn tls_router(state: Arc<AppState>) -> Router {
@@ -235,7 +130,7 @@ pub async fn serve(
         in_flight_connections = reviews.connection_count(),
         "shutting down: finishing the reviews in flight"
     );
-    state.draining.store(true, Ordering::SeqCst);
+    state.start_draining();
     let _ = stop.send(true);
     let _ = tokio::join!(tls_run, metrics_run);
     tracing::info!("stopped");
@@ -306,11 +201,11 @@ async fn handle_review(state: &AppState, mode: Mode, headers: &HeaderMap, body: 
         }
         Err((status, message)) => {
             let decision = if status.is_server_error() {
-                "error"
+                Decision::Error
             } else {
-                "invalid"
+                Decision::Invalid
             };
-            state.metrics.count_request(endpoint, decision);
+            state.metrics.count_request(endpoint, decision.as_str());
             // The message may quote the request (an apiVersion, a JSON error's context).
             let message_text = Text(&message);
             if status.is_server_error() {
@@ -617,7 +512,9 @@ async fn with_timeout(
     match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
-            state.metrics.count_request(endpoint, "error");
+            state
+                .metrics
+                .count_request(endpoint, Decision::Error.as_str());
             tracing::error!(
                 endpoint,
                 timeout_s = REQUEST_TIMEOUT.as_secs(),
@@ -688,18 +585,13 @@ mod tests {
     #[test]
     fn rule_lists_are_written_comma_separated_without_repeats() {
         // Three findings from the engine, one of them suppressed by annotation.
-        let path = format!(
-            "{}/tests/fixtures/deny-gpu-deployment-without-probes.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let review: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
+        let review = crate::testing::fixture_json("deny-gpu-deployment-without-probes");
         let mut object = review["request"]["object"].clone();
         object["metadata"]["annotations"] = serde_json::json!({
             "probelint.io/ignore": "liveness-restart-loop",
             "probelint.io/ignore-reason": "test"
         });
-        let policy = Policy::builtin().expect("built-in policy");
+        let policy = probelint_policies::Policy::builtin().expect("built-in policy");
         let mut engine = probelint_policies::evaluate_one(&object, &policy);
         engine.sort_by(|a, b| a.rule.cmp(&b.rule));
         let [ready, start, loop_] = &engine[..] else {
@@ -752,29 +644,5 @@ mod tests {
             check_json(&HeaderMap::new()),
             Err("no Content-Type".to_owned())
         );
-    }
-
-    #[test]
-    fn readiness_reports_a_failed_policy_reload_and_draining() {
-        let state = AppState::new(Policy::builtin().expect("built-in policy"));
-        state.set_policy(
-            Policy::builtin().expect("built-in policy"),
-            "built-in".into(),
-        );
-        let (code, text) = state.readiness();
-        assert_eq!(code, StatusCode::OK);
-        assert!(
-            text.starts_with("ready\npolicy: built-in (policyVersion "),
-            "{text}"
-        );
-        state.set_policy_error("p.yaml: rules.nope: unknown rule".into());
-        let (code, text) = state.readiness();
-        assert_eq!(code, StatusCode::OK);
-        assert!(
-            text.contains("policy reload failed, still serving the last good policy: p.yaml"),
-            "{text}"
-        );
-        state.draining.store(true, Ordering::SeqCst);
-        assert_eq!(state.readiness().0, StatusCode::SERVICE_UNAVAILABLE);
     }
 }

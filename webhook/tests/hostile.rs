@@ -1366,10 +1366,10 @@ async fn certificates_outside_their_validity_are_never_swapped_in() {
     let day = 86_400;
     let expired = webhook
         .ca
-        .server_valid("expired", now - 30 * day, now - day);
+        .server_valid("expired", LOOPBACK, now - 30 * day, now - day);
     let future = webhook
         .ca
-        .server_valid("not valid yet", now + 30 * day, now + 60 * day);
+        .server_valid("not valid yet", LOOPBACK, now + 30 * day, now + 60 * day);
     let served_with = |webhook: &Webhook| {
         let webhook_addr = webhook.addr;
         let client = webhook.client();
@@ -1444,7 +1444,9 @@ async fn certificates_outside_their_validity_are_never_swapped_in() {
 
     // A valid one is served, and the expiry gauge is its notAfter.
     let not_after = now + 90 * day;
-    let v2 = webhook.ca.server_valid("v2", now - day, not_after);
+    let v2 = webhook
+        .ca
+        .server_valid("v2", LOOPBACK, now - day, not_after);
     webhook.certs.rotate(&[
         ("tls.crt", &v2.cert_pem),
         ("tls.key", &v2.key_pem),
@@ -1462,7 +1464,7 @@ async fn certificates_outside_their_validity_are_never_swapped_in() {
 
     // Valid in 3 s (a clock a little behind the issuer's): refused now, served then, with no
     // file event in between.
-    let soon = webhook.ca.server_valid("v3", now + 3, not_after);
+    let soon = webhook.ca.server_valid("v3", LOOPBACK, now + 3, not_after);
     webhook.certs.rotate(&[
         ("tls.crt", &soon.cert_pem),
         ("tls.key", &soon.key_pem),
@@ -1491,7 +1493,9 @@ async fn the_served_certificate_expiring_is_reported() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_secs() as i64;
-    let short = webhook.ca.server_valid("short-lived", now - 60, now + 3);
+    let short = webhook
+        .ca
+        .server_valid("short-lived", LOOPBACK, now - 60, now + 3);
     webhook.certs.rotate(&[
         ("tls.crt", &short.cert_pem),
         ("tls.key", &short.key_pem),
@@ -1536,7 +1540,7 @@ async fn the_served_certificate_expiring_is_reported() {
     }
 
     // A renewed certificate clears it.
-    let renewed = webhook.ca.server("renewed");
+    let renewed = webhook.ca.server("renewed", LOOPBACK);
     webhook.certs.rotate(&[
         ("tls.crt", &renewed.cert_pem),
         ("tls.key", &renewed.key_pem),
@@ -1566,11 +1570,11 @@ fn an_expired_or_not_yet_valid_certificate_at_startup_is_refused() {
         .as_secs() as i64;
     for (leaf, expect) in [
         (
-            ca.server_valid("old", now - 7200, now - 3600),
+            ca.server_valid("old", LOOPBACK, now - 7200, now - 3600),
             "the certificate expired at",
         ),
         (
-            ca.server_valid("new", now + 3600, now + 7200),
+            ca.server_valid("new", LOOPBACK, now + 3600, now + 7200),
             "the certificate is not valid yet",
         ),
     ] {
@@ -2107,7 +2111,7 @@ async fn run_soak(config: SoakConfig) -> SoakReport {
             rotations += 1;
             let leaf = webhook
                 .ca
-                .server(&format!("probelint-webhook soak {rotations}"));
+                .server(&format!("probelint-webhook soak {rotations}"), LOOPBACK);
             let ca = webhook.ca.pem.clone();
             webhook.certs.rotate(&[
                 ("tls.crt", &leaf.cert_pem),

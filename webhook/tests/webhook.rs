@@ -487,7 +487,7 @@ async fn client_ca_mode_requires_a_client_certificate_from_that_ca() {
             fixture("allow-clean-gpu-pod"),
         )
     };
-    let apiserver = webhook.ca.client("kube-apiserver");
+    let apiserver = webhook.ca.client("kube-apiserver", None);
     let reply = post(client_config(
         &webhook.ca.pem,
         ALL_VERSIONS,
@@ -500,7 +500,7 @@ async fn client_ca_mode_requires_a_client_certificate_from_that_ca() {
     for versions in [ALL_VERSIONS, &[&rustls::version::TLS12][..]] {
         let anonymous = post(client_config(&webhook.ca.pem, versions, None)).await;
         assert!(anonymous.is_err(), "served without a client certificate");
-        let stranger = Ca::new("someone else").client("intruder");
+        let stranger = Ca::new("someone else").client("intruder", None);
         let foreign = post(client_config(&webhook.ca.pem, versions, Some(&stranger))).await;
         assert!(
             foreign.is_err(),
@@ -580,7 +580,7 @@ async fn certificate_rotation_under_continuous_requests_fails_no_request() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         latest = webhook
             .ca
-            .server(&format!("probelint-webhook v{generation}"));
+            .server(&format!("probelint-webhook v{generation}"), LOOPBACK);
         let ca = webhook.ca.pem.clone();
         webhook.certs.rotate(&[
             ("tls.crt", &latest.cert_pem),
@@ -808,7 +808,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 fn bad_startup_configuration_exits_nonzero_and_names_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = Ca::new("startup CA");
-    let leaf = ca.server("webhook");
+    let leaf = ca.server("webhook", LOOPBACK);
     let cert = dir.path().join("tls.crt");
     let key = dir.path().join("tls.key");
     std::fs::write(&cert, &leaf.cert_pem).expect("cert");
@@ -850,7 +850,7 @@ fn bad_startup_configuration_exits_nonzero_and_names_the_file() {
     assert!(log.contains("missing.key"), "{log}");
 
     // A key that does not belong to the certificate.
-    let other = ca.server("other");
+    let other = ca.server("other", LOOPBACK);
     std::fs::write(&key, &other.key_pem).expect("key");
     let out = run(&[
         "--tls-cert".as_ref(),
@@ -870,8 +870,8 @@ fn bad_startup_configuration_exits_nonzero_and_names_the_file() {
 async fn a_broken_certificate_update_keeps_the_served_certificate() {
     let mut webhook = Webhook::start().await;
     let v1 = webhook.server_leaf.clone();
-    let v2 = webhook.ca.server("probelint-webhook v2");
-    let stranger = webhook.ca.server("someone else's key");
+    let v2 = webhook.ca.server("probelint-webhook v2", LOOPBACK);
+    let stranger = webhook.ca.server("someone else's key", LOOPBACK);
     let ca = webhook.ca.pem.clone();
     // A new certificate next to a key that is not its own.
     webhook.certs.rotate(&[
@@ -1241,4 +1241,35 @@ async fn an_exemption_on_the_deployments_metadata_alone_is_warned_about_and_carr
         .json();
     assert_eq!(review["response"]["allowed"], true);
     assert!(warnings(&review).is_empty(), "{review}");
+}
+
+/// What the other suites start the webhook with (`probelint_testkit::webhook`): the real binary
+/// on ports of its own choosing, real TLS, a review as `kubectl apply` sends it.
+#[test]
+fn the_testkit_webhook_answers_a_review_of_any_object_for_its_uid() {
+    use probelint_testkit::webhook::{REVIEW_UID, review_for, start};
+    let webhook = start(std::path::Path::new(BIN));
+    let object = fixture_json("deny-gpu-deployment-without-probes")["request"]["object"].clone();
+    let body = serde_json::to_vec(&review_for(&object)).expect("json");
+    let reply = webhook.post("/validate", &body).expect("answered");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let review = reply.json();
+    assert_eq!(review["response"]["uid"], REVIEW_UID);
+    assert_eq!(review["response"]["allowed"], false, "{review}");
+    let bad = webhook.post("/validate", b"{").expect("answered");
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.text()
+            .contains("not a valid admission.k8s.io/v1 AdmissionReview"),
+        "{}",
+        bad.text()
+    );
+    assert!(
+        webhook
+            .logs()
+            .iter()
+            .any(|line| line.contains(r#""message":"review""#)),
+        "{:#?}",
+        webhook.logs()
+    );
 }

@@ -8,10 +8,12 @@ use probelint_bench::loadgen::{self, LoadResult, Target};
 use probelint_bench::process::{self, Run};
 use probelint_bench::stats::median;
 use probelint_bench::{review, tls};
+use probelint_testkit::net::free_ports;
+use probelint_testkit::pki::{Ca, LOOPBACK};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -610,13 +612,6 @@ fn all_alive(servers: &mut [Server]) -> Result<(), String> {
     Ok(())
 }
 
-/// A free loopback port (bound, then released: the server binds it a moment later).
-fn free_port() -> Result<SocketAddr, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("no free loopback port: {e}"))
-}
-
 /// A directory removed when dropped.
 struct TempDir(PathBuf);
 
@@ -630,14 +625,22 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
     let dir =
         TempDir(std::env::temp_dir().join(format!("probelint-bench-tls-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).map_err(|e| e.to_string())?;
-    let pki = tls::Pki::generate().map_err(|e| e.to_string())?;
-    pki.write(&dir.0).map_err(|e| e.to_string())?;
-    let cert = dir.0.join("tls.crt").to_string_lossy().to_string();
-    let key = dir.0.join("tls.key").to_string_lossy().to_string();
+    let ca = Ca::new("probelint bench CA");
+    let leaf = ca.server("probelint-bench", LOOPBACK);
+    let (cert, key) = (dir.0.join("tls.crt"), dir.0.join("tls.key"));
+    std::fs::write(&cert, &leaf.cert_pem).map_err(|e| e.to_string())?;
+    std::fs::write(&key, &leaf.key_pem).map_err(|e| e.to_string())?;
+    let (cert, key) = (cert.to_string_lossy(), key.to_string_lossy());
 
-    let webhook_addr = free_port()?;
-    let metrics_addr = free_port()?;
-    let echo_addr = free_port()?;
+    // Bound, then released: the servers bind them a moment later (the webhook logs nowhere
+    // here, so it cannot report a port of its own choosing).
+    let loopback = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+    let [webhook_port, metrics_port, echo_port] = free_ports();
+    let (webhook_addr, metrics_addr, echo_addr) = (
+        loopback(webhook_port),
+        loopback(metrics_port),
+        loopback(echo_port),
+    );
     let spawn = |program: &str, args: &[&str], name: &'static str| -> Result<Server, String> {
         // Logs go nowhere: they are formatted (the webhook logs one line per review at the
         // default level) but not stored.
@@ -702,7 +705,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
             .build()
     }
     .map_err(|e| e.to_string())?;
-    let client = tls::client_config(pki.ca_pem.as_bytes())?;
+    let client = tls::client_config(ca.pem.as_bytes())?;
     let target = |addr: SocketAddr, path: &str| Target {
         addr,
         path: path.to_owned(),

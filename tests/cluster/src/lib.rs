@@ -129,7 +129,7 @@ impl Cluster {
         let sa_key = file("service-accounts.key", &service_accounts.key_pem)?;
         let sa_pub = file("service-accounts.pub", &service_accounts.public_pem)?;
 
-        let [etcd_client, etcd_peer, apiserver_port] = process::free_ports()?;
+        let [etcd_client, etcd_peer, apiserver_port] = probelint_testkit::net::free_ports();
         let mut components = Vec::new();
         let etcd_url = format!("http://127.0.0.1:{etcd_client}");
         let peer_url = format!("http://127.0.0.1:{etcd_peer}");

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -157,22 +157,6 @@ pub fn run_dir() -> Result<PathBuf, String> {
     let dir = root.join(format!("{}-{nanos}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(dir)
-}
-
-/// `N` distinct free loopback ports (held open together while choosing, so they differ).
-pub fn free_ports<const N: usize>() -> Result<[u16; N], String> {
-    let listeners: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("cannot find a free port: {e}"))?;
-    let ports: Vec<u16> = listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("cannot read a port: {e}"))?;
-    ports
-        .try_into()
-        .map_err(|_| "wrong number of ports".to_owned())
 }
 
 /// Whether `GET http://127.0.0.1:port/path` answers 200 (plain HTTP/1.0, for etcd's /health).

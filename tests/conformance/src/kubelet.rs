@@ -164,13 +164,6 @@ impl Clock {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
-
 /// Runs one HTTP GET; success is a 2xx or 3xx status, as the kubelet counts it.
 async fn http_get(port: u16, path: &str) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
@@ -372,7 +365,7 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
     });
 
     let serving_port = spec.serving_port();
-    let closed_port = free_port();
+    let closed_port = probelint_testkit::net::free_port();
     let timings = |p: &Option<ProbeSpec>| p.as_ref().map(|p| p.timing);
     let mut prober = Prober::new(
         timings(&spec.startup),
@@ -387,7 +380,7 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
         if start >= config.duration {
             break;
         }
-        let port = free_port();
+        let port = probelint_testkit::net::free_port();
         let child = Command::new(&config.server)
             .arg("serve")
             .arg("--model")

@@ -12,7 +12,7 @@
 //! Time scale: one manifest second is 20 ms, so a 15-minute scenario runs in 18 s.
 
 use probelint_conformance::spec::parse_manifest;
-use probelint_conformance::{Config, ContainerSpec, Report, bins, run, webhook::Webhook};
+use probelint_conformance::{Config, ContainerSpec, Report, bins, run, webhook};
 use probelint_policies::simulate::backoff::NodeSettings;
 use probelint_policies::simulate::{LoadingServer, Outcome, Scenario, Spread, simulate, spread};
 use serde_json::Value;
@@ -164,8 +164,8 @@ fn slow_load_control_restart_storm_treatment_loads_once() {
     let load = 300.0;
     let duration = 800.0;
     let control = deployment(&[("REFERENCE_FAULT_LOAD_SECONDS", "300")], LIVENESS_ONLY);
-    let hook = Webhook::start(&bins::webhook()).expect("webhook starts");
-    let treatment = hook.mutate(&control).expect("webhook mutates");
+    let hook = probelint_testkit::webhook::start(&bins::webhook());
+    let treatment = webhook::mutate(&hook, &control).expect("webhook mutates");
     assert!(
         treatment
             .pointer("/spec/template/spec/containers/0/startupProbe")

@@ -5,16 +5,15 @@
 
 use base64::Engine as _;
 use probelint_cluster::Cluster;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CONFIGURATION: &str = "probelint-kubelet-conformance";
 
 /// The running webhook, registered with the apiserver; unregistered and stopped on drop.
 pub struct Webhook {
-    child: Child,
+    /// Stopped when dropped, after the configuration is deleted.
+    _webhook: probelint_testkit::webhook::Webhook,
     cluster: &'static Cluster,
-    _dir: tempfile::TempDir,
 }
 
 impl Drop for Webhook {
@@ -25,46 +24,16 @@ impl Drop for Webhook {
             CONFIGURATION,
             "--ignore-not-found",
         ]);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 impl Webhook {
     /// Starts `binary` and registers it.
     pub fn start(cluster: &'static Cluster, binary: &std::path::Path) -> Webhook {
-        let dir = tempfile::tempdir().expect("a temporary directory");
         let leaf = cluster.ca.server("probelint-webhook", &["127.0.0.1"]);
-        std::fs::write(dir.path().join("tls.crt"), &leaf.cert_pem).expect("tls.crt");
-        std::fs::write(dir.path().join("tls.key"), &leaf.key_pem).expect("tls.key");
-        let (port, metrics) = (free_port(), free_port());
-        let mut child = Command::new(binary)
-            .arg(format!("--listen=127.0.0.1:{port}"))
-            .arg(format!("--metrics-listen=127.0.0.1:{metrics}"))
-            .arg("--tls-cert")
-            .arg(dir.path().join("tls.crt"))
-            .arg("--tls-key")
-            .arg(dir.path().join("tls.key"))
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline && child.try_wait().ok().flatten().is_none(),
-                "probelint-webhook did not listen on {port} within 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let webhook =
+            probelint_testkit::webhook::start_serving(binary, &cluster.ca.pem, &leaf, &[]);
+        let port = webhook.addr.port();
         let bundle = base64::engine::general_purpose::STANDARD.encode(&cluster.ca.pem);
         let configuration = serde_json::json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -91,9 +60,8 @@ impl Webhook {
             String::from_utf8_lossy(&applied.stderr)
         );
         Webhook {
-            child,
+            _webhook: webhook,
             cluster,
-            _dir: dir,
         }
     }
 

@@ -66,7 +66,7 @@ fn bind_before_load_accepts_tcp_while_unready() {
 
 #[test]
 fn default_binds_only_after_load() {
-    let port = common::free_port();
+    let port = probelint_testkit::net::free_port();
     let started = Instant::now();
     let mut s = spawn_with(Spawn {
         args: vec!["--load-seconds", "40"],

@@ -6,8 +6,13 @@
 //! it with the file's path and what to do, never with "0 files" or a bare panic.
 
 pub mod corpus;
+pub mod net;
+pub mod patch;
+pub mod pki;
 pub mod process;
 pub mod python;
+pub mod secret;
+pub mod webhook;
 
 use std::path::{Path, PathBuf};
 

@@ -12,9 +12,11 @@
 pub mod tls;
 
 use probelint_cluster::{Ca, Cluster, Leaf};
+use probelint_testkit::net::free_ports;
+use probelint_testkit::secret::SecretDir;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -57,63 +59,9 @@ pub fn cluster_env(test: &str) -> Option<Env> {
     })
 }
 
-/// A free loopback port (bound, then released: the webhook binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// A directory laid out as the kubelet mounts a Secret: `tls.crt -> ..data/tls.crt`,
-/// `..data -> ..<generation>`; [`CertDir::rotate`] swaps `..data` atomically, as the kubelet
-/// does when the Secret changes.
-pub struct CertDir {
-    pub dir: PathBuf,
-    generation: u32,
-}
-
-impl CertDir {
-    fn create(dir: &Path, leaf: &Leaf) -> CertDir {
-        std::fs::create_dir_all(dir).expect("certificate directory");
-        let mut certs = CertDir {
-            dir: dir.to_path_buf(),
-            generation: 0,
-        };
-        certs.write_generation(leaf);
-        for name in ["tls.crt", "tls.key"] {
-            std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name))
-                .expect("file symlink");
-        }
-        certs
-    }
-
-    /// Serves `leaf` from now on: a new generation directory, `..data` swapped to it by an
-    /// atomic rename, the old generation removed.
-    pub fn rotate(&mut self, leaf: &Leaf) {
-        let old = self.generation_dir(self.generation);
-        self.write_generation(leaf);
-        std::fs::remove_dir_all(old).expect("remove the old generation");
-    }
-
-    fn generation_dir(&self, generation: u32) -> PathBuf {
-        self.dir.join(format!(
-            "..2026_12_01_00_00_{generation:02}.{}",
-            1000 + generation
-        ))
-    }
-
-    fn write_generation(&mut self, leaf: &Leaf) {
-        self.generation += 1;
-        let target = self.generation_dir(self.generation);
-        std::fs::create_dir(&target).expect("generation directory");
-        std::fs::write(target.join("tls.crt"), &leaf.cert_pem).expect("tls.crt");
-        std::fs::write(target.join("tls.key"), &leaf.key_pem).expect("tls.key");
-        let tmp = self.dir.join("..data_tmp");
-        let name = target.file_name().expect("a name").to_owned();
-        std::os::unix::fs::symlink(&name, &tmp).expect("..data_tmp symlink");
-        std::fs::rename(&tmp, self.dir.join("..data")).expect("swap ..data");
-    }
+/// The serving certificate's files, as the kubelet mounts the Secret cert-manager writes.
+fn tls_files(leaf: &Leaf) -> [(&'static str, &str); 2] {
+    [("tls.crt", &leaf.cert_pem), ("tls.key", &leaf.key_pem)]
 }
 
 /// The real `probelint-webhook` on a loopback port, with a serving certificate for
@@ -124,7 +72,7 @@ pub struct Webhook {
     pub metrics_port: u16,
     /// The CA the apiserver must trust (`webhook.external.caBundle`).
     pub ca: Ca,
-    pub certs: Mutex<CertDir>,
+    pub certs: Mutex<SecretDir>,
     policy: PathBuf,
     logs: Arc<Mutex<Vec<Value>>>,
     child: Mutex<Option<Child>>,
@@ -139,11 +87,15 @@ impl Webhook {
             .tempdir()
             .expect("a temporary directory");
         let ca = Ca::new(&format!("probelint-e2e {name} webhook CA"));
-        let certs = CertDir::create(&dir.path().join("certs"), &Self::leaf(&ca, "v1"));
+        let certs = SecretDir::create(
+            &dir.path().join("certs"),
+            &tls_files(&Self::leaf(&ca, "v1")),
+        );
+        let [port, metrics_port] = free_ports();
         Webhook {
             name: name.to_owned(),
-            port: free_port(),
-            metrics_port: free_port(),
+            port,
+            metrics_port,
             ca,
             certs: Mutex::new(certs),
             policy: dir.path().join("policy.yaml"),
@@ -332,7 +284,7 @@ impl Webhook {
                 .len()
         };
         let before = reloaded(self);
-        self.certs.lock().expect("certs").rotate(leaf);
+        self.certs.lock().expect("certs").rotate(&tls_files(leaf));
         let deadline = Instant::now() + Duration::from_secs(20);
         while reloaded(self) == before {
             assert!(

@@ -1,14 +1,11 @@
-//! Test harness: a test PKI, the real `probelint-webhook` binary on loopback ports, certificate
-//! files laid out the way the kubelet mounts a Secret, and a small HTTPS client that reports
+//! Test harness: the real `probelint-webhook` binary on loopback ports, with its certificate
+//! files laid out the way the kubelet mounts a Secret (the testkit's `SecretDir`), and a small HTTPS client that reports
 //! which certificate the server presented.
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, SupportedProtocolVersion};
@@ -36,147 +33,8 @@ pub fn fixture_json(name: &str) -> Value {
     serde_json::from_slice(&fixture(name)).expect("fixture is JSON")
 }
 
-/// A certificate authority made for one test.
-pub struct Ca {
-    issuer: Issuer<'static, KeyPair>,
-    pub pem: String,
-}
-
-/// A certificate and its key, PEM.
-#[derive(Clone)]
-pub struct Leaf {
-    pub cert_pem: String,
-    pub key_pem: String,
-}
-
-impl Leaf {
-    pub fn der(&self) -> CertificateDer<'static> {
-        CertificateDer::from_pem_slice(self.cert_pem.as_bytes()).expect("leaf PEM")
-    }
-}
-
-impl Ca {
-    pub fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::new()).expect("params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        let key = KeyPair::generate().expect("CA key");
-        let cert = params.self_signed(&key).expect("CA certificate");
-        Ca {
-            pem: cert.pem(),
-            issuer: Issuer::new(params, key),
-        }
-    }
-
-    fn leaf(&self, cn: &str, usage: ExtendedKeyUsagePurpose) -> Leaf {
-        self.leaf_valid(cn, usage, None)
-    }
-
-    fn leaf_valid(
-        &self,
-        cn: &str,
-        usage: ExtendedKeyUsagePurpose,
-        validity: Option<(i64, i64)>,
-    ) -> Leaf {
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-                .expect("params");
-        if let Some((not_before, not_after)) = validity {
-            let at = |unix| {
-                x509_parser::time::ASN1Time::from_timestamp(unix)
-                    .expect("a representable time")
-                    .to_datetime()
-            };
-            params.not_before = at(not_before);
-            params.not_after = at(not_after);
-        }
-        params.distinguished_name.push(DnType::CommonName, cn);
-        params.extended_key_usages.push(usage);
-        params.use_authority_key_identifier_extension = true;
-        let key = KeyPair::generate().expect("leaf key");
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("leaf certificate");
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        }
-    }
-
-    /// A serving certificate for `localhost` and `127.0.0.1`, as cert-manager would issue.
-    pub fn server(&self, cn: &str) -> Leaf {
-        self.leaf(cn, ExtendedKeyUsagePurpose::ServerAuth)
-    }
-
-    /// A serving certificate valid from `not_before` to `not_after` (Unix times).
-    pub fn server_valid(&self, cn: &str, not_before: i64, not_after: i64) -> Leaf {
-        self.leaf_valid(
-            cn,
-            ExtendedKeyUsagePurpose::ServerAuth,
-            Some((not_before, not_after)),
-        )
-    }
-
-    /// A client certificate, as a cluster would give the apiserver.
-    pub fn client(&self, cn: &str) -> Leaf {
-        self.leaf(cn, ExtendedKeyUsagePurpose::ClientAuth)
-    }
-}
-
-/// A directory laid out like a Secret volume: `tls.crt -> ..data/tls.crt`,
-/// `..data -> ..<timestamp>`; [`SecretDir::rotate`] swaps `..data` atomically, as the kubelet does.
-pub struct SecretDir {
-    pub dir: PathBuf,
-    generation: u32,
-}
-
-impl SecretDir {
-    pub fn create(dir: &Path, files: &[(&str, &str)]) -> SecretDir {
-        std::fs::create_dir_all(dir).expect("secret dir");
-        let mut secret = SecretDir {
-            dir: dir.to_path_buf(),
-            generation: 0,
-        };
-        secret.write_generation(files);
-        for (name, _) in files {
-            std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name))
-                .expect("file symlink");
-        }
-        secret
-    }
-
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// Writes a new timestamped directory, points `..data_tmp` at it and renames that over
-    /// `..data` (atomic), then removes the previous directory.
-    pub fn rotate(&mut self, files: &[(&str, &str)]) {
-        let old = self.generation_dir(self.generation);
-        self.write_generation(files);
-        std::fs::remove_dir_all(old).expect("remove the old generation");
-    }
-
-    fn generation_dir(&self, generation: u32) -> PathBuf {
-        self.dir.join(format!(
-            "..2026_11_30_00_00_{generation:02}.{}",
-            1000 + generation
-        ))
-    }
-
-    fn write_generation(&mut self, files: &[(&str, &str)]) {
-        self.generation += 1;
-        let target = self.generation_dir(self.generation);
-        std::fs::create_dir(&target).expect("generation dir");
-        for (name, content) in files {
-            std::fs::write(target.join(name), content).expect("write secret file");
-        }
-        let tmp = self.dir.join("..data_tmp");
-        let name = target.file_name().expect("name").to_owned();
-        std::os::unix::fs::symlink(&name, &tmp).expect("..data_tmp symlink");
-        std::fs::rename(&tmp, self.dir.join("..data")).expect("swap ..data");
-    }
-}
+pub use probelint_testkit::pki::{Ca, LOOPBACK, Leaf};
+pub use probelint_testkit::secret::SecretDir;
 
 /// Writes a file atomically (temporary file + rename), as editors and config tools do.
 pub fn write_atomically(path: &Path, content: &str) {
@@ -224,7 +82,7 @@ impl Webhook {
     pub async fn start_with(options: Options) -> Webhook {
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = Ca::new("probelint test CA");
-        let server_leaf = ca.server("probelint-webhook v1");
+        let server_leaf = ca.server("probelint-webhook v1", LOOPBACK);
         let certs = SecretDir::create(
             &dir.path().join("certs"),
             &[

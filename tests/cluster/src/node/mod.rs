@@ -431,7 +431,7 @@ subjects:
                 String::from_utf8_lossy(&binding.stderr)
             ));
         }
-        let [port, healthz] = process::free_ports()?;
+        let [port, healthz] = probelint_testkit::net::free_ports();
         let config = format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

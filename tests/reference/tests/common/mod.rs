@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test file uses a different subset
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -37,14 +37,6 @@ pub fn make_model(dir: &Path, seed: u64) -> PathBuf {
     let path = dir.join("model.safetensors");
     probelint_reference::model::make_model(PARAMS, seed, 4, 16, &path).expect("make model");
     path
-}
-
-/// A port that was free a moment ago (for the test that must connect before the server binds).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// Changes the model file before the server starts (to corrupt or remove it).

@@ -1,0 +1,179 @@
+//! `probelint-webhook`: the probelint rules as a Kubernetes validating and mutating admission
+//! webhook, so that a GPU pod with probes that would restart-storm or take traffic too early is
+//! stopped (or fixed) at `kubectl apply`, whoever or whatever created it.
+//!
+//! This crate only adds AdmissionReview, TLS, reloading and metrics around the engine
+//! (`probelint-policies`); everything that decides lives there. The binary (`main.rs`) parses
+//! its arguments and calls [`run`].
+
+pub mod admission;
+mod budget;
+mod listen;
+mod logtext;
+mod messages;
+mod metrics;
+mod reload;
+pub mod review;
+mod server;
+mod state;
+#[cfg(test)]
+mod testing;
+
+use clap::ValueEnum;
+use probelint_policies::Policy;
+use reload::{Reloader, TlsFiles};
+use state::AppState;
+use std::io::IsTerminal as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// What the webhook serves, and from which files (the binary's arguments).
+#[derive(Debug)]
+pub struct Config {
+    /// Address of the TLS port (reviews, /livez, /readyz).
+    pub listen: SocketAddr,
+    /// Address of the plain-HTTP port (/metrics, /livez, /readyz).
+    pub metrics_listen: SocketAddr,
+    /// PEM certificate chain of the TLS port; reloaded when it changes.
+    pub tls_cert: PathBuf,
+    /// PEM private key of the TLS port; reloaded when it changes.
+    pub tls_key: PathBuf,
+    /// PEM CA bundle: require a client certificate signed by it (the apiserver's).
+    pub client_ca: Option<PathBuf>,
+    /// Policy file; without it the built-in policy applies.
+    pub policy: Option<PathBuf>,
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only for a person at a terminal: a log collector would store the escape codes
+    // (and writing them was about a third of the cost of a review's log line in a profile).
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(std::io::stdout().is_terminal());
+    match format {
+        LogFormat::Text => {
+            logtext::escape_request_text();
+            builder.init();
+        }
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
+/// Raises the soft limit on open files to the hard one and returns the limit now in force.
+/// containerd starts containers with a soft limit of 1024 (and a hard one far above): every
+/// connection, on either port, is a file descriptor, and at 1024 a few hundred idle
+/// connections were enough to lock reviewers out.
+fn raise_fd_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let before = getrlimit(Resource::Nofile);
+    let (soft, hard) = (before.current, before.maximum);
+    let show = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+    if soft == hard {
+        tracing::info!(soft = %show(soft), hard = %show(hard), "open file limit");
+        return soft.unwrap_or(u64::MAX);
+    }
+    match setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: hard,
+            maximum: hard,
+        },
+    ) {
+        Ok(()) => {
+            tracing::info!(
+                soft_before = %show(soft),
+                soft = %show(hard),
+                hard = %show(hard),
+                "raised the open file limit to its hard limit"
+            );
+            hard.unwrap_or(u64::MAX)
+        }
+        Err(error) => {
+            tracing::warn!(
+                soft = %show(soft),
+                hard = %show(hard),
+                %error,
+                "cannot raise the open file limit; connection caps follow the soft limit"
+            );
+            soft.unwrap_or(u64::MAX)
+        }
+    }
+}
+
+/// Threads that evaluate reviews over [`server::INLINE_BODY_LIMIT`]. The review memory budget
+/// decides how many run at once; more threads than cores would not finish them sooner.
+const MAX_BLOCKING_THREADS: usize = 8;
+/// How long an evaluation thread waits for more work before it exits. mimalloc keeps the pages
+/// a thread freed in that thread's heap until the thread allocates again or exits: an idle
+/// thread that had evaluated a 7 MiB review kept up to 200 MiB resident (tokio's default is
+/// 10 s), where a second later the memory is back with the system.
+const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Serves until SIGTERM: logging, the open file limit, the runtime, then both ports.
+pub fn run(config: Config) -> ExitCode {
+    init_logging(config.log_format);
+    let fd_limit = raise_fd_limit();
+    // Every rustls configuration names ring explicitly; installing it as the process default as
+    // well means no code path can ever ask rustls to choose between providers.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config, fd_limit)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "probelint-webhook cannot run");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config: Config, fd_limit: u64) -> Result<(), String> {
+    let builtin = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
+    let state = Arc::new(AppState::new(builtin));
+    let files = TlsFiles {
+        cert: config.tls_cert,
+        key: config.tls_key,
+        client_ca: config.client_ca,
+    };
+    let client_auth = files.client_ca.is_some();
+    let (reloader, tls) = Reloader::load(files, config.policy, state.clone())?;
+    reloader.spawn()?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        policy_version = %state.policy().version,
+        client_auth,
+        "probelint-webhook starting"
+    );
+    let caps = server::connection_caps(fd_limit);
+    server::serve(config.listen, config.metrics_listen, tls, state, caps)
+        .await
+        .map_err(|e| format!("server: {e}"))
+}

@@ -1,0 +1,500 @@
+//! The library's answer to each review (`probelint_webhook::review::admit`), over the fixtures:
+//! what each endpoint decides, and the response, warnings and audit annotation it writes.
+
+mod support;
+
+use base64::Engine as _;
+use json_patch::Patch;
+use probelint_policies::fix::MUTATED_ANNOTATION;
+use probelint_policies::{Finding, Policy};
+use probelint_webhook::review::{Decision, Mode, Outcome, admit};
+use serde_json::{Value, json};
+use support::{fixture, fixture_json};
+
+/// Key of the audit annotation that lists the findings.
+const FINDINGS_AUDIT_KEY: &str = "findings";
+/// Why an UPDATE that changes no pod spec is not evaluated.
+const UNCHANGED: &str = "the UPDATE leaves every pod spec unchanged";
+
+const MODES: [Mode; 3] = [Mode::Validate, Mode::Warn, Mode::Mutate];
+
+fn policy() -> Policy {
+    Policy::builtin().expect("built-in policy")
+}
+
+fn answer(name: &str, mode: Mode) -> Outcome {
+    admit(&fixture(name), mode, &policy()).expect("fixture parses")
+}
+
+fn admit_json(review: &Value, mode: Mode) -> Outcome {
+    admit(&serde_json::to_vec(review).expect("json"), mode, &policy()).expect("parses")
+}
+
+#[test]
+fn replicas_only_updates_are_neither_judged_nor_patched() {
+    for name in [
+        "allow-deployment-replicas-update",
+        "allow-deployment-scale-to-zero",
+    ] {
+        let review = fixture_json(name);
+        for mode in MODES {
+            let out = admit_json(&review, mode);
+            assert_eq!(out.decision, Decision::Skipped(UNCHANGED.into()), "{name}");
+            assert!(out.review.response.allowed);
+            assert!(out.review.response.patch.is_none());
+        }
+        // The template is one that a CREATE would be refused for.
+        let mut create = review.clone();
+        create["request"]["operation"] = json!("CREATE");
+        create["request"]["oldObject"] = Value::Null;
+        assert_eq!(
+            admit_json(&create, Mode::Validate).decision,
+            Decision::Denied
+        );
+    }
+}
+
+#[test]
+fn a_metadata_update_warns_when_the_workloads_own_probelint_annotations_miss_the_pods() {
+    let mut review = fixture_json("allow-update-labels-only");
+    review["request"]["object"]["metadata"]["annotations"] = json!({
+        "probelint.io/ignore": "gpu-readiness-probe-missing",
+        "probelint.io/ignore-reason": "behind a queue"
+    });
+    let out = admit_json(&review, Mode::Validate);
+    assert_eq!(out.decision, Decision::Warned);
+    assert_eq!(
+        out.review.response.warnings,
+        [
+            "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+        ]
+    );
+    // Never judged, never patched: the template is what it was.
+    assert!(out.findings.is_empty());
+    let mutated = admit_json(&review, Mode::Mutate);
+    assert_eq!(mutated.decision, Decision::Skipped(UNCHANGED.into()));
+    assert!(mutated.review.response.patch.is_none());
+    // Already there before this UPDATE: nothing new to say.
+    review["request"]["oldObject"]["metadata"]["annotations"] =
+        review["request"]["object"]["metadata"]["annotations"].clone();
+    assert_eq!(
+        admit_json(&review, Mode::Validate).decision,
+        Decision::Skipped(UNCHANGED.into())
+    );
+}
+
+#[test]
+fn mutation_carries_a_workloads_exemption_to_its_pods() {
+    let review = fixture_json("warn-deployment-exemption-not-on-template");
+    let out = admit_json(&review, Mode::Validate);
+    assert_eq!(out.decision, Decision::Warned);
+    assert_eq!(
+        out.review.response.warnings,
+        [
+            "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+        ]
+    );
+    let out = admit_json(&review, Mode::Mutate);
+    assert_eq!(out.decision, Decision::Patched);
+    assert_eq!(
+        out.review.response.warnings,
+        [
+            "probelint copied probelint.io/ignore, probelint.io/ignore-reason into the pod template, so that its Pods carry it"
+        ]
+    );
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(out.review.response.patch.as_deref().expect("patch"))
+        .expect("base64");
+    let patch: Patch = serde_json::from_slice(&patch).expect("patch json");
+    let mut mutated = review.clone();
+    json_patch::patch(&mut mutated["request"]["object"], &patch).expect("applies");
+    let template = &mutated["request"]["object"]["spec"]["template"]["metadata"];
+    assert_eq!(template["annotations"]["probelint.io/ignore"], "all");
+    assert_eq!(
+        template["annotations"]["probelint.io/model-load-seconds"],
+        "480"
+    );
+    assert_eq!(
+        admit_json(&mutated, Mode::Validate).decision,
+        Decision::Allowed
+    );
+    assert_eq!(
+        admit_json(&mutated, Mode::Mutate).decision,
+        Decision::Allowed
+    );
+}
+
+#[test]
+fn the_pods_of_an_exempted_workload_are_neither_warned_about_nor_fixed() {
+    let review = fixture_json("allow-pod-of-exempted-deployment");
+    for mode in MODES {
+        let out = admit_json(&review, mode);
+        assert_eq!(out.decision, Decision::Allowed, "{mode:?}");
+        assert!(out.review.response.patch.is_none());
+        assert!(out.review.response.warnings.is_empty());
+        assert!(!out.findings.is_empty() && out.findings.iter().all(Finding::is_suppressed));
+    }
+}
+
+#[test]
+fn clean_gpu_pod_is_allowed_without_comment() {
+    let out = answer("allow-clean-gpu-pod", Mode::Validate);
+    assert_eq!(out.decision, Decision::Allowed);
+    assert_eq!(
+        serde_json::to_value(&out.review).expect("json"),
+        json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": "7f0b2b3e-5c1a-4a59-9d0e-4f2f6f1c1a01", "allowed": true}
+        })
+    );
+    assert_eq!(out.summary.kind, "v1/Pod");
+    assert_eq!(out.summary.operation, "CREATE");
+}
+
+#[test]
+fn gpu_deployment_without_probes_is_denied_with_rules_container_and_fix() {
+    let out = answer("deny-gpu-deployment-without-probes", Mode::Validate);
+    assert_eq!(out.decision, Decision::Denied);
+    let response = &out.review.response;
+    assert!(!response.allowed);
+    assert_eq!(response.uid, "2d7e8f8a-0b7c-4b8e-8a55-5c2a0f1b9e02");
+    let status = response.status.as_ref().expect("status");
+    assert_eq!(status.code, 403);
+    assert!(
+        status
+            .message
+            .starts_with("probelint found 3 errors in Deployment inference/llama-3-70b:"),
+        "{}",
+        status.message
+    );
+    for rule in [
+        "gpu-startup-probe-missing",
+        "gpu-readiness-probe-missing",
+        "liveness-restart-loop",
+    ] {
+        assert!(
+            status
+                .message
+                .contains(&format!("- {rule}: container \"vllm\" ")),
+            "{rule} missing from:\n{}",
+            status.message
+        );
+    }
+    assert!(status.message.contains("\n  fix: add a startupProbe"));
+    // Errors are in the message, not repeated as warnings.
+    assert!(response.warnings.is_empty(), "{:?}", response.warnings);
+    let audit: Value =
+        serde_json::from_str(&response.audit_annotations[FINDINGS_AUDIT_KEY]).expect("json");
+    assert_eq!(audit.as_array().map(Vec::len), Some(3));
+    assert_eq!(audit[0]["container"], "vllm");
+    assert_eq!(audit[0]["severity"], "error");
+}
+
+#[test]
+fn warn_mode_never_denies_and_warns_about_errors_too() {
+    let out = answer("deny-gpu-deployment-without-probes", Mode::Warn);
+    assert_eq!(out.decision, Decision::Warned);
+    let response = &out.review.response;
+    assert!(response.allowed);
+    assert!(response.status.is_none());
+    assert_eq!(
+        response.warnings,
+        [
+            "error gpu-readiness-probe-missing in vllm: A serving GPU container has no readinessProbe",
+            "error gpu-startup-probe-missing in vllm: A serving GPU container has no startupProbe",
+            "error liveness-restart-loop in vllm: Liveness kills the container before its model can load (no startupProbe)",
+        ]
+    );
+    assert!(response.audit_annotations.contains_key(FINDINGS_AUDIT_KEY));
+}
+
+#[test]
+fn warnings_alone_are_allowed_with_short_warnings() {
+    let out = answer("warn-gpu-deployment-exec-probe", Mode::Validate);
+    assert_eq!(out.decision, Decision::Warned);
+    let response = &out.review.response;
+    assert!(response.allowed);
+    assert_eq!(response.warnings.len(), 1);
+    let warning = &response.warnings[0];
+    assert_eq!(
+        warning,
+        "warning exec-probe-heavy in vllm: An exec probe on a GPU container runs nvidia-smi, Python or a shell pipeline"
+    );
+}
+
+#[test]
+fn suppressed_findings_never_deny_but_are_audited() {
+    let mut review: Value =
+        serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+    review["request"]["object"]["metadata"]["annotations"] = json!({
+        "probelint.io/ignore": "gpu-startup-probe-missing,gpu-readiness-probe-missing,liveness-restart-loop",
+        "probelint.io/ignore-reason": "batch warm-up pod, never serves"
+    });
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+    // Allowed; the one warning says that the Deployment's Pods will not be exempt.
+    assert_eq!(out.decision, Decision::Warned, "{:?}", out.review);
+    assert!(out.review.response.allowed);
+    assert_eq!(
+        out.review.response.warnings,
+        [
+            "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations"
+        ]
+    );
+    let audit = &out.review.response.audit_annotations[FINDINGS_AUDIT_KEY];
+    assert!(
+        audit.contains(
+            r#""suppressed":{"source":"annotation","reason":"batch warm-up pod, never serves"}"#
+        ),
+        "{audit}"
+    );
+    // On the template as well: the Pods carry it, nothing to say.
+    review["request"]["object"]["spec"]["template"]["metadata"]["annotations"]["probelint.io/ignore"] =
+        json!("all");
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+    assert_eq!(out.decision, Decision::Allowed, "{:?}", out.review);
+}
+
+#[test]
+fn the_request_namespace_names_an_object_that_lacks_one_or_has_null() {
+    for null in [false, true] {
+        let mut review: Value =
+            serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+        let metadata = review["request"]["object"]["metadata"]
+            .as_object_mut()
+            .expect("metadata");
+        if null {
+            metadata.insert("namespace".into(), Value::Null);
+        } else {
+            metadata.remove("namespace");
+        }
+        let body = serde_json::to_vec(&review).expect("json");
+        let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+        let status = out.review.response.status.expect("denied");
+        assert!(
+            status
+                .message
+                .starts_with("probelint found 3 errors in Deployment inference/llama-3-70b:"),
+            "null: {null}: {}",
+            status.message
+        );
+    }
+}
+
+#[test]
+fn objects_without_pod_specs_are_allowed() {
+    let out = answer("allow-configmap", Mode::Validate);
+    assert_eq!(out.decision, Decision::Allowed);
+    assert!(out.findings.is_empty());
+}
+
+#[test]
+fn delete_subresource_and_metadata_only_updates_are_skipped() {
+    for (name, reason) in [
+        ("allow-delete-deployment", "DELETE is not checked"),
+        (
+            "allow-scale-subresource",
+            "subresource \"scale\" is not checked",
+        ),
+        ("allow-update-labels-only", UNCHANGED),
+    ] {
+        for mode in [Mode::Validate, Mode::Warn, Mode::Mutate] {
+            let out = answer(name, mode);
+            assert_eq!(out.decision, Decision::Skipped(reason.into()), "{name}");
+            assert!(out.review.response.allowed);
+            assert!(out.review.response.patch.is_none());
+        }
+    }
+}
+
+#[test]
+fn updates_that_change_the_pod_template_are_evaluated() {
+    let out = answer("deny-update-new-image", Mode::Validate);
+    assert_eq!(out.decision, Decision::Denied);
+    assert_eq!(out.summary.operation, "UPDATE");
+}
+
+#[test]
+fn dry_run_is_evaluated_the_same() {
+    let mut review: Value =
+        serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+    review["request"]["dryRun"] = json!(true);
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+    assert_eq!(out.decision, Decision::Denied);
+    assert!(out.summary.dry_run);
+}
+
+#[test]
+fn unknown_fields_and_a_large_old_object_do_not_change_the_answer() {
+    let plain = answer("deny-gpu-deployment-without-probes", Mode::Validate);
+    let mut review: Value =
+        serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+    review["somethingNew"] = json!({"nested": [1, 2, {"x": null}]});
+    review["response"] = json!("not a response");
+    review["request"]["userInfo"] = json!(7);
+    review["request"]["options"] = json!([null]);
+    review["request"]["futureField"] = json!({"a": "b"});
+    // Not looked at on a CREATE, however big.
+    let container =
+        review["request"]["object"]["spec"]["template"]["spec"]["containers"][0].clone();
+    let mut old = review["request"]["object"].clone();
+    old["spec"]["template"]["spec"]["containers"] = Value::Array(vec![container; 2_000]);
+    review["request"]["oldObject"] = old;
+    let body = serde_json::to_vec(&review).expect("json");
+    assert!(body.len() > 1_000_000, "{}", body.len());
+    let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+    assert_eq!(out.decision, Decision::Denied);
+    assert_eq!(out.review.to_json(), plain.review.to_json());
+    assert_eq!(out.summary, plain.summary);
+}
+
+#[test]
+fn the_object_must_be_a_json_object_or_null() {
+    let with_object = |object: Value| {
+        let mut review: Value =
+            serde_json::from_slice(&fixture("allow-clean-gpu-pod")).expect("json");
+        review["request"]["object"] = object;
+        admit(
+            &serde_json::to_vec(&review).expect("json"),
+            Mode::Mutate,
+            &policy(),
+        )
+    };
+    for object in [json!(7), json!("pod"), json!([]), json!(true)] {
+        let err = with_object(object.clone())
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.starts_with(
+                "the body is not a valid admission.k8s.io/v1 AdmissionReview: invalid type:"
+            ),
+            "{object}: {err}"
+        );
+    }
+    let out = with_object(Value::Null).expect("answered");
+    assert_eq!(
+        out.decision,
+        Decision::Skipped("the request carries no object".into())
+    );
+    assert!(out.review.response.allowed);
+}
+
+#[test]
+fn an_update_is_judged_only_when_a_pod_spec_or_a_template_probelint_annotation_changes() {
+    let review: Value = serde_json::from_slice(&fixture("allow-update-labels-only")).expect("json");
+    let decide = |review: &Value| {
+        admit(
+            &serde_json::to_vec(review).expect("json"),
+            Mode::Validate,
+            &policy(),
+        )
+        .expect("parses")
+        .decision
+    };
+    let skipped = Decision::Skipped(UNCHANGED.into());
+    assert_eq!(decide(&review), skipped);
+    for (path, value, judged) in [
+        ("/request/object/status", json!({"replicas": 3}), false),
+        (
+            "/request/object/metadata/annotations",
+            json!({"a": "b"}),
+            false,
+        ),
+        ("/request/object/spec/paused", json!(true), false),
+        ("/request/object/spec/replicas", json!(7), false),
+        // `kubectl rollout restart`: the Pods restart as they were.
+        (
+            "/request/object/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
+            json!("2026-11-02T10:00:00Z"),
+            false,
+        ),
+        (
+            "/request/object/spec/template/metadata/labels/version",
+            json!("2"),
+            false,
+        ),
+        (
+            "/request/object/spec/template/metadata/annotations/probelint.io~1model-load-seconds",
+            json!("1200"),
+            true,
+        ),
+        (
+            "/request/object/spec/template/spec/containers/0/image",
+            json!("vllm/vllm-openai:v0.6.4"),
+            true,
+        ),
+        (
+            "/request/object/spec/template/spec/nodeSelector",
+            json!({"gpu": "h100"}),
+            true,
+        ),
+    ] {
+        let mut changed = review.clone();
+        let (parent, key) = path.rsplit_once('/').expect("path");
+        if changed.pointer(parent).is_none_or(Value::is_null) {
+            *changed.pointer_mut(parent).expect("grandparent exists") = json!({});
+        }
+        changed.pointer_mut(parent).expect("parent")[key.replace("~1", "/")] = value;
+        assert_eq!(decide(&changed) != skipped, judged, "{path}");
+    }
+}
+
+#[test]
+fn an_object_without_metadata_gets_a_patch_that_applies_to_it() {
+    let mut review: Value =
+        serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
+    review["request"]["object"]
+        .as_object_mut()
+        .expect("object")
+        .remove("metadata");
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Mutate, &policy()).expect("parses");
+    assert_eq!(out.decision, Decision::Patched);
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(out.review.response.patch.as_deref().expect("patch"))
+        .expect("base64");
+    let patch: Patch = serde_json::from_slice(&patch).expect("patch json");
+    let mut object = review["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).expect("the patch applies to the object as sent");
+    assert!(object["metadata"]["annotations"][MUTATED_ANNOTATION].is_string());
+}
+
+#[test]
+fn mutate_without_fixes_allows_with_no_patch_exact_json() {
+    let out = answer("allow-clean-gpu-pod", Mode::Mutate);
+    assert_eq!(out.decision, Decision::Allowed);
+    assert_eq!(
+        String::from_utf8(out.review.to_json()).expect("utf-8"),
+        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"7f0b2b3e-5c1a-4a59-9d0e-4f2f6f1c1a01","allowed":true}}"#
+    );
+}
+
+#[test]
+fn mutate_fixes_gpu_deployment_without_startup_probe() {
+    let body = fixture("deny-gpu-deployment-without-probes");
+    let out = admit(&body, Mode::Mutate, &policy()).expect("parses");
+    assert_eq!(out.decision, Decision::Patched);
+    let response = &out.review.response;
+    assert_eq!(response.patch_type, Some("JSONPatch"));
+    let patch_json = base64::engine::general_purpose::STANDARD
+        .decode(response.patch.as_deref().expect("patch"))
+        .expect("base64");
+    let patch: Patch = serde_json::from_slice(&patch_json).expect("patch json");
+    let review: Value = serde_json::from_slice(&body).expect("json");
+    let mut object = review["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).expect("patch applies");
+    let after = probelint_policies::evaluate_one(&object, &policy());
+    assert!(
+        !after.iter().any(|f| f.rule == "gpu-startup-probe-missing"),
+        "{after:#?}"
+    );
+    assert!(
+        object["metadata"]["annotations"]["probelint.io/mutated"]
+            .as_str()
+            .is_some_and(|v| v.contains("gpu-startup-probe-missing:vllm"))
+    );
+    assert!(!response.warnings.is_empty());
+}
