@@ -6,7 +6,7 @@
 //! documents that a fix has no business touching; dumping the patched object back as YAML
 //! would lose all of them and make the diff unreadable. So, like zizmor, this module never
 //! re-serialises a file: it finds each node a patch operation touches through the YAML layer's
-//! [`Locations`](crate::yaml::Locations), computes byte ranges, and splices in new text
+//! [`Locations`](crate::load::Locations), computes byte ranges, and splices in new text
 //! indented like its siblings. Everything it does not change stays byte-for-byte.
 //!
 //! # Why verify
@@ -60,7 +60,7 @@ use json_patch::{
 };
 use serde_json::Value;
 
-use crate::yaml::{Document, Limits, parse_stream};
+use crate::load::{Document, Limits, parse_stream};
 use edit::{Edit, View};
 use schedule::Unit;
 

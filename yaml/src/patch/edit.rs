@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::render::{self, Context, Layout};
 use super::scan;
-use crate::yaml::{Locations, NodeLocation, escape_pointer_token};
+use crate::load::{Locations, NodeLocation, escape_pointer_token};
 
 /// Replace `start..end` of the text with `text`.
 #[derive(Debug, Clone, PartialEq, Eq)]
