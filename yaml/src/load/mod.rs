@@ -29,11 +29,13 @@
 //! for `--fix`, which splices text and so must know when a node's text is shared through an
 //! anchor ([`NodeLocation::shared`]).
 
+mod budget;
 mod builder;
 mod error;
 mod location;
 mod resolve;
 mod source;
+mod spans;
 
 #[cfg(test)]
 mod tests;
