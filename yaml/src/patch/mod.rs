@@ -45,10 +45,14 @@
 //! read the same, and whatever would not read back as the patched object (a keep-chomped `|+`
 //! scalar that owns the blank lines after it, for one).
 
-mod edit;
+mod add;
+mod layout;
+mod remove;
 mod render;
+mod replace;
 mod scan;
 mod schedule;
+mod view;
 
 #[cfg(test)]
 mod tests;
@@ -61,8 +65,8 @@ use json_patch::{
 use serde_json::Value;
 
 use crate::load::{Document, Limits, parse_stream};
-use edit::{Edit, View};
 use schedule::Unit;
+use view::{Edit, View};
 
 /// One object's patch: which document of the file, where the object is inside it, and the
 /// operations (RFC 6902, paths relative to the object, as the rule engine produces them).
@@ -261,7 +265,7 @@ fn expected_documents(
             // `patch` leaves the value as it was when it fails, so it can be looked at.
             if let Err(e) = json_patch::patch(value, std::slice::from_ref(&full)) {
                 // `readinessProbe:` with nothing after it is null: say so, it is the usual cause.
-                let null_parent = edit::split_pointer(full.path().as_str())
+                let null_parent = view::split_pointer(full.path().as_str())
                     .filter(|(parent, _)| value.pointer(parent).is_some_and(Value::is_null));
                 return Err(error(match null_parent {
                     Some((parent, _)) => format!(
@@ -288,19 +292,19 @@ struct Region<'l> {
     limits: &'l Limits,
     newline: &'static str,
     /// The document's layout before any edit.
-    layout: edit::DocumentLayout,
+    layout: layout::DocumentLayout,
 }
 
 impl<'l> Region<'l> {
     /// Reads a region, which must hold exactly one document.
     fn parse(text: String, limits: &'l Limits, newline: &'static str) -> Result<Self, String> {
         let document = Self::read(&text, limits)?;
-        let layout = edit::document_layout(&View {
+        let layout = layout::document_layout(&View {
             text: &text,
             locations: &document.locations,
             value: &document.value,
             newline,
-            layout: &edit::DocumentLayout::default(),
+            layout: &layout::DocumentLayout::default(),
         });
         Ok(Region {
             text,
@@ -384,14 +388,14 @@ impl<'l> Region<'l> {
                 else {
                     return None;
                 };
-                match edit::swap(&view, removed.path.as_str(), add.path.as_str(), &add.value) {
+                match replace::swap(&view, removed.path.as_str(), add.path.as_str(), &add.value) {
                     Some(swapped) => {
                         edits.extend(swapped.ok()?);
                         ops.push(op);
                         ops.push(added);
                     }
                     None => {
-                        edits.extend(edit::remove(&view, removed.path.as_str()).ok()?);
+                        edits.extend(remove::remove(&view, removed.path.as_str()).ok()?);
                         ops.push(op);
                         later.push(Unit {
                             patch: unit.patch,
@@ -404,13 +408,13 @@ impl<'l> Region<'l> {
             }
             match &op {
                 PatchOperation::Add(o) => {
-                    edits.extend(edit::add(&view, o.path.as_str(), &o.value).ok()?)
+                    edits.extend(add::add(&view, o.path.as_str(), &o.value).ok()?)
                 }
                 PatchOperation::Remove(o) => {
-                    edits.extend(edit::remove(&view, o.path.as_str()).ok()?)
+                    edits.extend(remove::remove(&view, o.path.as_str()).ok()?)
                 }
                 PatchOperation::Replace(o) => {
-                    edits.extend(edit::replace(&view, o.path.as_str(), &o.value).ok()?);
+                    edits.extend(replace::replace(&view, o.path.as_str(), &o.value).ok()?);
                 }
                 PatchOperation::Test(_) => {}
                 PatchOperation::Move(_) | PatchOperation::Copy(_) => return None,
@@ -432,7 +436,7 @@ impl<'l> Region<'l> {
         if let PatchOperation::Remove(removed) = &op
             && let Some(next) = patch.ops.get(i + 1)
             && let PatchOperation::Add(added) = prefixed(&patch.prefix, next)?
-            && let Some(edits) = edit::swap(
+            && let Some(edits) = replace::swap(
                 &self.view(),
                 removed.path.as_str(),
                 added.path.as_str(),
@@ -447,20 +451,20 @@ impl<'l> Region<'l> {
         let expected = patched(self.current(), std::slice::from_ref(&op))?;
         match &op {
             PatchOperation::Add(o) => {
-                let edits = edit::add(&self.view(), o.path.as_str(), &o.value)?;
+                let edits = add::add(&self.view(), o.path.as_str(), &o.value)?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Remove(o) => {
-                let edits = edit::remove(&self.view(), o.path.as_str())?;
+                let edits = remove::remove(&self.view(), o.path.as_str())?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Replace(o) => {
-                let edits = edit::replace(&self.view(), o.path.as_str(), &o.value)?;
+                let edits = replace::replace(&self.view(), o.path.as_str(), &o.value)?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Copy(o) => {
                 let value = self.value_at(o.from.as_str())?;
-                let edits = edit::add(&self.view(), o.path.as_str(), &value)?;
+                let edits = add::add(&self.view(), o.path.as_str(), &value)?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Move(o) => {
@@ -470,9 +474,9 @@ impl<'l> Region<'l> {
                         path: o.from.clone(),
                     });
                     let between = patched(self.current(), std::slice::from_ref(&remove))?;
-                    let edits = edit::remove(&self.view(), o.from.as_str())?;
+                    let edits = remove::remove(&self.view(), o.from.as_str())?;
                     self.commit(edits, &between)?;
-                    let edits = edit::add(&self.view(), o.path.as_str(), &value)?;
+                    let edits = add::add(&self.view(), o.path.as_str(), &value)?;
                     self.commit(edits, &expected)?;
                 }
             }
@@ -492,7 +496,7 @@ impl<'l> Region<'l> {
     /// Applies `edits`, reads the text back and keeps it only if it is still one document and
     /// reads as `expected`.
     fn commit(&mut self, edits: Vec<Edit>, expected: &Value) -> Result<(), String> {
-        let text = edit::apply_edits(&self.text, edits)?;
+        let text = view::apply_edits(&self.text, edits)?;
         let document = Self::read(&text, self.limits)?;
         if !same_json(&document.value, expected) {
             return Err(

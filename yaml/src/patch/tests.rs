@@ -931,7 +931,7 @@ fn probe_fixes(object: &Value) -> Vec<PatchOperation> {
 /// directly followed by an `add` to the same mapping.
 fn one_step_at_a_time(ops: &[PatchOperation]) -> Vec<&[PatchOperation]> {
     let parent =
-        |op: &PatchOperation| edit::split_pointer(op.path().as_str()).map(|(p, _)| p.to_owned());
+        |op: &PatchOperation| view::split_pointer(op.path().as_str()).map(|(p, _)| p.to_owned());
     let mut steps = Vec::new();
     let mut i = 0;
     while i < ops.len() {
