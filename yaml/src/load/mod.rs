@@ -8,7 +8,7 @@
 //! resolve YAML 1.2, where `enabled: on` is the string `"on"`; a linter that disagrees with the
 //! cluster about what a manifest says is worse than none. So this module drives
 //! saphyr-parser's event API (a YAML 1.2 *syntax* parser; syntax is the same in both versions)
-//! and resolves plain scalars the way go-yaml v2 does ([`resolve`]). Mapping keys become
+//! and resolves plain scalars the way go-yaml v2 does (`resolve.rs`). Mapping keys become
 //! strings the way sigs.k8s.io/yaml makes them (`8080:` → `"8080"`, `yes:` → `"true"`).
 //!
 //! # Hostile input

@@ -38,12 +38,21 @@
 //! - strings are quoted when YAML 1.1 would read them as something else (`"on"`, `"8080"`),
 //!   keys and strings are double-quoted in JSON files.
 //!
-//! Refused: anything written through an anchor, alias or merge key (editing it would change
-//! other places), adding inside an empty value (`readinessProbe:` with nothing after it is
-//! `null`, and the patch does not apply), nested block sequences that share a line (`- - x`),
-//! the document root itself, a document that needs a `%YAML`/`%TAG` directive of the file to
-//! read the same, and whatever would not read back as the patched object (a keep-chomped `|+`
-//! scalar that owns the blank lines after it, for one).
+//! Refused, each by the code named (a [`TextFixError`] that says why and what to do):
+//!
+//! - anything written through an anchor, alias or merge key, since editing it would change other
+//!   places: `view::refuse_shared`, which `add`, `remove` and `replace` call before any edit;
+//! - adding inside an empty value (`readinessProbe:` with nothing after it is `null`, and the
+//!   patch does not apply): `expected_documents`, when `json_patch` refuses the operation, before
+//!   any text is touched;
+//! - nested block sequences that share a line (`- - x`): `add::add_item`;
+//! - the document root itself: `add::add`, `remove::remove`, `replace::replace` (the pointer has
+//!   no parent, `view::split_pointer`);
+//! - a document that needs a `%YAML`/`%TAG` directive of the file to read the same: [`apply`],
+//!   when the document's region does not parse alone or reads as something else;
+//! - whatever would not read back as the patched object (a keep-chomped `|+` scalar that owns
+//!   the blank lines after it, for one): `Region::commit` after each step, and [`apply`] once
+//!   more over the whole file.
 
 mod add;
 mod layout;
