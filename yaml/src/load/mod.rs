@@ -41,7 +41,7 @@ mod spans;
 mod tests;
 
 pub use error::{YamlError, YamlErrorKind};
-pub use location::{Locations, NodeLocation, Span, escape_pointer_token};
+pub use location::{Locations, NodeLocation, Span};
 
 /// Bounds on what one file may cost. The defaults are far above any real manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

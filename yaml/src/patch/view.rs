@@ -14,7 +14,9 @@ use serde_json::Value;
 use super::layout::DocumentLayout;
 use super::render::Context;
 use super::scan;
-use crate::load::{Locations, NodeLocation, escape_pointer_token};
+use json_patch::jsonptr::Token;
+
+use crate::load::{Locations, NodeLocation};
 
 /// Replace `start..end` of the text with `text`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,27 +73,13 @@ pub(super) struct Node<'a> {
 
 /// Splits a pointer into its parent and its last (decoded) token.
 pub(super) fn split_pointer(pointer: &str) -> Option<(&str, String)> {
-    let slash = pointer.rfind('/')?;
-    let raw = pointer.get(slash + 1..)?;
-    let parent = pointer.get(..slash)?;
-    let mut token = String::with_capacity(raw.len());
-    let mut chars = raw.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' {
-            match chars.next() {
-                Some('0') => token.push('~'),
-                Some('1') => token.push('/'),
-                _ => return None,
-            }
-        } else {
-            token.push(c);
-        }
-    }
-    Some((parent, token))
+    let (parent, raw) = pointer.rsplit_once('/')?;
+    let token = Token::from_encoded(raw).ok()?;
+    Some((parent, token.decoded().into_owned()))
 }
 
 pub(super) fn child_pointer(parent: &str, key: &str) -> String {
-    format!("{parent}/{}", escape_pointer_token(key))
+    format!("{parent}/{}", Token::new(key).encoded())
 }
 
 impl<'a> View<'a> {
