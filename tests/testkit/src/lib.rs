@@ -8,6 +8,7 @@
 pub mod corpus;
 pub mod process;
 pub mod python;
+pub mod yaml;
 
 use std::path::{Path, PathBuf};
 
