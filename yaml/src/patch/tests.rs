@@ -8,6 +8,22 @@ thread_local! {
     pub(super) static BATCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// Pins a fixed text with an inline snapshot. insta trims the end of a snapshot and reads
+/// `\r\n` as `\n`, so what it cannot see is asserted here: how the text ends (one `\n` unless
+/// told otherwise; no trailing blanks, no extra blank line) and that it has no `\r`. The
+/// line-ending tests compare whole strings instead.
+macro_rules! assert_fixed {
+    ($out:expr, @$snapshot:literal) => {
+        assert_fixed!($out, ending "\n", @$snapshot)
+    };
+    ($out:expr, ending $end:literal, @$snapshot:literal) => {{
+        let out: &str = &$out;
+        assert_eq!(&out[out.trim_end().len()..], $end, "how the fixed text ends: {out:?}");
+        assert!(!out.contains('\r'), "a CR in the fixed text: {out:?}");
+        insta::assert_snapshot!(out, @$snapshot);
+    }};
+}
+
 fn pointer(path: &str) -> PointerBuf {
     PointerBuf::parse(path).unwrap_or_default()
 }
@@ -140,13 +156,42 @@ fn startup_probe_goes_after_the_last_key_of_the_container_with_comments_kept() {
         &[add(&format!("{CONTAINER}/startupProbe"), probe)],
     );
     assert_only_inserted(DEPLOYMENT, &out);
-    let expected = DEPLOYMENT.replace(
-        "              nvidia.com/gpu: 1 # one GPU\n",
-        "              nvidia.com/gpu: 1 # one GPU\n          startupProbe:\n            \
-         httpGet:\n              path: /health\n              port: 8000\n            \
-         periodSeconds: 10\n            failureThreshold: 38\n            timeoutSeconds: 3\n",
-    );
-    assert_eq!(out, expected);
+    assert_fixed!(out, @r"
+        # vLLM on one GPU
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: vllm   # keep in sync with the Service
+        spec:
+          template:
+            spec:
+              containers:
+                - name: server   # the model server
+                  image: vllm/vllm-openai:v0.6.0
+                  ports:
+                    - containerPort: 8000
+                  # readiness: just the port for now
+                  readinessProbe:
+                    tcpSocket:
+                      port: 8000
+                    periodSeconds: 5   # fast
+                  livenessProbe:
+                    httpGet: {path: /health, port: 8000}
+                  resources:
+                    limits:
+                      nvidia.com/gpu: 1 # one GPU
+                  startupProbe:
+                    httpGet:
+                      path: /health
+                      port: 8000
+                    periodSeconds: 10
+                    failureThreshold: 38
+                    timeoutSeconds: 3
+
+                # the sidecar below is optional
+                - name: sidecar
+                  image: busybox
+        ");
 }
 
 #[test]
@@ -158,10 +203,35 @@ fn replace_changes_only_the_scalar_and_keeps_its_comment() {
             json!(10),
         )],
     );
-    assert_eq!(
-        out,
-        DEPLOYMENT.replace("periodSeconds: 5   # fast", "periodSeconds: 10   # fast")
-    );
+    assert_fixed!(out, @r"
+        # vLLM on one GPU
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: vllm   # keep in sync with the Service
+        spec:
+          template:
+            spec:
+              containers:
+                - name: server   # the model server
+                  image: vllm/vllm-openai:v0.6.0
+                  ports:
+                    - containerPort: 8000
+                  # readiness: just the port for now
+                  readinessProbe:
+                    tcpSocket:
+                      port: 8000
+                    periodSeconds: 10   # fast
+                  livenessProbe:
+                    httpGet: {path: /health, port: 8000}
+                  resources:
+                    limits:
+                      nvidia.com/gpu: 1 # one GPU
+
+                # the sidecar below is optional
+                - name: sidecar
+                  image: busybox
+        ");
     let (removed, added) = diff_lines(DEPLOYMENT, &out);
     assert_eq!((removed.len(), added), (1, 1));
 }
@@ -181,20 +251,34 @@ spec:
 ";
     let path = "/spec/containers/0/startupProbe/failureThreshold";
     let out = fix(text, &[replace(path, json!(60))]);
-    assert_eq!(
-        out,
-        text.replace("failureThreshold: 3 #", "failureThreshold: 60 #")
-    );
+    assert_fixed!(out, @r"
+        spec:
+          containers:
+          - name: tgi
+            startupProbe:
+              httpGet:
+                path: /health
+                port: http
+              failureThreshold: 60 # the default; too short for a 70B model
+              periodSeconds: 10
+        ");
     let without = text.replace(
         "      failureThreshold: 3 # the default; too short for a 70B model\n",
         "",
     );
     let out = fix(&without, &[add(path, json!(60))]);
-    assert_eq!(
-        out,
-        format!("{without}      failureThreshold: 60\n"),
-        "appended after periodSeconds, indented like it"
-    );
+    // appended after periodSeconds, indented like it
+    assert_fixed!(out, @r"
+        spec:
+          containers:
+          - name: tgi
+            startupProbe:
+              httpGet:
+                path: /health
+                port: http
+              periodSeconds: 10
+              failureThreshold: 60
+        ");
 }
 
 #[test]
@@ -210,13 +294,36 @@ fn tcp_socket_is_swapped_for_http_get_in_place() {
             ),
         ],
     );
-    assert_eq!(
-        out,
-        DEPLOYMENT.replace(
-            "            tcpSocket:\n              port: 8000\n",
-            "            httpGet:\n              path: /health\n              port: 8000\n"
-        )
-    );
+    assert_fixed!(out, @r"
+        # vLLM on one GPU
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: vllm   # keep in sync with the Service
+        spec:
+          template:
+            spec:
+              containers:
+                - name: server   # the model server
+                  image: vllm/vllm-openai:v0.6.0
+                  ports:
+                    - containerPort: 8000
+                  # readiness: just the port for now
+                  readinessProbe:
+                    httpGet:
+                      path: /health
+                      port: 8000
+                    periodSeconds: 5   # fast
+                  livenessProbe:
+                    httpGet: {path: /health, port: 8000}
+                  resources:
+                    limits:
+                      nvidia.com/gpu: 1 # one GPU
+
+                # the sidecar below is optional
+                - name: sidecar
+                  image: busybox
+        ");
     // The only key of its mapping: the swap keeps the mapping from ever being empty.
     let text = "readinessProbe:\n  tcpSocket:\n    port: 80 # api\nother: 1\n";
     let out = fix(
@@ -229,17 +336,25 @@ fn tcp_socket_is_swapped_for_http_get_in_place() {
             ),
         ],
     );
-    assert_eq!(
-        out,
-        "readinessProbe:\n  httpGet:\n    path: /ready\n    port: 80\nother: 1\n"
-    );
+    assert_fixed!(out, @r"
+        readinessProbe:
+          httpGet:
+            path: /ready
+            port: 80
+        other: 1
+        ");
 }
 
 #[test]
 fn remove_then_add_of_the_same_key_rewrites_it_in_place() {
     let text = "p:\n  a: 1 # one\n  b: 2\n";
     let out = fix(text, &[remove("/p/a"), add("/p/a", json!({"x": 1}))]);
-    assert_eq!(out, "p:\n  a:\n    x: 1\n  b: 2\n");
+    assert_fixed!(out, @r"
+        p:
+          a:
+            x: 1
+          b: 2
+        ");
 }
 
 #[test]
@@ -260,32 +375,94 @@ fn remove_takes_the_entry_lines_and_its_comment_but_not_its_neighbours() {
         DEPLOYMENT,
         &[remove(&format!("{CONTAINER}/readinessProbe/periodSeconds"))],
     );
-    assert_eq!(
-        out,
-        DEPLOYMENT.replace("            periodSeconds: 5   # fast\n", "")
-    );
+    assert_fixed!(out, @r"
+        # vLLM on one GPU
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: vllm   # keep in sync with the Service
+        spec:
+          template:
+            spec:
+              containers:
+                - name: server   # the model server
+                  image: vllm/vllm-openai:v0.6.0
+                  ports:
+                    - containerPort: 8000
+                  # readiness: just the port for now
+                  readinessProbe:
+                    tcpSocket:
+                      port: 8000
+                  livenessProbe:
+                    httpGet: {path: /health, port: 8000}
+                  resources:
+                    limits:
+                      nvidia.com/gpu: 1 # one GPU
+
+                # the sidecar below is optional
+                - name: sidecar
+                  image: busybox
+        ");
     let out = fix(
         DEPLOYMENT,
         &[remove(&format!("{CONTAINER}/readinessProbe"))],
     );
-    assert_eq!(
-        out,
-        DEPLOYMENT.replace(
-            "          readinessProbe:\n            tcpSocket:\n              port: 8000\n            \
-             periodSeconds: 5   # fast\n",
-            ""
-        ),
-        "the comment line above the probe stays"
-    );
+    // the comment line above the probe stays
+    assert_fixed!(out, @r"
+        # vLLM on one GPU
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: vllm   # keep in sync with the Service
+        spec:
+          template:
+            spec:
+              containers:
+                - name: server   # the model server
+                  image: vllm/vllm-openai:v0.6.0
+                  ports:
+                    - containerPort: 8000
+                  # readiness: just the port for now
+                  livenessProbe:
+                    httpGet: {path: /health, port: 8000}
+                  resources:
+                    limits:
+                      nvidia.com/gpu: 1 # one GPU
+
+                # the sidecar below is optional
+                - name: sidecar
+                  image: busybox
+        ");
     // The first key of a sequence item: the next key moves up after the `-`.
     let out = fix(DEPLOYMENT, &[remove(&format!("{CONTAINER}/name"))]);
-    assert_eq!(
-        out,
-        DEPLOYMENT.replace(
-            "- name: server   # the model server\n          image",
-            "- image"
-        )
-    );
+    assert_fixed!(out, @r"
+        # vLLM on one GPU
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: vllm   # keep in sync with the Service
+        spec:
+          template:
+            spec:
+              containers:
+                - image: vllm/vllm-openai:v0.6.0
+                  ports:
+                    - containerPort: 8000
+                  # readiness: just the port for now
+                  readinessProbe:
+                    tcpSocket:
+                      port: 8000
+                    periodSeconds: 5   # fast
+                  livenessProbe:
+                    httpGet: {path: /health, port: 8000}
+                  resources:
+                    limits:
+                      nvidia.com/gpu: 1 # one GPU
+
+                # the sidecar below is optional
+                - name: sidecar
+                  image: busybox
+        ");
     // A flow mapping entry goes with one comma.
     let out = fix(
         DEPLOYMENT,
@@ -310,11 +487,15 @@ fn removing_the_last_entry_leaves_an_empty_collection() {
             remove("/items/0/only"),
         ],
     );
-    assert_eq!(
-        out,
-        "metadata: {}   # about\n  # the name\nports: []\nitems:\n- {}\n- b: 2\n"
-    );
-    assert_eq!(fix("a: 1\n", &[remove("/a")]), "{}\n");
+    assert_fixed!(out, @r"
+        metadata: {}   # about
+          # the name
+        ports: []
+        items:
+        - {}
+        - b: 2
+        ");
+    assert_fixed!(fix("a: 1\n", &[remove("/a")]), @"{}");
 }
 
 #[test]
@@ -327,14 +508,18 @@ fn empty_flow_collections_under_a_block_key_open_up_in_block_style() {
             add("/spec/ports/-", json!({"containerPort": 80})),
         ],
     );
-    assert_eq!(
-        out,
-        "metadata:\n  name: x\n  annotations:  # none yet\n    probelint.io/mutated: a:b\n\
-         spec:\n  ports:\n    - containerPort: 80\n"
-    );
+    assert_fixed!(out, @r"
+        metadata:
+          name: x
+          annotations:  # none yet
+            probelint.io/mutated: a:b
+        spec:
+          ports:
+            - containerPort: 80
+        ");
     // Inside flow style they stay flow.
     let out = fix("a: {b: {}}\n", &[add("/a/b/c", json!(1))]);
-    assert_eq!(out, "a: {b: {c: 1}}\n");
+    assert_fixed!(out, @"a: {b: {c: 1}}");
 }
 
 #[test]
@@ -355,11 +540,10 @@ spec:
             add(&format!("{probe}/timeoutSeconds"), json!(10)),
         ],
     );
-    assert_eq!(
-        out,
-        "spec:\n  containers: [{name: a, image: 'ghcr.io/x:1', readinessProbe: {httpGet: \
-         {path: /health, port: 80}, timeoutSeconds: 10}}]  # one line\n"
-    );
+    assert_fixed!(out, @r"
+        spec:
+          containers: [{name: a, image: 'ghcr.io/x:1', readinessProbe: {httpGet: {path: /health, port: 80}, timeoutSeconds: 10}}]  # one line
+        ");
     let out = fix(
         text,
         &[add(
@@ -410,27 +594,29 @@ fn json_files_stay_json() {
             ),
         ],
     );
-    let expected = r#"{
-  "apiVersion": "v1",
-  "kind": "Pod",
-  "metadata": {"name": "triton", "annotations": {"probelint.io/mutated": "on"}},
-  "spec": {
-    "containers": [
-      {
-        "name": "triton",
-        "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}},
-        "startupProbe": {
-          "httpGet": {
-            "path": "/v2/health/live",
-            "port": 8000
-          },
-          "failureThreshold": 30
+    // Like the file, the fixed text has no final line break.
+    assert_fixed!(out, ending "", @r#"
+        {
+          "apiVersion": "v1",
+          "kind": "Pod",
+          "metadata": {"name": "triton", "annotations": {"probelint.io/mutated": "on"}},
+          "spec": {
+            "containers": [
+              {
+                "name": "triton",
+                "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}},
+                "startupProbe": {
+                  "httpGet": {
+                    "path": "/v2/health/live",
+                    "port": 8000
+                  },
+                  "failureThreshold": 30
+                }
+              }
+            ]
+          }
         }
-      }
-    ]
-  }
-}"#;
-    assert_eq!(out, expected);
+        "#);
     let reread: Value = serde_json::from_str(&out).unwrap_or_default();
     assert_eq!(
         reread["spec"]["containers"][0]["startupProbe"]["failureThreshold"],
@@ -464,10 +650,20 @@ items:
         Ok(out) => out,
         Err(e) => panic!("{e}"),
     };
-    assert_eq!(
-        out,
-        format!("{text}    annotations:\n      probelint.io/mutated: x:y\n")
-    );
+    assert_fixed!(out, @r"
+        apiVersion: v1
+        kind: List
+        items:
+        - apiVersion: v1
+          kind: Pod
+          metadata: {name: a}
+        - apiVersion: v1
+          kind: Pod
+          metadata:
+            name: b
+            annotations:
+              probelint.io/mutated: x:y
+        ");
 }
 
 #[test]
@@ -488,10 +684,26 @@ fn other_documents_stay_byte_identical() {
     };
     assert!(out.starts_with(first));
     assert!(out.ends_with(third));
-    assert_eq!(
-        out,
-        format!("{first}{second}    imagePullPolicy: Always\n{third}")
-    );
+    assert_fixed!(out, @r#"
+        # config first
+        apiVersion: v1
+        kind: ConfigMap
+        data: {a: "1"}
+        ---
+        # empty
+        ---
+        apiVersion: v1
+        kind: Pod
+        spec:
+          containers:
+          - name: x
+            image: y
+            imagePullPolicy: Always
+        ---
+        # trailing document
+        apiVersion: v1
+        kind: Service
+        "#);
     let wrong = fix_at(&text, 3, "", &[add("/a", json!(1))]);
     assert!(
         wrong.is_err_and(|e| e.reason.contains("3 document")),
@@ -551,7 +763,18 @@ spec:
     }
     // The mapping that merges is its own text: adding to it is fine.
     let out = fix(text, &[add("/spec/b/timeoutSeconds", json!(3))]);
-    assert_eq!(out, format!("{text}    timeoutSeconds: 3\n"));
+    assert_fixed!(out, @r"
+        probe: &probe
+          tcpSocket:
+            port: 80
+        spec:
+          a:
+            readinessProbe: *probe
+          b:
+            <<: *probe
+            periodSeconds: 5
+            timeoutSeconds: 3
+        ");
 }
 
 #[test]
@@ -565,14 +788,23 @@ fn strings_kubernetes_would_read_as_numbers_or_booleans_are_quoted() {
                    "path": "/health", "note": "a: b #c", "empty": ""}),
         )],
     );
-    assert_eq!(
-        out,
-        "metadata:\n  name: x\n  annotations:\n    port: \"8080\"\n    enabled: \"on\"\n    \
-         \"yes\": \"no\"\n    exp: \"1e3\"\n    path: /health\n    note: \"a: b #c\"\n    \
-         empty: \"\"\n"
-    );
+    assert_fixed!(out, @r#"
+        metadata:
+          name: x
+          annotations:
+            port: "8080"
+            enabled: "on"
+            "yes": "no"
+            exp: "1e3"
+            path: /health
+            note: "a: b #c"
+            empty: ""
+        "#);
     let out = fix(text, &[replace("/metadata/name", json!("0644"))]);
-    assert_eq!(out, "metadata:\n  name: \"0644\"\n");
+    assert_fixed!(out, @r#"
+        metadata:
+          name: "0644"
+        "#);
 }
 
 #[test]
@@ -596,13 +828,24 @@ spec:
         )],
     );
     assert_only_inserted(text, &out);
-    assert_eq!(
-        out,
-        format!(
-            "{text}    startupProbe:\n      exec:\n        command:\n        - sh\n        - \
-             -c\n        - test -f /ready\n      failureThreshold: 30\n"
-        )
-    );
+    assert_fixed!(out, @r#"
+        spec:
+          containers:
+          - name: a
+            args:
+            - --port
+            - "8000"
+            livenessProbe:
+              tcpSocket:
+                port: 8000
+            startupProbe:
+              exec:
+                command:
+                - sh
+                - -c
+                - test -f /ready
+              failureThreshold: 30
+        "#);
     let out = fix(
         text,
         &[add(
@@ -610,15 +853,35 @@ spec:
             json!({"name": "b", "image": "busybox"}),
         )],
     );
-    assert_eq!(out, format!("{text}  - name: b\n    image: busybox\n"));
+    assert_fixed!(out, @r#"
+        spec:
+          containers:
+          - name: a
+            args:
+            - --port
+            - "8000"
+            livenessProbe:
+              tcpSocket:
+                port: 8000
+          - name: b
+            image: busybox
+        "#);
     let out = fix(
         text,
         &[add("/spec/containers/0/args/1", json!("--host=0.0.0.0"))],
     );
-    assert_eq!(
-        out,
-        text.replace("    - \"8000\"\n", "    - --host=0.0.0.0\n    - \"8000\"\n")
-    );
+    assert_fixed!(out, @r#"
+        spec:
+          containers:
+          - name: a
+            args:
+            - --port
+            - --host=0.0.0.0
+            - "8000"
+            livenessProbe:
+              tcpSocket:
+                port: 8000
+        "#);
 }
 
 #[test]
@@ -638,12 +901,18 @@ spec:
             json!({"tcpSocket": {"port": 80}, "failureThreshold": 30}),
         )],
     );
-    assert_eq!(
-        out,
-        format!(
-            "{text}            startupProbe:\n                tcpSocket:\n                    port: 80\n                failureThreshold: 30\n"
-        )
-    );
+    assert_fixed!(out, @r"
+        spec:
+            containers:
+                -   name: a
+                    livenessProbe:
+                        tcpSocket:
+                            port: 80
+                    startupProbe:
+                        tcpSocket:
+                            port: 80
+                        failureThreshold: 30
+        ");
 }
 
 #[test]
@@ -656,10 +925,14 @@ a:
 c: 2
 ";
     let out = fix(text, &[add("/a/x", json!(true))]);
-    assert_eq!(
-        out,
-        "a:\n  b: 1   # last key of a\n  x: true\n\n# about c\nc: 2\n"
-    );
+    assert_fixed!(out, @r"
+        a:
+          b: 1   # last key of a
+          x: true
+
+        # about c
+        c: 2
+        ");
 }
 
 #[test]
@@ -693,12 +966,20 @@ fn null_values_can_be_replaced() {
             json!({"httpGet": {"path": "/r", "port": 80}}),
         )],
     );
-    assert_eq!(
-        out,
-        "spec:\n  readinessProbe:\n    httpGet:\n      path: /r\n      port: 80\n  name: x\n"
-    );
+    assert_fixed!(out, @r"
+        spec:
+          readinessProbe:
+            httpGet:
+              path: /r
+              port: 80
+          name: x
+        ");
     let out = fix(text, &[replace("/spec/readinessProbe", json!(3))]);
-    assert_eq!(out, "spec:\n  readinessProbe: 3\n  name: x\n");
+    assert_fixed!(out, @r"
+        spec:
+          readinessProbe: 3
+          name: x
+        ");
 }
 
 #[test]
@@ -712,10 +993,14 @@ fn replaced_collections_keep_their_style() {
             replace("/r", json!({"s": 2})),
         ],
     );
-    assert_eq!(
-        out,
-        "p: {httpGet: {path: /h, port: 80}}  # flow\nq:\n  c:\n    - x\nr:\n  s: 2\n"
-    );
+    assert_fixed!(out, @r"
+        p: {httpGet: {path: /h, port: 80}}  # flow
+        q:
+          c:
+            - x
+        r:
+          s: 2
+        ");
 }
 
 #[test]
@@ -736,7 +1021,11 @@ fn move_copy_and_test_operations() {
         }),
     ];
     let out = fix(text, &ops);
-    assert_eq!(out, "a:\n  c: [x, 1]\n  d: 1\n");
+    assert_fixed!(out, @r"
+        a:
+          c: [x, 1]
+          d: 1
+        ");
     let failing = [PatchOperation::Test(TestOperation {
         path: pointer("/a/b"),
         value: json!(2),
