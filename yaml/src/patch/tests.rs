@@ -1326,3 +1326,113 @@ fn batched_operations_write_what_one_at_a_time_writes() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The real corpus, with edits every object can take (the engine's own fixes over the corpus are
+// in lint/tests/fix_engine.rs)
+
+/// Every object of every real-world manifest gets a new annotation and a renamed
+/// `metadata.name`: each file is either rewritten with only the touched lines changed, or refused
+/// with an error that names the operation, and a refusal is the exception.
+#[test]
+fn every_object_of_the_real_corpus_takes_an_annotation_and_a_rename() {
+    let files = probelint_testkit::corpus::real_manifests();
+    assert!(files.len() >= 100, "corpus has {} files", files.len());
+    let limits = Limits::default();
+    let (mut edited, mut patched_objects, mut refused) = (0, 0, Vec::new());
+    for path in &files {
+        let name = path.display().to_string();
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let Ok(docs) = parse_stream(text.as_bytes(), &limits) else {
+            continue;
+        };
+        let mut patches: Vec<(usize, String, Vec<PatchOperation>)> = Vec::new();
+        for (d, doc) in docs.iter().enumerate() {
+            for (prefix, object) in list_items(&doc.value) {
+                let Some(metadata) = object.get("metadata").and_then(Value::as_object) else {
+                    continue;
+                };
+                let mut ops = Vec::new();
+                match metadata.get("annotations") {
+                    Some(Value::Object(_)) => ops.push(add(
+                        "/metadata/annotations/probelint.io~1checked",
+                        json!("yes"),
+                    )),
+                    None => ops.push(add(
+                        "/metadata/annotations",
+                        json!({"probelint.io/checked": "yes"}),
+                    )),
+                    Some(_) => {}
+                }
+                if let Some(old) = metadata.get("name").and_then(Value::as_str) {
+                    ops.push(replace("/metadata/name", json!(format!("{old}-x"))));
+                }
+                if !ops.is_empty() {
+                    patches.push((d, prefix, ops));
+                }
+            }
+        }
+        if patches.is_empty() {
+            continue;
+        }
+        let object_patches: Vec<ObjectPatch<'_>> = patches
+            .iter()
+            .map(|(d, prefix, ops)| ObjectPatch {
+                document: *d,
+                prefix: prefix.clone(),
+                ops,
+            })
+            .collect();
+        let out = match apply(&text, &object_patches, &limits) {
+            Ok(out) => out,
+            Err(e) => {
+                let message = e.to_string();
+                assert!(
+                    e.operation.is_some() && message.len() > 30,
+                    "{name}: unclear error {message}"
+                );
+                refused.push(format!("{name}: {message}"));
+                continue;
+            }
+        };
+        edited += 1;
+        patched_objects += patches.len();
+        // The renamed lines change; everything else only gains lines.
+        let names: Vec<usize> = patches
+            .iter()
+            .filter_map(|(d, prefix, _)| {
+                let loc = docs
+                    .get(*d)?
+                    .locations
+                    .get(&format!("{prefix}/metadata/name"))?;
+                Some(text.get(..loc.value.start)?.matches('\n').count())
+            })
+            .collect();
+        let (removed, added) = diff_lines(&text, &out);
+        assert!(added > 0, "{name}: nothing was added");
+        for line in removed {
+            assert!(
+                names.contains(&line),
+                "{name}: line {} changed though only names are replaced:\n{}",
+                line + 1,
+                TextDiff::from_lines(text.as_str(), out.as_str()).unified_diff()
+            );
+        }
+    }
+    eprintln!(
+        "corpus: {} files, {edited} edited ({patched_objects} objects), {} refused",
+        files.len(),
+        refused.len()
+    );
+    for refusal in &refused {
+        eprintln!("  refused: {refusal}");
+    }
+    assert!(edited >= 100, "only {edited} files were edited");
+    assert!(
+        refused.len() * 20 <= edited,
+        "{} files refused, {edited} edited",
+        refused.len()
+    );
+}
