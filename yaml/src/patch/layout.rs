@@ -1,16 +1,12 @@
 //! The file's block layout (indentation step, indented or indentless sequences under keys, the
 //! width of `- ` before a mapping item's first key), sampled once per document and read near
-//! each place that gets new content.
+//! each place that gets new content. The tallies themselves ([`DocumentLayout`]) are data the
+//! [`View`] carries; this file fills and reads them.
 
 use serde_json::Value;
 
 use super::render::Layout;
-use super::view::{Node, Shape, View, child_pointer, is_collection};
-
-/// How often each value was seen, in the order first seen: the evidence for one layout
-/// setting. The values are indentation widths, so there are only ever a few of them.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Tally(Vec<(usize, usize)>);
+use super::view::{DocumentLayout, Node, Shape, Tally, View, child_pointer, is_collection};
 
 impl Tally {
     fn push(&mut self, value: usize) {
@@ -44,18 +40,6 @@ impl Tally {
         }
         best.map(|(v, _)| v)
     }
-}
-
-/// What a document shows of its block layout: the indentation steps of nested mappings, the
-/// offsets of sequences under keys and the width of `- ` before a mapping item's first key.
-/// Sampled once, from the document as the user wrote it (before any fix), so that every
-/// insertion follows the file's style, not that of earlier insertions, and so that a fix with
-/// a thousand operations does not walk the document a thousand times.
-#[derive(Debug, Default, Clone)]
-pub(super) struct DocumentLayout {
-    steps: Tally,
-    seq_offsets: Tally,
-    item_offsets: Tally,
 }
 
 /// Samples the whole document, walked without recursion and within a bound.

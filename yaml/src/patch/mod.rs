@@ -301,7 +301,7 @@ struct Region<'l> {
     limits: &'l Limits,
     newline: &'static str,
     /// The document's layout before any edit.
-    layout: layout::DocumentLayout,
+    layout: view::DocumentLayout,
 }
 
 impl<'l> Region<'l> {
@@ -313,7 +313,7 @@ impl<'l> Region<'l> {
             locations: &document.locations,
             value: &document.value,
             newline,
-            layout: &layout::DocumentLayout::default(),
+            layout: &view::DocumentLayout::default(),
         });
         Ok(Region {
             text,

@@ -11,7 +11,6 @@
 
 use serde_json::Value;
 
-use super::layout::DocumentLayout;
 use super::render::Context;
 use super::scan;
 use json_patch::jsonptr::Token;
@@ -45,6 +44,24 @@ pub(super) struct View<'a> {
     /// The document's block layout as the user wrote it.
     pub(super) layout: &'a DocumentLayout,
 }
+
+/// What a document shows of its block layout: the indentation steps of nested mappings, the
+/// offsets of sequences under keys and the width of `- ` before a mapping item's first key.
+/// Sampled once, from the document as the user wrote it (before any fix), so that every
+/// insertion follows the file's style, not that of earlier insertions, and so that a fix with
+/// a thousand operations does not walk the document a thousand times. Filled and read by
+/// [`layout`](super::layout).
+#[derive(Debug, Default, Clone)]
+pub(super) struct DocumentLayout {
+    pub(super) steps: Tally,
+    pub(super) seq_offsets: Tally,
+    pub(super) item_offsets: Tally,
+}
+
+/// How often each value was seen, in the order first seen: the evidence for one layout
+/// setting. The values are indentation widths, so there are only ever a few of them.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Tally(pub(super) Vec<(usize, usize)>);
 
 /// How a collection is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
