@@ -5,7 +5,7 @@
 //! built for them: depth on each collection start (and on each alias, counting the height of
 //! what it expands to), nodes on each scalar, collection, alias expansion and anchor copy
 //! ([`budget`](super::budget)). Where saphyr's spans fall short of what `--fix` needs, they are
-//! repaired from the text ([`spans`](super::spans)).
+//! repaired from the text ([`spans`]).
 
 use std::collections::HashMap;
 
