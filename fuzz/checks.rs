@@ -5,15 +5,15 @@
 
 #![allow(dead_code)] // each fuzz target uses one function
 
-use json_patch::jsonptr::PointerBuf;
+use json_patch::jsonptr::{PointerBuf, Token};
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use probelint::inputs::Input;
 use probelint::lint::{Source, plan_fixes};
-use probelint::textfix::{ObjectPatch, apply};
-use probelint::yaml::{Limits, Span, escape_pointer_token, parse_stream, parse_stream_partial};
 use probelint_policies::engine::Analysis;
 use probelint_policies::simulate::{scenario_for, simulate};
 use probelint_policies::{Policy, evaluate, fix};
+use probelint_yaml::load::{Limits, Span, parse_stream, parse_stream_partial};
+use probelint_yaml::patch::{ObjectPatch, apply};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -37,7 +37,7 @@ fn nodes(value: &Value) -> Vec<(String, &Value, usize)> {
             Value::Object(map) => {
                 for (k, v) in map {
                     stack.push((
-                        format!("{pointer}/{}", escape_pointer_token(k)),
+                        format!("{pointer}/{}", Token::new(k).encoded()),
                         v,
                         depth + 1,
                     ));
@@ -242,7 +242,7 @@ fn pointer(text: &str) -> PointerBuf {
     PointerBuf::parse(text).expect("pointer")
 }
 
-/// `probelint::textfix::apply` with arbitrary JSON Patch operations on arbitrary manifest
+/// `probelint_yaml::patch::apply` with arbitrary JSON Patch operations on arbitrary manifest
 /// text. Never panics; when it returns a text, that text reads back as exactly the patched
 /// documents, and the operations are ones `json_patch` accepts.
 pub fn textfix_ops(data: &[u8]) {

@@ -8,8 +8,8 @@
 use probelint::inputs;
 use probelint::lint::{Pending, lint_sources, read_input};
 use probelint::output::{self, Format, Options};
-use probelint::yaml::{self, Limits};
 use probelint_policies::Policy;
+use probelint_yaml::load::{self as yaml, Limits};
 use rayon::prelude::*;
 use std::time::Instant;
 

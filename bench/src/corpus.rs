@@ -773,7 +773,7 @@ mod tests {
 
     #[test]
     fn every_file_and_sample_is_valid_yaml_with_kubernetes_objects() {
-        let limits = probelint::yaml::Limits::default();
+        let limits = probelint_yaml::load::Limits::default();
         let samples = [
             samples::GPU_DEPLOYMENT_BAD,
             samples::GPU_DEPLOYMENT_CLEAN,
@@ -785,7 +785,7 @@ mod tests {
             .copied()
             .chain(files.iter().map(String::as_str))
         {
-            let docs = probelint::yaml::parse_stream(text.as_bytes(), &limits)
+            let docs = probelint_yaml::load::parse_stream(text.as_bytes(), &limits)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert!(!docs.is_empty());
             for d in docs {

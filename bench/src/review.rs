@@ -13,8 +13,8 @@ pub struct Body {
 
 /// Parses a one-document YAML sample with probelint's own loader.
 pub fn object(yaml: &str) -> Value {
-    let limits = probelint::yaml::Limits::default();
-    let mut docs = probelint::yaml::parse_stream(yaml.as_bytes(), &limits)
+    let limits = probelint_yaml::load::Limits::default();
+    let mut docs = probelint_yaml::load::parse_stream(yaml.as_bytes(), &limits)
         .unwrap_or_else(|e| panic!("built-in sample does not parse: {e}"));
     docs.remove(0).value
 }

@@ -1,4 +1,4 @@
-//! `probelint::textfix::apply` with arbitrary operations on arbitrary text. What is checked: `fuzz/checks.rs`, `textfix_ops`.
+//! `probelint_yaml::patch::apply` with arbitrary operations on arbitrary text. What is checked: `fuzz/checks.rs`, `textfix_ops`.
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -3,7 +3,7 @@
 //! process survives, and the healthy files of the same run are still linted. Plus `--fix`
 //! interrupted by SIGKILL, over and over: no file is ever left truncated or half-written.
 //!
-//! The YAML layer's own unit tests (`lint/src/yaml/tests.rs`) pin the exact limits and
+//! The YAML layer's own unit tests (`yaml/src/load/tests.rs`) pin the exact limits and
 //! messages; these tests pin what a user running the CLI on a hostile repository sees.
 
 mod common;

@@ -4,7 +4,7 @@
 
 use probelint::inputs;
 use probelint::lint::read_input;
-use probelint::yaml::{self, Limits};
+use probelint_yaml::load::{self as yaml, Limits};
 use rayon::prelude::*;
 use std::process::ExitCode;
 

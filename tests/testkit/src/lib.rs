@@ -13,6 +13,7 @@ pub mod process;
 pub mod python;
 pub mod secret;
 pub mod webhook;
+pub mod yaml;
 
 use std::path::{Path, PathBuf};
 

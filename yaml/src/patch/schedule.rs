@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use json_patch::PatchOperation;
 
 use super::ObjectPatch;
-use super::edit::split_pointer;
+use super::view::split_pointer;
 
 /// One step: an operation of a patch, or a `remove` directly followed by an `add` to the same
 /// mapping, which may be written as a swap.

@@ -1,6 +1,6 @@
 //! Writing JSON values as YAML (or JSON) text that reads back as the same JSON.
 //!
-//! Kubernetes reads YAML 1.1 (see [`crate::yaml`]): a plain `yes`, `on`, `8080` or `1e3` is
+//! Kubernetes reads YAML 1.1 (see [`crate::load`]): a plain `yes`, `on`, `8080` or `1e3` is
 //! not a string there. So a string is written plain only when it looks like ordinary text *and*
 //! the YAML layer itself reads it back as that string; everything else is double-quoted with
 //! escapes that both JSON and YAML understand. Numbers and booleans are written plain.
@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::yaml::{Limits, parse_stream};
+use crate::load::{Limits, parse_stream};
 
 /// Deepest value an operation may carry. Fix values are a few levels deep; this only keeps a
 /// hostile patch from recursing without bound.

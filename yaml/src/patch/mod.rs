@@ -6,7 +6,7 @@
 //! documents that a fix has no business touching; dumping the patched object back as YAML
 //! would lose all of them and make the diff unreadable. So, like zizmor, this module never
 //! re-serialises a file: it finds each node a patch operation touches through the YAML layer's
-//! [`Locations`](crate::yaml::Locations), computes byte ranges, and splices in new text
+//! [`Locations`](crate::load::Locations), computes byte ranges, and splices in new text
 //! indented like its siblings. Everything it does not change stays byte-for-byte.
 //!
 //! # Why verify
@@ -38,17 +38,30 @@
 //! - strings are quoted when YAML 1.1 would read them as something else (`"on"`, `"8080"`),
 //!   keys and strings are double-quoted in JSON files.
 //!
-//! Refused: anything written through an anchor, alias or merge key (editing it would change
-//! other places), adding inside an empty value (`readinessProbe:` with nothing after it is
-//! `null`, and the patch does not apply), nested block sequences that share a line (`- - x`),
-//! the document root itself, a document that needs a `%YAML`/`%TAG` directive of the file to
-//! read the same, and whatever would not read back as the patched object (a keep-chomped `|+`
-//! scalar that owns the blank lines after it, for one).
+//! Refused, each by the code named (a [`TextFixError`] that says why and what to do):
+//!
+//! - anything written through an anchor, alias or merge key, since editing it would change other
+//!   places: `view::refuse_shared`, which `add`, `remove` and `replace` call before any edit;
+//! - adding inside an empty value (`readinessProbe:` with nothing after it is `null`, and the
+//!   patch does not apply): `expected_documents`, when `json_patch` refuses the operation, before
+//!   any text is touched;
+//! - nested block sequences that share a line (`- - x`): `add::add_item`;
+//! - the document root itself: `add::add`, `remove::remove`, `replace::replace` (the pointer has
+//!   no parent, `view::split_pointer`);
+//! - a document that needs a `%YAML`/`%TAG` directive of the file to read the same: [`apply`],
+//!   when the document's region does not parse alone or reads as something else;
+//! - whatever would not read back as the patched object (a keep-chomped `|+` scalar that owns
+//!   the blank lines after it, for one): `Region::commit` after each step, and [`apply`] once
+//!   more over the whole file.
 
-mod edit;
+mod add;
+mod layout;
+mod remove;
 mod render;
+mod replace;
 mod scan;
 mod schedule;
+mod view;
 
 #[cfg(test)]
 mod tests;
@@ -60,9 +73,9 @@ use json_patch::{
 };
 use serde_json::Value;
 
-use crate::yaml::{Document, Limits, parse_stream};
-use edit::{Edit, View};
+use crate::load::{Document, Limits, parse_stream};
 use schedule::Unit;
+use view::{Edit, View};
 
 /// One object's patch: which document of the file, where the object is inside it, and the
 /// operations (RFC 6902, paths relative to the object, as the rule engine produces them).
@@ -261,7 +274,7 @@ fn expected_documents(
             // `patch` leaves the value as it was when it fails, so it can be looked at.
             if let Err(e) = json_patch::patch(value, std::slice::from_ref(&full)) {
                 // `readinessProbe:` with nothing after it is null: say so, it is the usual cause.
-                let null_parent = edit::split_pointer(full.path().as_str())
+                let null_parent = view::split_pointer(full.path().as_str())
                     .filter(|(parent, _)| value.pointer(parent).is_some_and(Value::is_null));
                 return Err(error(match null_parent {
                     Some((parent, _)) => format!(
@@ -288,19 +301,19 @@ struct Region<'l> {
     limits: &'l Limits,
     newline: &'static str,
     /// The document's layout before any edit.
-    layout: edit::DocumentLayout,
+    layout: view::DocumentLayout,
 }
 
 impl<'l> Region<'l> {
     /// Reads a region, which must hold exactly one document.
     fn parse(text: String, limits: &'l Limits, newline: &'static str) -> Result<Self, String> {
         let document = Self::read(&text, limits)?;
-        let layout = edit::document_layout(&View {
+        let layout = layout::document_layout(&View {
             text: &text,
             locations: &document.locations,
             value: &document.value,
             newline,
-            layout: &edit::DocumentLayout::default(),
+            layout: &view::DocumentLayout::default(),
         });
         Ok(Region {
             text,
@@ -384,14 +397,14 @@ impl<'l> Region<'l> {
                 else {
                     return None;
                 };
-                match edit::swap(&view, removed.path.as_str(), add.path.as_str(), &add.value) {
+                match replace::swap(&view, removed.path.as_str(), add.path.as_str(), &add.value) {
                     Some(swapped) => {
                         edits.extend(swapped.ok()?);
                         ops.push(op);
                         ops.push(added);
                     }
                     None => {
-                        edits.extend(edit::remove(&view, removed.path.as_str()).ok()?);
+                        edits.extend(remove::remove(&view, removed.path.as_str()).ok()?);
                         ops.push(op);
                         later.push(Unit {
                             patch: unit.patch,
@@ -404,13 +417,13 @@ impl<'l> Region<'l> {
             }
             match &op {
                 PatchOperation::Add(o) => {
-                    edits.extend(edit::add(&view, o.path.as_str(), &o.value).ok()?)
+                    edits.extend(add::add(&view, o.path.as_str(), &o.value).ok()?)
                 }
                 PatchOperation::Remove(o) => {
-                    edits.extend(edit::remove(&view, o.path.as_str()).ok()?)
+                    edits.extend(remove::remove(&view, o.path.as_str()).ok()?)
                 }
                 PatchOperation::Replace(o) => {
-                    edits.extend(edit::replace(&view, o.path.as_str(), &o.value).ok()?);
+                    edits.extend(replace::replace(&view, o.path.as_str(), &o.value).ok()?);
                 }
                 PatchOperation::Test(_) => {}
                 PatchOperation::Move(_) | PatchOperation::Copy(_) => return None,
@@ -432,7 +445,7 @@ impl<'l> Region<'l> {
         if let PatchOperation::Remove(removed) = &op
             && let Some(next) = patch.ops.get(i + 1)
             && let PatchOperation::Add(added) = prefixed(&patch.prefix, next)?
-            && let Some(edits) = edit::swap(
+            && let Some(edits) = replace::swap(
                 &self.view(),
                 removed.path.as_str(),
                 added.path.as_str(),
@@ -447,20 +460,20 @@ impl<'l> Region<'l> {
         let expected = patched(self.current(), std::slice::from_ref(&op))?;
         match &op {
             PatchOperation::Add(o) => {
-                let edits = edit::add(&self.view(), o.path.as_str(), &o.value)?;
+                let edits = add::add(&self.view(), o.path.as_str(), &o.value)?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Remove(o) => {
-                let edits = edit::remove(&self.view(), o.path.as_str())?;
+                let edits = remove::remove(&self.view(), o.path.as_str())?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Replace(o) => {
-                let edits = edit::replace(&self.view(), o.path.as_str(), &o.value)?;
+                let edits = replace::replace(&self.view(), o.path.as_str(), &o.value)?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Copy(o) => {
                 let value = self.value_at(o.from.as_str())?;
-                let edits = edit::add(&self.view(), o.path.as_str(), &value)?;
+                let edits = add::add(&self.view(), o.path.as_str(), &value)?;
                 self.commit(edits, &expected)?;
             }
             PatchOperation::Move(o) => {
@@ -470,9 +483,9 @@ impl<'l> Region<'l> {
                         path: o.from.clone(),
                     });
                     let between = patched(self.current(), std::slice::from_ref(&remove))?;
-                    let edits = edit::remove(&self.view(), o.from.as_str())?;
+                    let edits = remove::remove(&self.view(), o.from.as_str())?;
                     self.commit(edits, &between)?;
-                    let edits = edit::add(&self.view(), o.path.as_str(), &value)?;
+                    let edits = add::add(&self.view(), o.path.as_str(), &value)?;
                     self.commit(edits, &expected)?;
                 }
             }
@@ -492,7 +505,7 @@ impl<'l> Region<'l> {
     /// Applies `edits`, reads the text back and keeps it only if it is still one document and
     /// reads as `expected`.
     fn commit(&mut self, edits: Vec<Edit>, expected: &Value) -> Result<(), String> {
-        let text = edit::apply_edits(&self.text, edits)?;
+        let text = view::apply_edits(&self.text, edits)?;
         let document = Self::read(&text, self.limits)?;
         if !same_json(&document.value, expected) {
             return Err(

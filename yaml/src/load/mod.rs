@@ -8,7 +8,7 @@
 //! resolve YAML 1.2, where `enabled: on` is the string `"on"`; a linter that disagrees with the
 //! cluster about what a manifest says is worse than none. So this module drives
 //! saphyr-parser's event API (a YAML 1.2 *syntax* parser; syntax is the same in both versions)
-//! and resolves plain scalars the way go-yaml v2 does ([`resolve`]). Mapping keys become
+//! and resolves plain scalars the way go-yaml v2 does (`resolve.rs`). Mapping keys become
 //! strings the way sigs.k8s.io/yaml makes them (`8080:` → `"8080"`, `yes:` → `"true"`).
 //!
 //! # Hostile input
@@ -29,17 +29,19 @@
 //! for `--fix`, which splices text and so must know when a node's text is shared through an
 //! anchor ([`NodeLocation::shared`]).
 
+mod budget;
 mod builder;
 mod error;
 mod location;
 mod resolve;
 mod source;
+mod spans;
 
 #[cfg(test)]
 mod tests;
 
 pub use error::{YamlError, YamlErrorKind};
-pub use location::{Locations, NodeLocation, Span, escape_pointer_token};
+pub use location::{Locations, NodeLocation, Span};
 
 /// Bounds on what one file may cost. The defaults are far above any real manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,9 @@
 //! its text, and no map keyed by full pointer strings (whose total size grows with depth times
 //! node count) is ever built. A lookup walks one pointer token per level.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
+
+use json_patch::jsonptr::Token;
 
 /// A stretch of the source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -181,9 +182,9 @@ impl Locations {
                 break;
             };
             shared |= current.alias || current.aliased;
-            let next = match unescape_token(raw) {
-                None => None,
-                Some(token) => match self.children.get(current.children as usize) {
+            let next = match Token::from_encoded(raw).as_ref().map(Token::decoded) {
+                Err(_) => None,
+                Ok(token) => match self.children.get(current.children as usize) {
                     Some(Children::Seq(items)) => {
                         parse_index(&token).and_then(|i| items.get(i).copied())
                     }
@@ -225,36 +226,4 @@ fn parse_index(token: &str) -> Option<usize> {
         && token.bytes().all(|b| b.is_ascii_digit())
         && (token == "0" || !token.starts_with('0'));
     if valid { token.parse().ok() } else { None }
-}
-
-/// Decodes `~1` to `/` and `~0` to `~`; any other `~` makes the token invalid (RFC 6901).
-fn unescape_token(raw: &str) -> Option<Cow<'_, str>> {
-    if !raw.contains('~') {
-        return Some(Cow::Borrowed(raw));
-    }
-    let mut out = String::with_capacity(raw.len());
-    let mut chars = raw.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' {
-            match chars.next() {
-                Some('0') => out.push('~'),
-                Some('1') => out.push('/'),
-                _ => return None,
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Some(Cow::Owned(out))
-}
-
-/// Escapes one mapping key for use as a JSON Pointer token: `~` → `~0`, `/` → `~1`, so the
-/// annotation key `probelint.io/ignore` becomes `probelint.io~1ignore`.
-#[must_use]
-pub fn escape_pointer_token(key: &str) -> Cow<'_, str> {
-    if key.contains(['~', '/']) {
-        Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
-    } else {
-        Cow::Borrowed(key)
-    }
 }

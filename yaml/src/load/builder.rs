@@ -3,17 +3,21 @@
 //! Everything here is iterative: open collections live on an explicit stack, so input depth
 //! never becomes Rust stack depth. Limits are enforced as events arrive, before any tree is
 //! built for them: depth on each collection start (and on each alias, counting the height of
-//! what it expands to), nodes on each scalar, collection, alias expansion and anchor copy.
+//! what it expands to), nodes on each scalar, collection, alias expansion and anchor copy
+//! ([`budget`](super::budget)). Where saphyr's spans fall short of what `--fix` needs, they are
+//! repaired from the text ([`spans`]).
 
 use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as RawSpan, Tag};
 use serde_json::{Map, Value};
 
+use super::budget::Budget;
 use super::error::{YamlError, YamlErrorKind};
 use super::location::{Children, Entry, LocNode, Locations, NONE, Span};
 use super::resolve::{self, CORE_TAG_PREFIX, Scalar};
 use super::source::SourceMap;
+use super::spans;
 use super::{Document, Limits, Stream};
 
 /// saphyr-parser's scanner keeps its flow nesting level in a `u8` and fails with this message
@@ -161,12 +165,7 @@ struct Done {
 
 struct Builder<'s, 'a> {
     source: &'s SourceMap<'a>,
-    limits: &'s Limits,
-    /// Nodes built in the whole stream: the alias-bomb budget.
-    nodes_total: usize,
-    /// Bytes of scalar text copied for aliases and anchors in the whole stream: the budget
-    /// against a few aliases of one huge string.
-    copied_bytes: usize,
+    budget: Budget<'s>,
     /// Character index just past the previous event, where the gap before the next node
     /// starts (used to find `-` indicators and block scalar headers).
     prev_end: usize,
@@ -180,9 +179,7 @@ impl<'s, 'a> Builder<'s, 'a> {
     fn new(source: &'s SourceMap<'a>, limits: &'s Limits) -> Self {
         Builder {
             source,
-            limits,
-            nodes_total: 0,
-            copied_bytes: 0,
+            budget: Budget::new(limits),
             prev_end: 0,
             stack: Vec::new(),
             anchors: HashMap::new(),
@@ -257,131 +254,17 @@ impl<'s, 'a> Builder<'s, 'a> {
         )
     }
 
-    fn count_nodes(&mut self, nodes: usize, index: usize) -> Result<(), YamlError> {
-        self.nodes_total = self.nodes_total.saturating_add(nodes);
-        if self.nodes_total > self.limits.max_nodes {
-            return Err(self.error(
-                YamlErrorKind::TooManyNodes,
-                format!(
-                    "more than {} nodes once aliases are expanded (an alias bomb?)",
-                    self.limits.max_nodes
-                ),
-                index,
-            ));
-        }
-        Ok(())
-    }
-
-    /// Counts text copied for an alias or an anchor: node counts alone would let
-    /// `a: &a "<10 MB>"` followed by a thousand `*a` build 10 GB.
-    fn count_copied_bytes(&mut self, bytes: usize, index: usize) -> Result<(), YamlError> {
-        self.copied_bytes = self.copied_bytes.saturating_add(bytes);
-        if self.copied_bytes > self.limits.max_file_bytes {
-            return Err(self.error(
-                YamlErrorKind::TooManyNodes,
-                format!(
-                    "aliases copy more than {} bytes of text (an alias bomb?)",
-                    self.limits.max_file_bytes
-                ),
-                index,
-            ));
-        }
-        Ok(())
-    }
-
-    /// The depth limit in force; see [`Limits::max_depth`].
-    fn max_depth(&self) -> usize {
-        self.limits.max_depth.min(super::HARD_MAX_DEPTH)
-    }
-
-    /// The `-` before a node that starts an item of a block sequence: the first thing after
-    /// the previous event other than blanks and comments.
+    /// The `-` before a node that starts an item of a block sequence (see
+    /// [`spans::item_indicator`]); none outside one.
     fn item_indicator(&self, node_start: usize, node_is_empty: bool) -> Option<Span> {
         match self.stack.last() {
             Some(Frame {
                 body: Body::Seq { .. },
                 flow: false,
                 ..
-            }) => {}
-            _ => return None,
+            }) => spans::item_indicator(self.source, self.prev_end, node_start, node_is_empty),
+            _ => None,
         }
-        let (byte, index) = self.skip_gap(self.prev_end, node_start, &[])?;
-        let text = self.source.text().as_bytes();
-        let before_node = index < node_start || (index == node_start && node_is_empty);
-        let is_indicator = text.get(byte) == Some(&b'-')
-            && text
-                .get(byte + 1)
-                .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'));
-        (before_node && is_indicator).then(|| {
-            let (line, column) = self.source.line_column(index);
-            Span {
-                line,
-                column,
-                start: byte,
-                end: byte + 1,
-            }
-        })
-    }
-
-    /// Walks from character `from` over blanks, line breaks, comments and the given
-    /// indicators (each followed by a blank), up to character `limit` inclusive; returns the
-    /// (byte, char index) of the first other character.
-    fn skip_gap(&self, from: usize, limit: usize, indicators: &[u8]) -> Option<(usize, usize)> {
-        let text = self.source.text();
-        let start = self.source.byte_at(from);
-        let mut index = from;
-        let mut in_comment = false;
-        let mut chars = text.get(start..)?.char_indices().peekable();
-        while let Some((offset, c)) = chars.next() {
-            if index > limit {
-                return None;
-            }
-            let byte = start + offset;
-            if in_comment {
-                in_comment = c != '\n' && c != '\r';
-            } else if c == '#' {
-                in_comment = true;
-            } else if !matches!(c, ' ' | '\t' | '\r' | '\n') {
-                let blank_after = chars
-                    .peek()
-                    .is_none_or(|&(_, n)| matches!(n, ' ' | '\t' | '\r' | '\n'));
-                let skippable = c.is_ascii() && indicators.contains(&(c as u8)) && blank_after;
-                if !skippable {
-                    return Some((byte, index));
-                }
-            }
-            index += 1;
-        }
-        None
-    }
-
-    /// The span of a scalar. saphyr starts a block scalar's span at its first content line and
-    /// ends it after the trailing blank lines; here it runs from the `|`/`>` header (or the
-    /// tag/anchor before it) to the last non-blank character.
-    fn scalar_span(&self, style: ScalarStyle, span: RawSpan) -> Span {
-        let start = span.start.index();
-        let end = span.end.index();
-        if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
-            return self.source.span(start, end);
-        }
-        let text = self.source.text().as_bytes();
-        let mut header = start;
-        let first = text.get(self.source.byte_at(start)).copied();
-        // With a tag or anchor the span already starts before the header.
-        if !matches!(first, Some(b'&' | b'!'))
-            && let Some((byte, index)) = self.skip_gap(self.prev_end, start, b":-?")
-            && matches!(text.get(byte), Some(b'|' | b'>'))
-            && index <= start
-        {
-            header = index;
-        }
-        let mut result = self.source.span(header, end);
-        while result.end > result.start
-            && matches!(text.get(result.end - 1), Some(b' ' | b'\t' | b'\r' | b'\n'))
-        {
-            result.end -= 1;
-        }
-        result
     }
 
     fn scalar(
@@ -393,7 +276,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         span: RawSpan,
     ) -> Result<(), YamlError> {
         let start = span.start.index();
-        self.count_nodes(1, start)?;
+        self.budget.count_nodes(1, self.source, start)?;
         let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
         let tag = tag.as_deref();
         if self.expects_key() {
@@ -408,7 +291,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         let value_span = if empty {
             self.source.span(start, start)
         } else {
-            self.scalar_span(style, span)
+            spans::scalar_span(self.source, self.prev_end, style, span)
         };
         let loc = self.push_loc(LocNode::leaf(value_span));
         if anchor != 0 {
@@ -446,7 +329,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         span: RawSpan,
     ) -> Result<(), YamlError> {
         let start = span.start.index();
-        let key_span = self.scalar_span(style, span);
+        let key_span = spans::scalar_span(self.source, self.prev_end, style, span);
         // go-yaml's isMerge: `<<` written plain (untagged or with the non-specific `!`), or
         // tagged `!!merge`. A quoted "<<" is an ordinary key.
         let merge_tag = tag.and_then(|t| t.strip_prefix(CORE_TAG_PREFIX)) == Some("merge");
@@ -547,14 +430,14 @@ impl<'s, 'a> Builder<'s, 'a> {
             };
             let key = resolve::key_string(scalar)
                 .map_err(|m| self.error(YamlErrorKind::InvalidKey, m, start))?;
-            self.count_nodes(1, start)?;
+            self.budget.count_nodes(1, self.source, start)?;
             return self.expect_value(key, alias_span, start);
         }
         // Check the budgets before copying anything.
-        self.count_nodes(nodes, start)?;
-        self.count_copied_bytes(bytes, start)?;
-        if self.stack.len() + height > self.max_depth() {
-            return Err(self.too_deep(start));
+        self.budget.count_nodes(nodes, self.source, start)?;
+        self.budget.count_copied_bytes(bytes, self.source, start)?;
+        if self.stack.len() + height > self.budget.max_depth() {
+            return Err(self.budget.too_deep(self.source, start));
         }
         let value = match self.anchors.get(&id).map(|a| &a.value) {
             Some(AnchorValue::Collection(v)) => v.clone(),
@@ -587,14 +470,6 @@ impl<'s, 'a> Builder<'s, 'a> {
         })
     }
 
-    fn too_deep(&self, index: usize) -> YamlError {
-        self.error(
-            YamlErrorKind::TooDeep,
-            format!("collections nested deeper than {} levels", self.max_depth()),
-            index,
-        )
-    }
-
     fn start_collection(
         &mut self,
         is_map: bool,
@@ -610,10 +485,10 @@ impl<'s, 'a> Builder<'s, 'a> {
                 start,
             ));
         }
-        if self.stack.len() >= self.max_depth() {
-            return Err(self.too_deep(start));
+        if self.stack.len() >= self.budget.max_depth() {
+            return Err(self.budget.too_deep(self.source, start));
         }
-        self.count_nodes(1, start)?;
+        self.budget.count_nodes(1, self.source, start)?;
         let end = span.end.index();
         let start_span = self.source.span(start, end);
         let text = self.source.text().as_bytes();
@@ -656,33 +531,9 @@ impl<'s, 'a> Builder<'s, 'a> {
         self.prev_end = if flow || is_map {
             end
         } else {
-            self.first_dash(end, parent_is_block_map)
+            spans::first_dash(self.source, end, parent_is_block_map)
         };
         Ok(())
-    }
-
-    /// Character index of the first `-` of a block sequence whose start event ends at `end`.
-    ///
-    /// saphyr puts the start of an indented block sequence on its first `-`, but the start of
-    /// an indentless one (`key:` then `- item` in the same column, only possible as a block
-    /// mapping's value) after that `-` and the blanks following it. The gap scan for the first
-    /// item must begin at the `-` either way.
-    fn first_dash(&self, end: usize, parent_is_block_map: bool) -> usize {
-        if !parent_is_block_map {
-            return end;
-        }
-        let text = self.source.text().as_bytes();
-        let mut byte = self.source.byte_at(end);
-        let mut index = end;
-        while byte > 0 && matches!(text.get(byte - 1), Some(b' ' | b'\t')) {
-            byte -= 1;
-            index -= 1;
-        }
-        if byte > 0 && text.get(byte - 1) == Some(&b'-') {
-            index - 1
-        } else {
-            end
-        }
     }
 
     fn end_collection(&mut self, span: RawSpan) -> Result<(), YamlError> {
@@ -726,8 +577,10 @@ impl<'s, 'a> Builder<'s, 'a> {
         let bytes = frame.bytes;
         if frame.anchor != 0 {
             // Keeping a copy for aliases costs as much as building it again.
-            self.count_nodes(nodes, span.start.index())?;
-            self.count_copied_bytes(bytes, span.start.index())?;
+            self.budget
+                .count_nodes(nodes, self.source, span.start.index())?;
+            self.budget
+                .count_copied_bytes(bytes, self.source, span.start.index())?;
             self.anchors.insert(
                 frame.anchor,
                 Anchor {
