@@ -10,9 +10,9 @@ use probelint::inputs::Input;
 use probelint::lint::{Source, plan_fixes};
 use probelint::textfix::{ObjectPatch, apply};
 use probelint::yaml::{Limits, Span, escape_pointer_token, parse_stream, parse_stream_partial};
-use probelint_policies::engine::Analysis;
+use probelint_policies::Analysis;
 use probelint_policies::simulate::{scenario_for, simulate};
-use probelint_policies::{Policy, evaluate, fix};
+use probelint_policies::{Policy, evaluate};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -122,12 +122,12 @@ fn engine_object(object: &Value) {
             f.pointer
         );
     }
-    let first = fix::mutate(object, policy);
+    let first = probelint_policies::mutate(object, policy);
     let mut fixed = object.clone();
     if let Err(e) = json_patch::patch(&mut fixed, &first.patch.0) {
         panic!("the engine's patch does not apply: {e}\n{:#?}", first.patch);
     }
-    let second = fix::mutate(&fixed, policy);
+    let second = probelint_policies::mutate(&fixed, policy);
     assert!(
         second.patch.0.is_empty(),
         "mutate is not idempotent: second patch {:#?}\nafter first {:#?}",

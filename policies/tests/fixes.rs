@@ -1,8 +1,8 @@
 //! Fixes, as users meet them in `probelint --fix` and the mutating webhook: they apply, they
 //! fix what they claim, they are idempotent and minimal, and they never invent an endpoint.
 
-use probelint_policies::fix::{annotation_ops, mutate};
 use probelint_policies::{Policy, evaluate_one, registry};
+use probelint_policies::{annotation_ops, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -281,7 +281,7 @@ fn suppressed_findings_are_not_fixed() {
 
 #[test]
 fn annotation_ops_create_or_extend_annotations() {
-    let applied = vec![probelint_policies::fix::AppliedFix {
+    let applied = vec![probelint_policies::AppliedFix {
         rule: "gpu-startup-probe-missing".into(),
         container: Some("vllm".into()),
         description: String::new(),

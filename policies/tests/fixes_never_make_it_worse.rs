@@ -6,12 +6,12 @@
 //! granularity (one startup period plus one readiness period: a startupProbe checks every
 //! 10 s, and readiness runs only after it has passed).
 
+use probelint_policies::Analysis;
 use probelint_policies::Policy;
-use probelint_policies::engine::Analysis;
-use probelint_policies::fix::{STARTUP_PERIOD_SECONDS, mutate};
-use probelint_policies::probe::ProbeKind;
-use probelint_policies::rules::required_startup_seconds;
+use probelint_policies::ProbeKind;
+use probelint_policies::required_startup_seconds;
 use probelint_policies::simulate::{scenario_for, simulate};
+use probelint_policies::{STARTUP_PERIOD_SECONDS, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -12,10 +12,8 @@
 
 use base64::Engine as _;
 use json_patch::Patch;
-use probelint_policies::fix::{
-    self, AppliedFix, MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch,
-};
-use probelint_policies::workload::Workload;
+use probelint_policies::Workload;
+use probelint_policies::{AppliedFix, MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch};
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, Suppression, reach};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -594,7 +592,7 @@ fn mutate(outcome: &mut Outcome, object: Value, policy: &Policy) {
         patch,
         applied,
         findings,
-    } = fix::mutate(&object, policy);
+    } = probelint_policies::mutate(&object, policy);
     let response = &mut outcome.review.response;
     response.audit_annotations = audit_annotations(&findings);
     outcome.findings = findings;
@@ -694,7 +692,7 @@ fn finding_warning(f: &Finding) -> String {
     if fits(&full) {
         return full;
     }
-    let Some(rule) = probelint_policies::rules::find(&f.rule) else {
+    let Some(rule) = probelint_policies::find(&f.rule) else {
         return shorten(&full);
     };
     let container = f
@@ -851,7 +849,7 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use probelint_policies::fix::MUTATED_ANNOTATION;
+    use probelint_policies::MUTATED_ANNOTATION;
     use serde_json::json;
 
     fn applied(rule: &str, container: Option<&str>) -> AppliedFix {

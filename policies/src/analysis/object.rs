@@ -1,22 +1,19 @@
 //! Finding the pod specs and containers inside Kubernetes objects, and what the engine knows
 //! about each: accelerator or not, serving or batch, expected model load time, known server.
 
-use crate::fields::{self, pick};
-use crate::finding::{Fix, ObjectRef};
-use crate::load::LoadTime;
-use crate::operators::{OperatorDefault, Placement};
-use crate::pointer;
+use crate::model::annotations::LOAD_SECONDS_ANNOTATION;
+use crate::model::fields::{self, pick};
+use crate::model::finding::ObjectRef;
+use crate::model::load::LoadTime;
+use crate::model::pointer;
+use crate::model::probe::{Probe, ProbeKind};
+use crate::model::servers::KnownServer;
+use crate::model::text::shown;
 use crate::policy::Policy;
-use crate::probe::{Probe, ProbeKind};
-use crate::servers::KnownServer;
-use crate::text::shown;
+use crate::policy::operators::{OperatorDefault, Placement};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::sync::Arc;
-
-/// Annotation declaring the worst-case model load time, in seconds.
-pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
 
 /// Where pod specs live in one kind of object.
 struct Layout {
@@ -180,8 +177,11 @@ impl<'a> ContainerPort<'a> {
         ContainerPort {
             name: name.and_then(Value::as_str),
             // Only a port the apiserver accepts: `pod-spec-invalid` reports the others.
-            number: match crate::apiserver::port(number, crate::apiserver::PortKind::Number) {
-                Ok(crate::apiserver::Port::Number(n)) => Some(n),
+            number: match crate::model::apiserver::port(
+                number,
+                crate::model::apiserver::PortKind::Number,
+            ) {
+                Ok(crate::model::apiserver::Port::Number(n)) => Some(n),
                 _ => None,
             },
             protocol: protocol.and_then(Value::as_str).unwrap_or("TCP"),
@@ -218,12 +218,12 @@ pub struct Container<'a> {
     pub accelerators: Vec<AcceleratorReason>,
     pub server: Option<&'static KnownServer>,
     /// Worst-case time from container start to "can infer", and where it comes from
-    /// ([`crate::load`]). Estimated for accelerator containers and known servers; the others
+    /// ([`crate::model::load`]). Estimated for accelerator containers and known servers; the others
     /// carry the policy default.
     pub load: LoadTime,
     pub role: Role,
     /// The operator config that fills in the probes this container's spec lacks, when an
-    /// operator builds its pod ([`crate::operators`]).
+    /// operator builds its pod ([`crate::policy::operators`]).
     pub operator: Option<Arc<OperatorDefault>>,
     /// The probes, in [`ProbeKind::ALL`] order.
     probes: [Option<Probe<'a>>; 3],
@@ -231,9 +231,6 @@ pub struct Container<'a> {
     operator_probes: [Option<Value>; 3],
     ports: Vec<ContainerPort<'a>>,
     lifecycle: Option<&'a Value>,
-    /// A copy of the startupProbe fix that the first rule offering it left for the second
-    /// ([`crate::fix::add_startup_probe`]).
-    pub(crate) spare_startup_probe_fix: RefCell<Option<Fix>>,
 }
 
 impl<'a> Container<'a> {
@@ -274,7 +271,7 @@ impl<'a> Container<'a> {
         self.role == Role::Serving
             && self
                 .server
-                .is_none_or(|s| s.during_load != crate::servers::DuringLoad::Lazy)
+                .is_none_or(|s| s.during_load != crate::model::servers::DuringLoad::Lazy)
     }
 
     /// The declared `ports`, in order.
@@ -498,7 +495,7 @@ fn analyse_pod_spec<'a>(
         policy
             .accelerator_runtime_classes
             .iter()
-            .any(|a| crate::glob::matches(a, rc))
+            .any(|a| crate::model::glob::matches(a, rc))
     });
     let container_list = container_list.and_then(Value::as_array);
     let mut containers = Vec::with_capacity(container_list.map_or(0, Vec::len));
@@ -579,7 +576,7 @@ fn analyse_pod_spec<'a>(
             container.load.seconds = policy.model_load_seconds;
             continue;
         }
-        let cx = crate::load::Context {
+        let cx = crate::model::load::Context {
             object,
             kind: &object_ref.kind,
             pod: spec,
@@ -587,7 +584,7 @@ fn analyse_pod_spec<'a>(
             image: container.image,
             server: container.server,
         };
-        container.load = crate::load::load_time(
+        container.load = crate::model::load::load_time(
             &cx,
             declared.clone(),
             policy.model_load_seconds,
@@ -693,7 +690,7 @@ fn analyse_container<'a>(
         .and_then(Value::as_str)
         .unwrap_or(default_name)
         .to_owned();
-    let server = crate::servers::recognise(value).or_else(|| {
+    let server = crate::model::servers::recognise(value).or_else(|| {
         (placement.kind == "NIMService")
             .then(|| KnownServer::for_image(image))
             .flatten()
@@ -702,11 +699,11 @@ fn analyse_container<'a>(
         name: &name,
         ..*placement
     };
-    let operator = crate::operators::row_for(&placement)
+    let operator = crate::policy::operators::row_for(&placement)
         .and_then(|id| policy.operator_defaults.get(id))
         .cloned();
     let operator_probes = match &operator {
-        Some(row) => crate::operators::filled_probes(row, value, own),
+        Some(row) => crate::policy::operators::filled_probes(row, value, own),
         None => [None, None, None],
     };
     let role = role(value, server, &placement);
@@ -744,11 +741,10 @@ fn analyse_container<'a>(
         lifecycle,
         load: LoadTime {
             seconds: policy.model_load_seconds,
-            basis: crate::load::Basis::Assumed {
+            basis: crate::model::load::Basis::Assumed {
                 why: "not an accelerator container or a known model server".to_owned(),
             },
         },
-        spare_startup_probe_fix: RefCell::new(None),
         pointer,
         value,
         sidecar,
@@ -889,7 +885,10 @@ mod tests {
         assert_eq!(pod.pointer, "/spec/template/spec");
         assert!(pod.serving);
         assert_eq!(pod.containers[0].load.seconds, 600.0);
-        assert_eq!(pod.containers[0].load.basis, crate::load::Basis::Declared);
+        assert_eq!(
+            pod.containers[0].load.basis,
+            crate::model::load::Basis::Declared
+        );
         let names: Vec<_> = pod
             .containers
             .iter()
@@ -1094,7 +1093,7 @@ mod tests {
         assert_eq!(load.seconds, 300.0);
         assert_eq!(
             load.basis,
-            crate::load::Basis::Assumed {
+            crate::model::load::Basis::Assumed {
                 why: "probelint.io/model-load-seconds \"ten minutes\" is not a number of seconds"
                     .into()
             }

@@ -3,36 +3,21 @@
 //! The file format refuses what it does not understand (after kubewarden's settings): unknown keys,
 //! unknown rule ids, bad patterns and invalid custom-rule schemas are errors that name the key.
 
-use crate::custom::CustomRule;
-use crate::finding::Severity;
-use crate::glob;
+pub mod custom;
+pub mod error;
+pub mod operators;
+
+use crate::model::finding::Severity;
+use crate::model::glob;
+use crate::policy::custom::CustomRule;
+use crate::policy::error::PolicyError;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 
 /// The built-in policy, compiled into every binary.
-pub const DEFAULT_POLICY_YAML: &str = include_str!("../default.yaml");
-
-/// A problem in a policy file. `Display` says where and what was expected.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    /// The YAML could not be read as a policy (syntax, unknown key, wrong type).
-    #[error("{0}")]
-    Parse(String),
-    /// The YAML was well-formed but a value makes no sense.
-    #[error("{key}: {message}")]
-    Invalid { key: String, message: String },
-}
-
-impl PolicyError {
-    fn invalid(key: impl Into<String>, message: impl Into<String>) -> Self {
-        PolicyError::Invalid {
-            key: key.into(),
-            message: message.into(),
-        }
-    }
-}
+pub const DEFAULT_POLICY_YAML: &str = include_str!("../../default.yaml");
 
 /// A Kubernetes minor version, e.g. `1.30`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -181,7 +166,7 @@ pub struct PolicyFile {
     pub startup_margin: Option<f64>,
     /// How load times are estimated from the manifest: bandwidths, server start times, model
     /// sizes, and the shortest startupProbe budget a fix adds.
-    pub model_load: Option<crate::load::ModelLoadFile>,
+    pub model_load: Option<crate::model::load::ModelLoadFile>,
     /// What makes a container an accelerator container. Lists given here replace the built-in ones.
     pub accelerators: Option<AcceleratorsFile>,
     /// Whether probelint.io/ignore annotations exempt findings. Default true; false is strict mode.
@@ -197,11 +182,11 @@ pub struct PolicyFile {
     pub workloads: Vec<WorkloadSpec>,
     /// Rules written as JSON Schema over a container, a pod spec or a whole object.
     #[serde(default)]
-    pub custom_rules: Vec<crate::custom::CustomRuleFile>,
+    pub custom_rules: Vec<crate::policy::custom::CustomRuleFile>,
     /// Overrides of the probes operators add (`policies/operators.yaml`), by row id: a probe
     /// replaced, `null` for none, `enabled: false` when this cluster's operator adds nothing.
     #[serde(default)]
-    pub operator_defaults: BTreeMap<String, crate::operators::OperatorDefaultFile>,
+    pub operator_defaults: BTreeMap<String, crate::policy::operators::OperatorDefaultFile>,
 }
 
 impl PolicyFile {
@@ -214,8 +199,9 @@ impl PolicyFile {
     }
 }
 
-/// The JSON Schema of the policy file (`.probelint.yaml`), for editors and `docs/`.
-pub fn json_schema() -> serde_json::Value {
+/// The JSON Schema of the policy file (`.probelint.yaml`), for editors and `docs/`, with
+/// `rules` the ids of the built-in rules, which editors then complete.
+pub fn json_schema(rules: &[&str]) -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(PolicyFile)).unwrap_or_default();
     if let Some(obj) = schema.as_object_mut() {
         obj.insert(
@@ -225,17 +211,13 @@ pub fn json_schema() -> serde_json::Value {
     }
     // Rule levels are keyed by rule id: list the built-in ones so editors complete them
     // (custom rule ids are allowed too, hence no `additionalProperties: false`).
-    let ids: Vec<serde_json::Value> = crate::rules::registry()
-        .iter()
-        .map(|r| serde_json::Value::String(r.meta().id.to_owned()))
-        .collect();
-    if let Some(rules) = schema.pointer_mut("/properties/rules")
-        && let Some(obj) = rules.as_object_mut()
+    if let Some(levels) = schema.pointer_mut("/properties/rules")
+        && let Some(obj) = levels.as_object_mut()
     {
         let level = obj.get("additionalProperties").cloned().unwrap_or_default();
-        let props: serde_json::Map<String, serde_json::Value> = ids
+        let props: serde_json::Map<String, serde_json::Value> = rules
             .iter()
-            .filter_map(|id| id.as_str().map(|id| (id.to_owned(), level.clone())))
+            .map(|id| ((*id).to_owned(), level.clone()))
             .collect();
         obj.insert("properties".to_owned(), serde_json::Value::Object(props));
     }
@@ -250,7 +232,7 @@ pub struct Policy {
     pub kubernetes_version: KubernetesVersion,
     pub model_load_seconds: f64,
     pub startup_margin: f64,
-    pub model_load: crate::load::ModelLoad,
+    pub model_load: crate::model::load::ModelLoad,
     pub accelerator_resources: Vec<String>,
     pub accelerator_runtime_classes: Vec<String>,
     pub allow_annotation_exemptions: bool,
@@ -259,31 +241,27 @@ pub struct Policy {
     pub workloads: Vec<WorkloadSpec>,
     pub custom_rules: Vec<CustomRule>,
     /// The probes operators add to the pods they build.
-    pub operator_defaults: crate::operators::OperatorDefaults,
-}
-
-impl Default for Policy {
-    /// The built-in policy. It is tested to load, so this cannot fail at run time.
-    fn default() -> Self {
-        Policy::builtin().expect("the built-in policy (policies/default.yaml) is valid")
-    }
+    pub operator_defaults: crate::policy::operators::OperatorDefaults,
 }
 
 impl Policy {
-    /// The built-in policy alone.
-    pub fn builtin() -> Result<Self, PolicyError> {
-        Self::from_files(PolicyFile::from_yaml(DEFAULT_POLICY_YAML)?, None)
-    }
-
-    /// The built-in policy overridden by a user policy document (`.probelint.yaml`).
-    pub fn with_user_yaml(text: &str) -> Result<Self, PolicyError> {
+    /// The built-in policy overridden by a user policy document (`.probelint.yaml`) when there
+    /// is one. `rules` are the ids of the built-in rules: a rule level or an exemption may name
+    /// only those and the policy's custom rules, and a custom rule may not take one.
+    /// (`Policy::builtin`, `Policy::with_user_yaml` and `Policy::default` pass the catalog's.)
+    pub fn load(user: Option<&str>, rules: &[&str]) -> Result<Self, PolicyError> {
         let base = PolicyFile::from_yaml(DEFAULT_POLICY_YAML)?;
-        Self::from_files(base, Some(PolicyFile::from_yaml(text)?))
+        let user = user.map(PolicyFile::from_yaml).transpose()?;
+        Self::from_files(base, user, rules)
     }
 
     /// Merges: scalars and lists in `user` replace the built-in ones; rule levels, exemptions,
     /// workloads and custom rules add to them.
-    fn from_files(base: PolicyFile, user: Option<PolicyFile>) -> Result<Self, PolicyError> {
+    fn from_files(
+        base: PolicyFile,
+        user: Option<PolicyFile>,
+        rules: &[&str],
+    ) -> Result<Self, PolicyError> {
         let user = user.unwrap_or_default();
         let base_accel = base.accelerators.unwrap_or_default();
         let user_accel = user.accelerators.unwrap_or_default();
@@ -319,7 +297,7 @@ impl Policy {
                 format!("expected a fraction between 0 and 10 (0.25 = 25 %), got {startup_margin}"),
             ));
         }
-        let model_load = crate::load::ModelLoad::merge(
+        let model_load = crate::model::load::ModelLoad::merge(
             base.model_load.unwrap_or_default(),
             user.model_load.unwrap_or_default(),
         )
@@ -354,14 +332,9 @@ impl Policy {
         {
             custom_rules.push(CustomRule::compile(file, i)?);
         }
-        let known = |id: &str| {
-            crate::rules::registry().iter().any(|r| r.meta().id == id)
-                || custom_rules.iter().any(|c| c.id == id)
-        };
+        let known = |id: &str| rules.contains(&id) || custom_rules.iter().any(|c| c.id == id);
         for (i, custom) in custom_rules.iter().enumerate() {
-            if crate::rules::registry()
-                .iter()
-                .any(|r| r.meta().id == custom.id)
+            if rules.contains(&custom.id.as_str())
                 || custom_rules[..i].iter().any(|c| c.id == custom.id)
             {
                 return Err(PolicyError::invalid(
@@ -415,7 +388,7 @@ impl Policy {
             }
         }
 
-        let operator_defaults = crate::operators::OperatorDefaults::with_overrides([
+        let operator_defaults = crate::policy::operators::OperatorDefaults::with_overrides([
             &base.operator_defaults,
             &user.operator_defaults,
         ])?;

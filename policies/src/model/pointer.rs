@@ -4,6 +4,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 /// Escapes one reference token (`~` → `~0`, `/` → `~1`).
+#[cfg(test)]
 pub fn escape(token: &str) -> String {
     let mut out = String::with_capacity(token.len());
     push_escaped(&mut out, token);
@@ -68,7 +69,7 @@ pub fn resolve<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
             Cow::Borrowed(token)
         };
         match node {
-            Value::Object(_) => crate::fields::get(node, &token),
+            Value::Object(_) => crate::model::fields::get(node, &token),
             Value::Array(items) => array_index(&token).and_then(|i| items.get(i)),
             _ => None,
         }
