@@ -12,7 +12,6 @@ use crate::model::text::shown;
 use crate::policy::Policy;
 use crate::policy::operators::{OperatorDefault, Placement};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Where pod specs live in one kind of object.
@@ -408,8 +407,12 @@ impl<'a> Workload<'a> {
 
 /// Expands a pointer pattern with `*` wildcards into the nodes it names.
 fn expand<'a>(root: &'a Value, pattern: &str) -> Vec<(String, &'a Value)> {
+    // Patterns are the built-in layouts' and the policy's `workloads`, which the policy checks.
+    let Some(tokens) = pointer::tokens(pattern) else {
+        return Vec::new();
+    };
     let mut current = vec![(String::with_capacity(pattern.len() + 16), root)];
-    for token in pattern.split('/').skip(1) {
+    for token in tokens {
         if token == "*" {
             let mut next = Vec::new();
             for (ptr, node) in current {
@@ -429,16 +432,11 @@ fn expand<'a>(root: &'a Value, pattern: &str) -> Vec<(String, &'a Value)> {
             current = next;
             continue;
         }
-        let token: Cow<'_, str> = if token.contains('~') {
-            Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-        } else {
-            Cow::Borrowed(token)
-        };
         current.retain_mut(|(ptr, node)| {
             let parent: &'a Value = node;
             let child = match parent {
                 Value::Object(_) => fields::get(parent, &token),
-                Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                Value::Array(items) => pointer::index(&token).and_then(|i| items.get(i)),
                 _ => None,
             };
             let Some(child) = child else {

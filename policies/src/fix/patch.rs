@@ -1,6 +1,7 @@
 //! JSON Patch operations, as fixes build them: `add`, `replace`, `remove` at a pointer, and
 //! `add` of a key into a map that may not exist yet.
 
+use crate::model::pointer;
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Value, json};
@@ -40,10 +41,9 @@ pub fn add_to_map(object: &Value, tokens: &[&str], key: &str, value: Value) -> P
 }
 
 fn path(p: impl Into<String>) -> PointerBuf {
-    // Pointers here are built by `crate::model::pointer`, so they always parse; an unparsable one
-    // degrades to the root, which `merge_fixes` treats as clashing with everything. (A `String`
-    // becomes the pointer as it is, without a copy.)
-    PointerBuf::parse(p).unwrap_or_default()
+    // Pointers here are built by `crate::model::pointer`, so they parse; `to_buf` refuses one
+    // that does not rather than degrade it to the root, which would replace the whole object.
+    pointer::to_buf(p)
 }
 
 pub fn add(p: impl Into<String>, value: Value) -> PatchOperation {

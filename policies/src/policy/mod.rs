@@ -379,10 +379,15 @@ impl Policy {
             base.workloads.into_iter().chain(user.workloads).collect();
         for (i, workload) in workloads.iter().enumerate() {
             for (j, pointer) in workload.pod_specs.iter().enumerate() {
-                if !pointer.starts_with('/') {
+                let problem = if !pointer.starts_with('/') {
+                    Some("starting with '/'".to_owned())
+                } else {
+                    crate::model::pointer::invalid(pointer).map(|why| format!("({why})"))
+                };
+                if let Some(problem) = problem {
                     return Err(PolicyError::invalid(
                         format!("workloads[{i}].podSpecs[{j}]"),
-                        format!("expected a JSON Pointer starting with '/', got {pointer:?}"),
+                        format!("expected a JSON Pointer {problem}, got {pointer:?}"),
                     ));
                 }
             }
@@ -510,6 +515,28 @@ mod tests {
             err.to_string().contains("unknown rule id \"nope\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_pod_spec_pattern_that_is_not_a_json_pointer_is_an_error() {
+        let workload = |pattern: &str| {
+            format!(
+                "workloads:\n  - apiVersion: example.com/v1\n    kind: Server\n    podSpecs: [{pattern:?}]\n"
+            )
+        };
+        let err = Policy::with_user_yaml(&workload("spec/template/spec")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "workloads[0].podSpecs[0]: expected a JSON Pointer starting with '/', got \"spec/template/spec\""
+        );
+        let err = Policy::with_user_yaml(&workload("/spec/a~2b/spec")).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("workloads[0].podSpecs[0]: expected a JSON Pointer (")
+                && text.ends_with(", got \"/spec/a~2b/spec\""),
+            "{text}"
+        );
+        assert!(Policy::with_user_yaml(&workload("/spec/a~1b/*/spec")).is_ok());
     }
 
     #[test]

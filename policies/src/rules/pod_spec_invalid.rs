@@ -96,8 +96,8 @@ spec:
 /// `spec.template.spec.containers[1]`: a pointer as a field path, for messages.
 fn dotted(ptr: &str) -> impl std::fmt::Display + '_ {
     shown(move |f| {
-        for (i, token) in ptr.split('/').skip(1).enumerate() {
-            let token = token.replace("~1", "/").replace("~0", "~");
+        // `ptr` is one the analysis built, so it parses.
+        for (i, token) in pointer::tokens(ptr).into_iter().flatten().enumerate() {
             if token.parse::<usize>().is_ok() {
                 write!(f, "[{token}]")?;
             } else {
