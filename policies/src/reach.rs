@@ -125,7 +125,7 @@ pub const TRACED_KINDS: &[&str] = &[
 ///   Deployment's (`rollouts-pod-template-hash`: the Argo Rollout's);
 /// - a Job named `<name>-<digits>` is the CronJob's (the CronJob controller names each Job after
 ///   its scheduled time in minutes);
-/// - [`WORKLOAD_LABELS`] name LeaderWorkerSets, JobSets, InferenceServices, Knative Services
+/// - `WORKLOAD_LABELS` name LeaderWorkerSets, JobSets, InferenceServices, Knative Services
 ///   and RayClusters.
 pub fn owners(object: &Value) -> Vec<ObjectRef> {
     let Some(controller) = controller_of(object) else {

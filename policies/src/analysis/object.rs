@@ -119,7 +119,7 @@ pub struct Container<'a> {
     pub load: LoadTime,
     pub role: Role,
     /// The operator config that fills in the probes this container's spec lacks, when an
-    /// operator builds its pod ([`crate::policy::operators`]).
+    /// operator builds its pod (`policy::operators`).
     pub operator: Option<Arc<OperatorDefault>>,
     /// The probes, in [`ProbeKind::ALL`] order.
     probes: [Option<Probe<'a>>; 3],

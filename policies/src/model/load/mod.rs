@@ -173,7 +173,7 @@ pub struct Context<'a> {
     pub pod: &'a Value,
     pub container: &'a Value,
     pub image: &'a str,
-    /// The recognised server ([`crate::model::servers::recognise`]: by command, then by image).
+    /// The recognised server (`model::servers::recognise`: by command, then by image).
     pub server: Option<&'static crate::model::servers::KnownServer>,
 }
 

@@ -259,7 +259,7 @@ const MODEL_ENV: &[&str] = &[
     "STORAGE_URI",
 ];
 
-/// The model `container` serves, for server `server` (an id of [`crate::model::servers`]).
+/// The model `container` serves, for server `server` (an id of `model::servers`).
 pub fn find(server: Option<&str>, line: &CommandLine, image: &str, container: &Value) -> ModelArg {
     let found = |reference: &str, found_in: String| {
         if reference.contains('$') {
