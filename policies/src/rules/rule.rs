@@ -108,7 +108,7 @@ pub struct Report<'f> {
 }
 
 impl<'f> Report<'f> {
-    pub fn new(meta: &'static RuleMeta, findings: &'f mut Vec<Finding>) -> Self {
+    pub(crate) fn new(meta: &'static RuleMeta, findings: &'f mut Vec<Finding>) -> Self {
         Report { meta, findings }
     }
 
