@@ -4,8 +4,7 @@ use super::rule::{FixMeta, Report, Rule, RuleMeta};
 use super::support::rest_on;
 use crate::analysis::context::Analysis;
 use crate::fix::probes::raise_threshold;
-use crate::model::budget::required_arithmetic;
-use crate::model::budget::required_startup_seconds;
+use crate::model::budget::{required_arithmetic, required_startup_seconds, threshold_for};
 use crate::model::finding::{Applicability, Severity};
 use crate::model::probe::ProbeKind;
 
@@ -107,9 +106,8 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if probe.budget_seconds() >= needed {
             continue;
         }
-        let remaining = needed - probe.initial_delay().max(0);
-        // Rounded up without `remaining + period - 1`, which overflows for huge periods.
-        let threshold = (remaining - 1) / probe.period() + 1;
+        // The same number the fix writes: both come from threshold_for.
+        let threshold = threshold_for(needed, probe.period(), probe.initial_delay());
         let fix = raise_threshold(probe, needed).map(|c| c.fix(Applicability::Safe));
         let finding = report.container(
             &cx,
