@@ -130,8 +130,8 @@ fn startup_probe_reuses_liveness_with_its_timeout_and_covers_the_load() {
 #[test]
 fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
     // Two GPU containers without a startupProbe and with a short liveness budget: each gets
-    // gpu-startup-probe-missing and liveness-restart-loop, whose fixes must be one patch (the
-    // engine builds it once per container and hands the second rule a copy).
+    // gpu-startup-probe-missing and liveness-restart-loop, whose fixes must be one patch (both
+    // rules build it with the same builder, and the mutation applies it once, for both).
     let container = |name: &str, port: u16| {
         json!({"name": name, "image": "registry.example.com/server:1",
             "resources": {"limits": {"nvidia.com/gpu": 1}},
@@ -158,6 +158,34 @@ fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
                     usize::from(name == "b")
                 ))
         );
+    }
+    let mutation = mutate(&object, &Policy::default());
+    let startup_ops: Vec<String> = mutation
+        .patch
+        .0
+        .iter()
+        .map(|op| op.path().to_string())
+        .filter(|path| path.ends_with("/startupProbe"))
+        .collect();
+    assert_eq!(
+        startup_ops,
+        [
+            "/spec/containers/0/startupProbe",
+            "/spec/containers/1/startupProbe"
+        ]
+    );
+    let applied: Vec<(&str, Option<&str>)> = mutation
+        .applied
+        .iter()
+        .map(|a| (a.rule.as_str(), a.container.as_deref()))
+        .collect();
+    for container in ["a", "b"] {
+        for rule in ["gpu-startup-probe-missing", "liveness-restart-loop"] {
+            assert!(
+                applied.contains(&(rule, Some(container))),
+                "{rule} on {container} not recorded as fixed: {applied:?}"
+            );
+        }
     }
 }
 
