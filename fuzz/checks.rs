@@ -9,9 +9,9 @@ use json_patch::jsonptr::{PointerBuf, Token};
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use probelint::inputs::Input;
 use probelint::lint::{Source, plan_fixes};
-use probelint_policies::engine::Analysis;
+use probelint_policies::Analysis;
 use probelint_policies::simulate::{scenario_for, simulate};
-use probelint_policies::{Policy, evaluate, fix};
+use probelint_policies::{Policy, evaluate};
 use probelint_yaml::load::{Limits, Span, parse_stream, parse_stream_partial};
 use probelint_yaml::patch::{ObjectPatch, apply};
 use serde_json::{Value, json};
@@ -123,12 +123,12 @@ fn engine_object(object: &Value) {
             f.pointer
         );
     }
-    let first = fix::mutate(object, policy);
+    let first = probelint_policies::mutate(object, policy);
     let mut fixed = object.clone();
     if let Err(e) = json_patch::patch(&mut fixed, &first.patch.0) {
         panic!("the engine's patch does not apply: {e}\n{:#?}", first.patch);
     }
-    let second = fix::mutate(&fixed, policy);
+    let second = probelint_policies::mutate(&fixed, policy);
     assert!(
         second.patch.0.is_empty(),
         "mutate is not idempotent: second patch {:#?}\nafter first {:#?}",

@@ -8,7 +8,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use probelint_bench::corpus::samples;
 use probelint_bench::review::object;
 use probelint_policies::Policy;
-use probelint_policies::workload::Workload;
+use probelint_policies::Workload;
 use std::hint::black_box;
 
 fn engine(c: &mut Criterion) {
@@ -25,12 +25,7 @@ fn engine(c: &mut Criterion) {
         "the clean sample has findings"
     );
     assert!(!probelint_policies::evaluate_one(&deployment, &policy).is_empty());
-    assert!(
-        !probelint_policies::fix::mutate(&pod, &policy)
-            .patch
-            .0
-            .is_empty()
-    );
+    assert!(!probelint_policies::mutate(&pod, &policy).patch.0.is_empty());
 
     let mut g = c.benchmark_group("engine");
     g.bench_function("evaluate_gpu_deployment", |b| {
@@ -40,7 +35,7 @@ fn engine(c: &mut Criterion) {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(&deployment_json)))
     });
     g.bench_function("mutate_gpu_pod", |b| {
-        b.iter(|| probelint_policies::fix::mutate(black_box(&pod), &policy))
+        b.iter(|| probelint_policies::mutate(black_box(&pod), &policy))
     });
     g.bench_function("parse_gpu_pod_json", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(&pod_json)))

@@ -22,10 +22,10 @@ pub fn render(meta: &RuleMeta) -> String {
         out.push_str("```\n\n");
     }
     out.push_str("## Fix\n\n");
-    out.push_str(
-        meta.fix
-            .unwrap_or("No automatic fix: the right change depends on the server."),
-    );
+    out.push_str(meta.fix.as_ref().map_or(
+        "No automatic fix: the right change depends on the server.",
+        |fix| fix.what,
+    ));
     out.push_str(&format!(
         "\n\n## Ignoring\n\nOn the object or its pod template:\n\n```yaml\nmetadata:\n  annotations:\n    \
          probelint.io/ignore: \"{id}\"\n    probelint.io/ignore-reason: \"why this is fine here\"\n```\n\n\

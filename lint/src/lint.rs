@@ -360,9 +360,7 @@ fn evaluate_file(file: ParsedFile, policy: &Policy, limits: &Limits, mode: Mode)
             cross.push(CrossEntry { facts, places });
         }
         let planned = (mode == Mode::Fix && file.text.is_some())
-            .then(|| {
-                probelint_policies::fix::merge_fixes(&evaluation.findings, Applicability::Safe)
-            })
+            .then(|| probelint_policies::merge_fixes(&evaluation.findings, Applicability::Safe))
             .filter(|(patch, _)| !patch.0.is_empty());
         let start = findings.len();
         findings.extend(evaluation.findings.into_iter().map(|f| place(object, f)));

@@ -284,7 +284,7 @@ fn main() -> ExitCode {
             .map(|()| 0)
             .map_err(|e| format!("cannot write the man page: {e}")),
         Some(Command::Schema) => {
-            let schema = probelint_policies::policy::json_schema();
+            let schema = probelint_policies::json_schema();
             println!(
                 "{}",
                 serde_json::to_string_pretty(&schema).unwrap_or_default()
@@ -554,7 +554,7 @@ fn print_rules() -> Result<u8, String> {
 }
 
 fn explain(id: &str) -> Result<u8, String> {
-    let Some(rule) = probelint_policies::rules::find(id) else {
+    let Some(rule) = probelint_policies::find(id) else {
         let ids: Vec<&str> = probelint_policies::registry()
             .iter()
             .map(|r| r.meta().id)

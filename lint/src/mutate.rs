@@ -4,7 +4,7 @@ use crate::inputs::Input;
 use crate::lint::{objects_in, read_input};
 use crate::yaml::{self, Limits};
 use probelint_policies::ObjectRef;
-use probelint_policies::fix::{mutate, mutation_patch};
+use probelint_policies::{mutate, mutation_patch};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,12 +5,12 @@
 use crate::inputs::Input;
 use crate::lint::read_input;
 use crate::yaml::{self, Limits};
-use probelint_policies::engine::{Analysis, ContainerContext};
 use probelint_policies::simulate::backoff::NodeSettings;
 use probelint_policies::simulate::fleet::{self, Budget, FleetOutcome, PodStartup, Rollout};
 use probelint_policies::simulate::{
     LoadingServer, Outcome, Scenario, Spread, assumptions, scenario_for_pod, secs, simulate, spread,
 };
+use probelint_policies::{Analysis, ContainerContext};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::Write;
@@ -129,7 +129,7 @@ pub struct Request<'a> {
 
 /// One simulated container.
 struct Run {
-    object: probelint_policies::finding::ObjectRef,
+    object: probelint_policies::ObjectRef,
     container: String,
     load: f64,
     scenario: Scenario,
@@ -305,7 +305,7 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
 
 /// The object after the mutating webhook's safe fixes; `None` when they change nothing.
 fn mutated_object(object: &Value, policy: &probelint_policies::Policy) -> Option<Value> {
-    let m = probelint_policies::fix::mutate(object, policy);
+    let m = probelint_policies::mutate(object, policy);
     if m.patch.0.is_empty() {
         return None;
     }

@@ -4,7 +4,7 @@
 //! for a rollout or drain, the serving capacity below.
 
 use plotters::prelude::*;
-use probelint_policies::probe::ProbeKind;
+use probelint_policies::ProbeKind;
 use probelint_policies::simulate::Outcome;
 use probelint_policies::simulate::fleet::FleetOutcome;
 

@@ -83,7 +83,7 @@ spec:
 ";
     let docs = parse_stream(text.as_bytes(), &Limits::default()).unwrap_or_default();
     let object = docs.first().map(|d| d.value.clone()).unwrap_or_default();
-    let mutation = probelint_policies::fix::mutate(&object, &probelint_policies::Policy::default());
+    let mutation = probelint_policies::mutate(&object, &probelint_policies::Policy::default());
     assert!(
         !mutation.patch.0.is_empty(),
         "the engine has fixes for this"
@@ -96,7 +96,7 @@ spec:
         TextDiff::from_lines(text, &out).unified_diff()
     );
     let fixed = parse_stream(out.as_bytes(), &Limits::default()).unwrap_or_default();
-    let again = probelint_policies::fix::mutate(
+    let again = probelint_policies::mutate(
         &fixed.first().map(|d| d.value.clone()).unwrap_or_default(),
         &probelint_policies::Policy::default(),
     );
@@ -166,7 +166,7 @@ fn every_fix_in_the_real_corpus_applies_or_is_refused_clearly() {
                 if !object.is_object() {
                     continue;
                 }
-                let mutation = probelint_policies::fix::mutate(object, &policy);
+                let mutation = probelint_policies::mutate(object, &policy);
                 if !mutation.patch.0.is_empty() {
                     patches.push((d, prefix, mutation.patch.0));
                 }
@@ -284,7 +284,7 @@ fn many_documents_are_each_fixed_in_their_own_region() {
     let policy = probelint_policies::Policy::default();
     let patches: Vec<_> = docs
         .iter()
-        .map(|d| probelint_policies::fix::mutate(&d.value, &policy).patch.0)
+        .map(|d| probelint_policies::mutate(&d.value, &policy).patch.0)
         .collect();
     let object_patches: Vec<_> = patches
         .iter()

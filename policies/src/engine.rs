@@ -1,75 +1,18 @@
 //! Evaluation: analyse the objects once, run every rule, then apply the policy's severities
 //! and the exemptions (annotation and policy) so that nothing is silently dropped.
 
-use crate::cross::ObjectFacts;
-use crate::custom::CustomTarget;
-use crate::finding::{Finding, ObjectRef, Suppression, SuppressionSource};
+use crate::analysis::context::Analysis;
+use crate::analysis::facts::ObjectFacts;
+use crate::analysis::object::{PodSpec, Workload};
+use crate::catalog;
+use crate::model::annotations::{
+    IGNORE_ANNOTATION, IGNORE_CONTAINER_PREFIX, IGNORE_REASON_ANNOTATION,
+};
+use crate::model::finding::{Finding, ObjectRef, Suppression, SuppressionSource};
 use crate::policy::Policy;
-use crate::rules::{self, Report};
-use crate::workload::{Container, PodSpec, Workload};
+use crate::policy::custom::CustomTarget;
+use crate::rules::rule::{Check, Report};
 use serde_json::Value;
-
-/// Object-level annotation listing exempted rule ids (comma-separated, or `all`).
-pub const IGNORE_ANNOTATION: &str = "probelint.io/ignore";
-/// Prefix of the per-container form: `probelint.io/ignore.<container-name>`.
-pub const IGNORE_CONTAINER_PREFIX: &str = "probelint.io/ignore.";
-/// Why the exemption exists.
-pub const IGNORE_REASON_ANNOTATION: &str = "probelint.io/ignore-reason";
-
-/// Everything the rules read: the policy and every input object, analysed once.
-pub struct Analysis<'a> {
-    pub policy: &'a Policy,
-    pub workloads: Vec<Workload<'a>>,
-}
-
-/// A container together with the pod spec and object it is in.
-#[derive(Clone, Copy)]
-pub struct ContainerContext<'x, 'a> {
-    pub workload: &'x Workload<'a>,
-    pub pod: &'x PodSpec<'a>,
-    pub container: &'x Container<'a>,
-}
-
-impl<'a> Analysis<'a> {
-    pub fn new(objects: &'a [Value], policy: &'a Policy) -> Self {
-        Analysis {
-            policy,
-            workloads: objects
-                .iter()
-                .enumerate()
-                .map(|(i, o)| Workload::analyse(i, o, policy))
-                .collect(),
-        }
-    }
-
-    /// One object at position `index` of a larger input.
-    pub fn single(object: &'a Value, index: usize, policy: &'a Policy) -> Self {
-        Analysis {
-            policy,
-            workloads: vec![Workload::analyse(index, object, policy)],
-        }
-    }
-
-    /// Every container (regular and native sidecar) of every pod spec of every object.
-    pub fn containers(&self) -> impl Iterator<Item = ContainerContext<'_, 'a>> {
-        self.workloads.iter().flat_map(|workload| {
-            workload.pod_specs.iter().flat_map(move |pod| {
-                pod.containers
-                    .iter()
-                    .map(move |container| ContainerContext {
-                        workload,
-                        pod,
-                        container,
-                    })
-            })
-        })
-    }
-
-    /// Containers that use an accelerator.
-    pub fn accelerated_containers(&self) -> impl Iterator<Item = ContainerContext<'_, 'a>> {
-        self.containers().filter(|c| c.container.is_accelerated())
-    }
-}
 
 /// Evaluates every built-in and custom rule over a set of objects (so that cross-object rules
 /// see a Deployment beside its HPA). Findings are ordered by object, then pointer, then rule.
@@ -115,13 +58,16 @@ pub fn evaluate_cross(facts: &[ObjectFacts], policy: &Policy) -> Vec<Finding> {
     let by_index: std::collections::HashMap<usize, &ObjectFacts> =
         facts.iter().map(|f| (f.index, f)).collect();
     let mut findings = Vec::new();
-    for rule in rules::registry().iter().filter(|r| r.needs_other_objects()) {
+    for rule in catalog::registry() {
+        let Check::Relations(check) = rule.check() else {
+            continue;
+        };
         let meta = rule.meta();
         let Some(severity) = policy.severity_for(meta.id, meta.severity) else {
             continue;
         };
         let start = findings.len();
-        rule.check_cross(facts, &mut Report::new(meta, &mut findings));
+        check(facts, &mut Report::new(meta, &mut findings));
         // A rule may lower a finding's severity (a guess makes at most a warning); only the
         // policy's own level for the rule replaces it.
         let overridden = policy.rule_levels.contains_key(meta.id);
@@ -146,16 +92,16 @@ fn sort(findings: &mut [Finding]) {
 fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -> ObjectEvaluation {
     let analysis = Analysis::single(object, index, policy);
     let mut findings = Vec::new();
-    for rule in rules::registry() {
-        if rule.needs_other_objects() {
+    for rule in catalog::registry() {
+        let Check::Object(check) = rule.check() else {
             continue;
-        }
+        };
         let meta = rule.meta();
         let Some(severity) = policy.severity_for(meta.id, meta.severity) else {
             continue;
         };
         let start = findings.len();
-        rule.check(&analysis, &mut Report::new(meta, &mut findings));
+        check(&analysis, &mut Report::new(meta, &mut findings));
         if policy.rule_levels.contains_key(meta.id) {
             for f in &mut findings[start..] {
                 f.severity = severity;
@@ -268,7 +214,7 @@ fn annotation_sets<'a>(
 /// scan of their few annotations spares every finding the lookups below (and the container key's
 /// formatting); a large map is not scanned for each finding, just looked up.
 fn may_hold_exemption(annotations: &serde_json::Map<String, Value>) -> bool {
-    annotations.len() > crate::fields::SCAN_LIMIT
+    annotations.len() > crate::model::fields::SCAN_LIMIT
         || annotations.keys().any(|k| k.starts_with(IGNORE_ANNOTATION))
 }
 
@@ -334,7 +280,7 @@ fn suppression(
 
 #[cfg(test)]
 mod tests {
-    use crate::finding::SuppressionSource;
+    use crate::model::finding::SuppressionSource;
     use crate::rules::testing::{lint, lint_with, objects};
     use crate::{Policy, Severity};
 
@@ -602,7 +548,7 @@ spec:
     /// findings point outside it).
     #[test]
     fn cross_object_findings_honour_the_objects_exemptions() {
-        let bad = crate::rules::find("gpu-serving-without-pdb")
+        let bad = crate::catalog::find("gpu-serving-without-pdb")
             .unwrap()
             .meta()
             .bad_example;
@@ -633,7 +579,7 @@ spec:
 
     #[test]
     fn a_lone_object_is_not_judged_by_what_is_missing_around_it() {
-        let yaml = crate::rules::find("gpu-serving-without-pdb")
+        let yaml = crate::catalog::find("gpu-serving-without-pdb")
             .unwrap()
             .meta()
             .bad_example;

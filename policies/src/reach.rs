@@ -17,13 +17,15 @@
 //! - says which exemptions and declarations of a workload will not reach its Pods
 //!   ([`unreached`]), for the validating webhook to warn about.
 
-use crate::engine::{IGNORE_ANNOTATION, IGNORE_CONTAINER_PREFIX, IGNORE_REASON_ANNOTATION};
-use crate::fields::{self, pick};
-use crate::finding::ObjectRef;
-use crate::fix::add;
-use crate::pointer;
+use crate::analysis::object::{PodSpec, Workload};
+use crate::fix::patch::add;
+use crate::model::annotations::{
+    IGNORE_ANNOTATION, IGNORE_CONTAINER_PREFIX, IGNORE_REASON_ANNOTATION, LOAD_SECONDS_ANNOTATION,
+};
+use crate::model::fields::{self, pick};
+use crate::model::finding::ObjectRef;
+use crate::model::pointer;
 use crate::policy::Policy;
-use crate::workload::{LOAD_SECONDS_ANNOTATION, PodSpec, Workload};
 use json_patch::PatchOperation;
 use serde_json::{Map, Value};
 
@@ -123,7 +125,7 @@ pub const TRACED_KINDS: &[&str] = &[
 ///   Deployment's (`rollouts-pod-template-hash`: the Argo Rollout's);
 /// - a Job named `<name>-<digits>` is the CronJob's (the CronJob controller names each Job after
 ///   its scheduled time in minutes);
-/// - [`WORKLOAD_LABELS`] name LeaderWorkerSets, JobSets, InferenceServices, Knative Services
+/// - `WORKLOAD_LABELS` name LeaderWorkerSets, JobSets, InferenceServices, Knative Services
 ///   and RayClusters.
 pub fn owners(object: &Value) -> Vec<ObjectRef> {
     let Some(controller) = controller_of(object) else {

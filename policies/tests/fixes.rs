@@ -1,8 +1,8 @@
 //! Fixes, as users meet them in `probelint --fix` and the mutating webhook: they apply, they
 //! fix what they claim, they are idempotent and minimal, and they never invent an endpoint.
 
-use probelint_policies::fix::{annotation_ops, mutate};
 use probelint_policies::{Policy, evaluate_one, registry};
+use probelint_policies::{annotation_ops, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -130,8 +130,8 @@ fn startup_probe_reuses_liveness_with_its_timeout_and_covers_the_load() {
 #[test]
 fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
     // Two GPU containers without a startupProbe and with a short liveness budget: each gets
-    // gpu-startup-probe-missing and liveness-restart-loop, whose fixes must be one patch (the
-    // engine builds it once per container and hands the second rule a copy).
+    // gpu-startup-probe-missing and liveness-restart-loop, whose fixes must be one patch (both
+    // rules build it with the same builder, and the mutation applies it once, for both).
     let container = |name: &str, port: u16| {
         json!({"name": name, "image": "registry.example.com/server:1",
             "resources": {"limits": {"nvidia.com/gpu": 1}},
@@ -158,6 +158,34 @@ fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
                     usize::from(name == "b")
                 ))
         );
+    }
+    let mutation = mutate(&object, &Policy::default());
+    let startup_ops: Vec<String> = mutation
+        .patch
+        .0
+        .iter()
+        .map(|op| op.path().to_string())
+        .filter(|path| path.ends_with("/startupProbe"))
+        .collect();
+    assert_eq!(
+        startup_ops,
+        [
+            "/spec/containers/0/startupProbe",
+            "/spec/containers/1/startupProbe"
+        ]
+    );
+    let applied: Vec<(&str, Option<&str>)> = mutation
+        .applied
+        .iter()
+        .map(|a| (a.rule.as_str(), a.container.as_deref()))
+        .collect();
+    for container in ["a", "b"] {
+        for rule in ["gpu-startup-probe-missing", "liveness-restart-loop"] {
+            assert!(
+                applied.contains(&(rule, Some(container))),
+                "{rule} on {container} not recorded as fixed: {applied:?}"
+            );
+        }
     }
 }
 
@@ -281,7 +309,7 @@ fn suppressed_findings_are_not_fixed() {
 
 #[test]
 fn annotation_ops_create_or_extend_annotations() {
-    let applied = vec![probelint_policies::fix::AppliedFix {
+    let applied = vec![probelint_policies::AppliedFix {
         rule: "gpu-startup-probe-missing".into(),
         container: Some("vllm".into()),
         description: String::new(),

@@ -6,12 +6,12 @@
 //! granularity (one startup period plus one readiness period: a startupProbe checks every
 //! 10 s, and readiness runs only after it has passed).
 
+use probelint_policies::Analysis;
 use probelint_policies::Policy;
-use probelint_policies::engine::Analysis;
-use probelint_policies::fix::{STARTUP_PERIOD_SECONDS, mutate};
-use probelint_policies::probe::ProbeKind;
-use probelint_policies::rules::required_startup_seconds;
+use probelint_policies::ProbeKind;
+use probelint_policies::required_startup_seconds;
 use probelint_policies::simulate::{scenario_for, simulate};
+use probelint_policies::{STARTUP_PERIOD_SECONDS, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -82,8 +82,14 @@ fn check(object: &Value, policy: &Policy) -> usize {
             let duration = (load * 4.0).max(3600.0);
             let was = simulate(&scenario_for(old_c, load, duration));
             let now = simulate(&scenario_for(new_c, load, duration));
+            // At a load beyond both deadlines the container loops, fixed or not, and the count
+            // within the window is a matter of where the back-off falls: a longer deadline
+            // (kept by the check above) can end one more cycle inside the window, since the
+            // kubelet waits out a back-off only when the previous instance ended within it.
+            let loops_either_way =
+                was.first_ready_seconds.is_none() && now.first_ready_seconds.is_none();
             assert!(
-                now.restarts <= was.restarts,
+                loops_either_way || now.restarts <= was.restarts,
                 "{name}: at a {load} s load the fix adds restarts ({} → {})",
                 was.restarts,
                 now.restarts

@@ -4,8 +4,8 @@
 //! operation applies after it, and mutating the result changes nothing more (idempotent).
 //! Plus thousands of containers: merging fixes stays fast (it was quadratic).
 
-use probelint_policies::fix::{annotation_ops, mutate};
 use probelint_policies::{Policy, evaluate};
+use probelint_policies::{annotation_ops, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};

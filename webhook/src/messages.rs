@@ -1,7 +1,7 @@
 //! What kubectl shows and the audit log keeps: the denial message, one short warning per
 //! finding or fix, and the findings as an audit annotation.
 
-use probelint_policies::fix::AppliedFix;
+use probelint_policies::AppliedFix;
 use probelint_policies::{Finding, ObjectRef, Severity, Suppression};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -91,7 +91,7 @@ pub fn finding_warning(f: &Finding) -> String {
     if fits(&full) {
         return full;
     }
-    let Some(rule) = probelint_policies::rules::find(&f.rule) else {
+    let Some(rule) = probelint_policies::find(&f.rule) else {
         return shorten(&full);
     };
     let container = f

@@ -7,8 +7,8 @@ use crate::admission::{
     self, GroupVersionKind, Operation, Request, Response, ReviewError, ReviewOut, Status,
 };
 use crate::messages::{audit_annotations, denial_message, finding_warning, fix_warnings, shorten};
-use probelint_policies::fix::{self, MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch};
-use probelint_policies::workload::Workload;
+use probelint_policies::Workload;
+use probelint_policies::{MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch};
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, reach};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -473,7 +473,7 @@ fn mutate(mut response: Response, object: Value, policy: &Policy) -> Verdict {
         patch,
         applied,
         findings,
-    } = fix::mutate(&object, policy);
+    } = probelint_policies::mutate(&object, policy);
     response.audit_annotations = audit_annotations(&findings);
     let mut verdict = match mutation_patch(object, patch, &applied, policy) {
         Ok(MutationPatch { patch, .. }) if patch.0.is_empty() => {

@@ -12,8 +12,8 @@
 mod e2e;
 
 use e2e::*;
+use probelint_policies::Analysis;
 use probelint_policies::Policy;
-use probelint_policies::engine::Analysis;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -242,7 +242,7 @@ fn every_workload_of_the_real_corpus_is_mutated_and_accepted_by_the_real_apiserv
         reviewed.push(key(object));
         let response = &exchange.response["response"];
         assert_eq!(response["allowed"], true, "{exchange:#?}");
-        let fixable = !probelint_policies::fix::mutate(object, &policy)
+        let fixable = !probelint_policies::mutate(object, &policy)
             .patch
             .0
             .is_empty();

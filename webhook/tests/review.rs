@@ -5,7 +5,7 @@ mod support;
 
 use base64::Engine as _;
 use json_patch::Patch;
-use probelint_policies::fix::MUTATED_ANNOTATION;
+use probelint_policies::MUTATED_ANNOTATION;
 use probelint_policies::{Finding, Policy};
 use probelint_webhook::review::{Decision, Mode, Outcome, admit};
 use serde_json::{Value, json};

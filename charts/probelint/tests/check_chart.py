@@ -68,7 +68,7 @@ FIXTURE_HEADER = """\
 #   UPDATE_DOCS=1 cargo test -p probelint --test helm_chart
 """
 
-# Every workload kind the engine reads pod specs from (policies/src/workload.rs), with the
+# Every workload kind the engine reads pod specs from (policies/src/analysis/layout.rs), with the
 # group/resource the webhook rules must name.
 WORKLOAD_RESOURCES = {
     "Pod": ("", "pods"),
@@ -1199,7 +1199,9 @@ def check_cel(probelint: Probelint) -> None:
 
 def check_sync(probelint: Probelint, write_policy_schema: bool) -> None:
     # Workload kinds: the engine's built-in layouts vs. the webhook rules.
-    source = (REPO / "policies" / "src" / "workload.rs").read_text()
+    analysis = REPO / "policies" / "src" / "analysis"
+    # The layouts are in layout.rs, the KServe model keys in object.rs.
+    source = (analysis / "layout.rs").read_text() + (analysis / "object.rs").read_text()
     body = source[source.index("fn builtin_layout") :]
     body = body[: body.index("\n}\n")]
     kinds = set()

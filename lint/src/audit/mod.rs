@@ -453,7 +453,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             };
             if let (Some(major), Some(minor)) = (number(&info.major), number(&info.minor)) {
                 policy.kubernetes_version =
-                    probelint_policies::policy::KubernetesVersion::new(major, minor);
+                    probelint_policies::KubernetesVersion::new(major, minor);
             }
             Some(info.git_version)
         }
@@ -608,7 +608,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
     // The load time the engine judged each container by, for the readiness evidence.
     let mut loads: std::collections::HashMap<(usize, String), f64> = Default::default();
     for &i in &workloads {
-        let analysed = probelint_policies::workload::Workload::analyse(i, &objects[i], policy);
+        let analysed = probelint_policies::Workload::analyse(i, &objects[i], policy);
         for spec in &analysed.pod_specs {
             for container in spec.containers.iter().filter(|c| c.is_accelerated()) {
                 let load = loads.entry((i, container.name.clone())).or_default();

@@ -414,7 +414,7 @@ fn sarif(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
     let descriptors: Vec<Value> = rules
         .iter()
         .map(|id| {
-            let meta = probelint_policies::rules::find(id).map(|r| r.meta());
+            let meta = probelint_policies::find(id).map(|r| r.meta());
             serde_json::json!({
                 "id": id,
                 "shortDescription": {"text": meta.map_or(*id, |m| m.summary)},

@@ -250,7 +250,7 @@ fn descriptors(report: &Report) -> Vec<Descriptor<'_>> {
 fn builtin(meta: &'static RuleMeta) -> Descriptor<'static> {
     let mut text = meta.rationale.to_owned();
     let mut markdown = format!("**{}**\n\n{}\n", meta.summary, meta.rationale);
-    if let Some(fix) = meta.fix {
+    if let Some(fix) = &meta.fix {
         let _ = write!(text, "\n\nAutomatic fix: {fix}");
         let _ = write!(markdown, "\n**Automatic fix:** {fix}\n");
     }

@@ -1,11 +1,9 @@
 //! `exec-probe-heavy`: an exec probe on a GPU container that starts a CUDA context or interpreter.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::Handler;
-
-pub struct ExecProbeHeavy;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
+use crate::model::probe::{Handler, heavy_exec};
 
 static META: RuleMeta = RuleMeta {
     id: "exec-probe-heavy",
@@ -23,69 +21,43 @@ Use the server's HTTP health endpoint instead.",
     fix: None,
 };
 
-const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "zsh"];
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-/// Why a command is heavy, if it is.
-pub(crate) fn heavy(command: &[String]) -> Option<&'static str> {
-    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
-    let program = command.first().map(|p| base(p)).unwrap_or_default();
-    let words: Vec<&str> = command.iter().flat_map(|a| a.split_whitespace()).collect();
-    if words.iter().any(|w| base(w) == "nvidia-smi") {
-        return Some("runs nvidia-smi (NVML initialisation on every probe)");
-    }
-    let is_python = |w: &str| {
-        let b = base(w);
-        b == "python" || b.starts_with("python3") || b == "python2"
-    };
-    if words.iter().any(|w| is_python(w)) {
-        return Some("starts a Python interpreter on every probe");
-    }
-    if SHELLS.contains(&program.as_str()) && command.iter().skip(1).any(|a| a.contains('|')) {
-        return Some("runs a shell pipeline (only the last command's failure counts)");
-    }
-    None
-}
-
-impl Rule for ExecProbeHeavy {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
-
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.accelerated_containers() {
-            for probe in cx.container.probes() {
-                let Handler::Exec { command } = &probe.handler else {
-                    continue;
-                };
-                let Some(why) = heavy(command) else {
-                    continue;
-                };
-                report.container(
-                    &cx,
-                    format!("{}/exec", probe.pointer),
-                    format!(
-                        "{}: {}Probe {why}: `{}`",
-                        cx.container.describe(),
-                        probe.kind.noun(),
-                        command.join(" ")
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.accelerated_containers() {
+        for probe in cx.container.probes() {
+            let Handler::Exec { command } = &probe.handler else {
+                continue;
+            };
+            let Some(why) = heavy_exec(command) else {
+                continue;
+            };
+            report.container(
+                &cx,
+                format!("{}/exec", probe.pointer),
+                format!(
+                    "{}: {}Probe {why}: `{}`",
+                    cx.container.describe(),
+                    probe.kind.noun(),
+                    command.join(" ")
+                ),
+                match cx.container.server {
+                    Some(s) => format!(
+                        "use httpGet {} on port {} instead",
+                        s.live_path, s.default_port
                     ),
-                    match cx.container.server {
-                        Some(s) => format!(
-                            "use httpGet {} on port {} instead",
-                            s.live_path, s.default_port
-                        ),
-                        None => "use an httpGet probe on the server's health endpoint instead"
-                            .to_owned(),
-                    },
-                );
-            }
+                    None => {
+                        "use an httpGet probe on the server's health endpoint instead".to_owned()
+                    }
+                },
+            );
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::heavy;
+    use crate::model::probe::heavy_exec as heavy;
 
     fn cmd(parts: &[&str]) -> Vec<String> {
         parts.iter().map(|s| s.to_string()).collect()

@@ -1,10 +1,8 @@
 //! `gpu-graceful-shutdown-missing`: a serving GPU container is killed 30 s after SIGTERM with no drain.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-
-pub struct GpuGracefulShutdownMissing;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
 
 static META: RuleMeta = RuleMeta {
     id: "gpu-graceful-shutdown-missing",
@@ -21,32 +19,28 @@ delay and a longer grace period lets long generations finish.",
     fix: None,
 };
 
-impl Rule for GpuGracefulShutdownMissing {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.accelerated_containers() {
-            if !cx.pod.serving || cx.container.sidecar {
-                continue;
-            }
-            let grace = cx.pod.termination_grace_period();
-            if grace > 30 || cx.container.has_pre_stop() {
-                continue;
-            }
-            report.container(
-                &cx,
-                cx.container.pointer.clone(),
-                format!(
-                    "{} has no preStop hook and terminationGracePeriodSeconds is {grace}: in-flight \
-                     generations are cut off on every rollout",
-                    cx.container.describe()
-                ),
-                "add lifecycle.preStop (e.g. sleep 10 s while endpoints update) and raise \
-                 terminationGracePeriodSeconds to cover your longest generation"
-                    .to_owned(),
-            );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.accelerated_containers() {
+        if !cx.pod.serving || cx.container.sidecar {
+            continue;
         }
+        let grace = cx.pod.termination_grace_period();
+        if grace > 30 || cx.container.has_pre_stop() {
+            continue;
+        }
+        report.container(
+            &cx,
+            cx.container.pointer.clone(),
+            format!(
+                "{} has no preStop hook and terminationGracePeriodSeconds is {grace}: in-flight \
+                 generations are cut off on every rollout",
+                cx.container.describe()
+            ),
+            "add lifecycle.preStop (e.g. sleep 10 s while endpoints update) and raise \
+             terminationGracePeriodSeconds to cover your longest generation"
+                .to_owned(),
+        );
     }
 }

@@ -1,11 +1,9 @@
 //! `gpu-readiness-probe-missing`: a serving accelerator container has no readinessProbe.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::ProbeKind;
-
-pub struct GpuReadinessProbeMissing;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
+use crate::model::probe::ProbeKind;
 
 static META: RuleMeta = RuleMeta {
     id: "gpu-readiness-probe-missing",
@@ -21,42 +19,36 @@ readinessProbe on the server's ready endpoint keeps the pod out of rotation unti
     fix: None,
 };
 
-impl Rule for GpuReadinessProbeMissing {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.accelerated_containers() {
-            // A Ray node's or a headless worker's readiness does not gate model traffic; a
-            // readiness the operator injects is readiness-port-open's to judge.
-            if !cx.pod.serving
-                || cx.container.role != crate::workload::Role::Serving
-                || cx.container.runs_probe(ProbeKind::Readiness)
-            {
-                continue;
-            }
-            let help = match cx.container.server {
-                Some(server) => format!(
-                    "add a readinessProbe: httpGet {} on the server's port ({} serves it on {} by default)",
-                    server.ready_path, server.name, server.default_port
-                ),
-                None => {
-                    "add a readinessProbe: httpGet on an endpoint that answers 200 only once the \
-                         model is loaded and can infer"
-                        .to_owned()
-                }
-            };
-            report.container(
-                &cx,
-                cx.container.pointer.clone(),
-                format!(
-                    "{} has no readinessProbe: it receives traffic before its model is loaded",
-                    cx.container.describe()
-                ),
-                help,
-            );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.accelerated_containers() {
+        // A Ray node's or a headless worker's readiness does not gate model traffic; a
+        // readiness the operator injects is readiness-port-open's to judge.
+        if !cx.pod.serving
+            || cx.container.role != crate::analysis::object::Role::Serving
+            || cx.container.runs_probe(ProbeKind::Readiness)
+        {
+            continue;
         }
+        let help = match cx.container.server {
+            Some(server) => format!(
+                "add a readinessProbe: httpGet {} on the server's port ({} serves it on {} by default)",
+                server.ready_path, server.name, server.default_port
+            ),
+            None => "add a readinessProbe: httpGet on an endpoint that answers 200 only once the \
+                     model is loaded and can infer"
+                .to_owned(),
+        };
+        report.container(
+            &cx,
+            cx.container.pointer.clone(),
+            format!(
+                "{} has no readinessProbe: it receives traffic before its model is loaded",
+                cx.container.describe()
+            ),
+            help,
+        );
     }
 }
 

@@ -1,12 +1,10 @@
 //! `gpu-serving-without-pdb`: replicated GPU serving with no PodDisruptionBudget.
 
-use super::{Report, Rule, RuleMeta};
-use crate::cross::{ObjectFacts, Role, selects};
-use crate::finding::Severity;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::facts::{ObjectFacts, Role, selects};
+use crate::model::finding::Severity;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-
-pub struct GpuServingWithoutPdb;
 
 static META: RuleMeta = RuleMeta {
     id: "gpu-serving-without-pdb",
@@ -86,46 +84,38 @@ impl<'a> SelectorIndex<'a> {
     }
 }
 
-impl Rule for GpuServingWithoutPdb {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
-    fn needs_other_objects(&self) -> bool {
-        true
-    }
-
-    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        let selectors = SelectorIndex::new(objects);
-        for object in objects {
-            let Role::GpuServing {
-                replicated: Some(replicated),
-                ..
-            } = &object.role
-            else {
-                continue;
-            };
-            if replicated.replicas <= 1 {
-                continue;
-            }
-            let covered = selectors
-                .candidates(object.object_ref.namespace.as_deref(), &replicated.labels)
-                .any(|selector| selects(selector, &replicated.labels));
-            if covered {
-                continue;
-            }
-            report.cross(
-                object,
-                replicated.pointer,
-                format!(
-                    "{} runs {} GPU serving replicas and no PodDisruptionBudget selects them: a \
-                     node drain can take them all down for a full model load",
-                    object.object_ref, replicated.replicas
-                ),
-                "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels"
-                    .to_owned(),
-            );
+fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    let selectors = SelectorIndex::new(objects);
+    for object in objects {
+        let Role::GpuServing {
+            replicated: Some(replicated),
+            ..
+        } = &object.role
+        else {
+            continue;
+        };
+        if replicated.replicas <= 1 {
+            continue;
         }
+        let covered = selectors
+            .candidates(object.object_ref.namespace.as_deref(), &replicated.labels)
+            .any(|selector| selects(selector, &replicated.labels));
+        if covered {
+            continue;
+        }
+        report.cross(
+            object,
+            replicated.pointer,
+            format!(
+                "{} runs {} GPU serving replicas and no PodDisruptionBudget selects them: a \
+                 node drain can take them all down for a full model load",
+                object.object_ref, replicated.replicas
+            ),
+            "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels"
+                .to_owned(),
+        );
     }
 }
 

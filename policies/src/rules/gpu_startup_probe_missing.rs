@@ -1,11 +1,11 @@
 //! `gpu-startup-probe-missing`: a serving accelerator container has no startupProbe.
 
-use super::{Report, Rule, RuleMeta, required_arithmetic};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::ProbeKind;
-
-pub struct GpuStartupProbeMissing;
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::fix::probes::{STARTUP_PERIOD_SECONDS, StartupBudget, startup_probe};
+use crate::model::budget::required_arithmetic;
+use crate::model::finding::{Applicability, Severity};
+use crate::model::probe::ProbeKind;
 
 static META: RuleMeta = RuleMeta {
     id: "gpu-startup-probe-missing",
@@ -21,82 +21,76 @@ someone adds will kill it mid-load: the startupProbe is what makes liveness safe
     example_policy: None,
     bad_example: include_str!("../../resources/rules/gpu-startup-probe-missing/bad.yaml"),
     good_example: include_str!("../../resources/rules/gpu-startup-probe-missing/good.yaml"),
-    fix: Some(
-        "Adds a startupProbe that reuses the container's liveness handler (else its readiness handler, \
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "Adds a startupProbe that reuses the container's liveness handler (else its readiness handler, \
 else the known server's health endpoint), periodSeconds 10, and a failureThreshold whose budget is the \
 largest of: the load time plus the policy margin, the liveness tolerance and readiness budget the \
 container had, and modelLoad.startupFloorSeconds (1,200 s by default). It never shortens a kill deadline \
 and never adds one shorter than the load probelint states (docs/load-time.md).",
-    ),
+    }),
 };
 
-impl Rule for GpuStartupProbeMissing {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        let margin = analysis.policy.startup_margin;
-        for cx in analysis.accelerated_containers() {
-            // Ray nodes, headless workers and lazily loading servers load no model at start;
-            // an operator's startupProbe (KServe's LLMInferenceService configs, the NIM
-            // Operator) is in the pod that runs.
-            if !cx.pod.serving
-                || !cx.container.loads_model_at_start()
-                || cx.container.runs_probe(ProbeKind::Startup)
-            {
-                continue;
-            }
-            let load = &cx.container.load;
-            // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
-            let fix = (cx.workload.object_ref.kind != "NIMService")
-                .then(|| crate::fix::add_startup_probe(&cx, analysis.policy))
-                .flatten();
-            let help = match &fix {
-                Some(fix) => fix.description.clone(),
-                None => {
-                    let budget = crate::fix::StartupBudget::for_container(&cx, analysis.policy);
-                    format!(
-                        "add a startupProbe on the server's health endpoint with periodSeconds: {} \
-                         and failureThreshold: {} (a {} s budget, set by {})",
-                        crate::fix::STARTUP_PERIOD_SECONDS,
-                        budget.failure_threshold,
-                        budget.seconds,
-                        budget.set_by
-                    )
-                }
-            };
-            // Which risk applies depends on whether anything can kill the container mid-load.
-            let risk = match cx.container.probe(ProbeKind::Liveness) {
-                Some(liveness)
-                    if super::liveness_restart_loop::kill_during_load_is_real(&cx, liveness) =>
-                {
-                    format!(
-                        "its liveness probe ({}) runs from container start and can kill it \
-                         mid-load",
-                        liveness.budget_arithmetic()
-                    )
-                }
-                Some(_) => "its liveness answers while the model loads, so nothing restarts a \
-                            load that hangs"
-                    .to_owned(),
-                None => "nothing restarts a load that hangs, and a liveness probe added later \
-                         will kill it mid-load"
-                    .to_owned(),
-            };
-            let finding = report.container(
-                &cx,
-                cx.container.pointer.clone(),
-                format!(
-                    "{} has no startupProbe: {risk} (a startup budget needs {})",
-                    cx.container.describe(),
-                    required_arithmetic(load, margin)
-                ),
-                help,
-            );
-            finding.fix = fix;
-            finding.load = Some(load.clone());
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    let margin = analysis.policy.startup_margin;
+    for cx in analysis.accelerated_containers() {
+        // Ray nodes, headless workers and lazily loading servers load no model at start;
+        // an operator's startupProbe (KServe's LLMInferenceService configs, the NIM
+        // Operator) is in the pod that runs.
+        if !cx.pod.serving
+            || !cx.container.loads_model_at_start()
+            || cx.container.runs_probe(ProbeKind::Startup)
+        {
+            continue;
         }
+        let load = &cx.container.load;
+        // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
+        let fix = (cx.workload.object_ref.kind != "NIMService")
+            .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))
+            .flatten();
+        let help = match &fix {
+            Some(fix) => fix.description.clone(),
+            None => {
+                let budget = StartupBudget::for_container(&cx, analysis.policy);
+                format!(
+                    "add a startupProbe on the server's health endpoint with periodSeconds: {} \
+                     and failureThreshold: {} (a {} s budget, set by {})",
+                    STARTUP_PERIOD_SECONDS, budget.failure_threshold, budget.seconds, budget.set_by
+                )
+            }
+        };
+        // Which risk applies depends on whether anything can kill the container mid-load.
+        let risk = match cx.container.probe(ProbeKind::Liveness) {
+            Some(liveness)
+                if super::liveness_restart_loop::kill_during_load_is_real(&cx, liveness) =>
+            {
+                format!(
+                    "its liveness probe ({}) runs from container start and can kill it \
+                     mid-load",
+                    liveness.budget_arithmetic()
+                )
+            }
+            Some(_) => "its liveness answers while the model loads, so nothing restarts a \
+                        load that hangs"
+                .to_owned(),
+            None => "nothing restarts a load that hangs, and a liveness probe added later \
+                     will kill it mid-load"
+                .to_owned(),
+        };
+        let finding = report.container(
+            &cx,
+            cx.container.pointer.clone(),
+            format!(
+                "{} has no startupProbe: {risk} (a startup budget needs {})",
+                cx.container.describe(),
+                required_arithmetic(load, margin)
+            ),
+            help,
+        );
+        finding.fix = fix;
+        finding.load = Some(load.clone());
     }
 }
 

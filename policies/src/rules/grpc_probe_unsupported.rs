@@ -1,12 +1,10 @@
 //! `grpc-probe-unsupported`: a gRPC probe on a cluster version without gRPC probes.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
+use crate::model::probe::Handler;
 use crate::policy::KubernetesVersion;
-use crate::probe::Handler;
-
-pub struct GrpcProbeUnsupported;
 
 /// gRPC probes are on by default from Kubernetes 1.24 (beta; GA in 1.27).
 const GRPC_PROBES_SINCE: KubernetesVersion = KubernetesVersion::new(1, 24);
@@ -26,34 +24,30 @@ grpc_health_probe as an exec probe.",
     fix: None,
 };
 
-impl Rule for GrpcProbeUnsupported {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        let version = analysis.policy.kubernetes_version;
-        if version >= GRPC_PROBES_SINCE {
-            return;
-        }
-        for cx in analysis.containers() {
-            for probe in cx.container.probes() {
-                if !matches!(probe.handler, Handler::Grpc { .. }) {
-                    continue;
-                }
-                report.container(
-                    &cx,
-                    format!("{}/grpc", probe.pointer),
-                    format!(
-                        "{}: {}Probe uses grpc, which Kubernetes {version} does not support (needs {GRPC_PROBES_SINCE}+)",
-                        cx.container.describe(),
-                        probe.kind.noun()
-                    ),
-                    "use an httpGet probe, or an exec probe running grpc_health_probe, until every \
-                     cluster runs 1.24 or later"
-                        .to_owned(),
-                );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    let version = analysis.policy.kubernetes_version;
+    if version >= GRPC_PROBES_SINCE {
+        return;
+    }
+    for cx in analysis.containers() {
+        for probe in cx.container.probes() {
+            if !matches!(probe.handler, Handler::Grpc { .. }) {
+                continue;
             }
+            report.container(
+                &cx,
+                format!("{}/grpc", probe.pointer),
+                format!(
+                    "{}: {}Probe uses grpc, which Kubernetes {version} does not support (needs {GRPC_PROBES_SINCE}+)",
+                    cx.container.describe(),
+                    probe.kind.noun()
+                ),
+                "use an httpGet probe, or an exec probe running grpc_health_probe, until every \
+                 cluster runs 1.24 or later"
+                    .to_owned(),
+            );
         }
     }
 }

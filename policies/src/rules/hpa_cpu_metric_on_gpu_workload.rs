@@ -1,10 +1,8 @@
 //! `hpa-cpu-metric-on-gpu-workload`: an HPA scales a GPU server on CPU or memory.
 
-use super::{Report, Rule, RuleMeta};
-use crate::cross::{GpuTargets, ObjectFacts, Role};
-use crate::finding::Severity;
-
-pub struct HpaCpuMetricOnGpuWorkload;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::facts::{GpuTargets, ObjectFacts, Role};
+use crate::model::finding::Severity;
 
 static META: RuleMeta = RuleMeta {
     id: "hpa-cpu-metric-on-gpu-workload",
@@ -20,42 +18,34 @@ depth, requests in flight, KV-cache use, time to first token — through a Pods 
     fix: None,
 };
 
-impl Rule for HpaCpuMetricOnGpuWorkload {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
-    fn needs_other_objects(&self) -> bool {
-        true
-    }
-
-    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        let targets = GpuTargets::new(objects);
-        for hpa in objects {
-            let Role::Autoscaler {
-                cpu_or_memory_only: true,
-                pointer,
-                ..
-            } = &hpa.role
-            else {
-                continue;
-            };
-            let Some(workload) = targets.of(hpa) else {
-                continue;
-            };
-            report.cross(
-                hpa,
-                pointer,
-                format!(
-                    "{} scales {} (a GPU workload) on cpu/memory only: GPU servers saturate long \
-                     before their CPU does",
-                    hpa.object_ref, workload.object_ref
-                ),
-                "scale on a serving metric (queue depth, requests in flight, KV-cache use) with a Pods \
-                 or External metric"
-                    .to_owned(),
-            );
-        }
+fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    let targets = GpuTargets::new(objects);
+    for hpa in objects {
+        let Role::Autoscaler {
+            cpu_or_memory_only: true,
+            pointer,
+            ..
+        } = &hpa.role
+        else {
+            continue;
+        };
+        let Some(workload) = targets.of(hpa) else {
+            continue;
+        };
+        report.cross(
+            hpa,
+            pointer,
+            format!(
+                "{} scales {} (a GPU workload) on cpu/memory only: GPU servers saturate long \
+                 before their CPU does",
+                hpa.object_ref, workload.object_ref
+            ),
+            "scale on a serving metric (queue depth, requests in flight, KV-cache use) with a Pods \
+             or External metric"
+                .to_owned(),
+        );
     }
 }
 

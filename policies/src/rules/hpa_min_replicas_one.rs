@@ -1,10 +1,8 @@
 //! `hpa-min-replicas-one`: an HPA that may scale a GPU serving workload down to one pod.
 
-use super::{Report, Rule, RuleMeta};
-use crate::cross::{GpuTargets, ObjectFacts, Role};
-use crate::finding::Severity;
-
-pub struct HpaMinReplicasOne;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::facts::{GpuTargets, ObjectFacts, Role};
+use crate::model::finding::Severity;
 
 static META: RuleMeta = RuleMeta {
     id: "hpa-min-replicas-one",
@@ -20,49 +18,41 @@ replacement has loaded its model: an outage of a full load time, minutes for a l
     fix: None,
 };
 
-impl Rule for HpaMinReplicasOne {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
-    fn needs_other_objects(&self) -> bool {
-        true
-    }
-
-    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        let targets = GpuTargets::new(objects);
-        for hpa in objects {
-            let Role::Autoscaler { min_replicas, .. } = &hpa.role else {
-                continue;
-            };
-            if *min_replicas > 1 {
-                continue;
-            }
-            let Some(ObjectFacts {
-                role: Role::GpuServing { load, .. },
-                object_ref,
-                ..
-            }) = targets.of(hpa)
-            else {
-                continue;
-            };
-            let outage = load.as_ref().map_or_else(
-                || "a full model load".to_owned(),
-                |l| format!("its load, {}", l.explained()),
-            );
-            report.cross(
-                hpa,
-                "/spec/minReplicas",
-                format!(
-                    "{} may scale {object_ref} down to {min_replicas} pod: losing it is an outage \
-                     until a replacement has loaded ({outage})",
-                    hpa.object_ref
-                ),
-                "set minReplicas: 2 (spread over nodes) so that losing a pod costs capacity, not \
-                 service"
-                    .to_owned(),
-            );
+fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    let targets = GpuTargets::new(objects);
+    for hpa in objects {
+        let Role::Autoscaler { min_replicas, .. } = &hpa.role else {
+            continue;
+        };
+        if *min_replicas > 1 {
+            continue;
         }
+        let Some(ObjectFacts {
+            role: Role::GpuServing { load, .. },
+            object_ref,
+            ..
+        }) = targets.of(hpa)
+        else {
+            continue;
+        };
+        let outage = load.as_ref().map_or_else(
+            || "a full model load".to_owned(),
+            |l| format!("its load, {}", l.explained()),
+        );
+        report.cross(
+            hpa,
+            "/spec/minReplicas",
+            format!(
+                "{} may scale {object_ref} down to {min_replicas} pod: losing it is an outage \
+                 until a replacement has loaded ({outage})",
+                hpa.object_ref
+            ),
+            "set minReplicas: 2 (spread over nodes) so that losing a pod costs capacity, not \
+             service"
+                .to_owned(),
+        );
     }
 }
 

@@ -1,10 +1,9 @@
 //! `hpa-scale-up-outpaces-load`: an HPA that adds GPU pods again before the last ones loaded.
 
-use super::{Report, Rule, RuleMeta, rest_on};
-use crate::cross::{GpuTargets, ObjectFacts, Role};
-use crate::finding::Severity;
-
-pub struct HpaScaleUpOutpacesLoad;
+use super::rule::{Report, Rule, RuleMeta};
+use super::support::rest_on;
+use crate::analysis::facts::{GpuTargets, ObjectFacts, Role};
+use crate::model::finding::Severity;
 
 static META: RuleMeta = RuleMeta {
     id: "hpa-scale-up-outpaces-load",
@@ -27,69 +26,61 @@ input are seen.",
     fix: None,
 };
 
-impl Rule for HpaScaleUpOutpacesLoad {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
-    fn needs_other_objects(&self) -> bool {
-        true
-    }
-
-    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        let targets = GpuTargets::new(objects);
-        for hpa in objects {
-            let Role::Autoscaler {
-                scale_up_every_seconds,
-                scale_up_written,
-                scale_up_disabled: false,
-                external_or_object_metric: true,
-                ..
-            } = &hpa.role
-            else {
-                continue;
-            };
-            let Some(ObjectFacts {
-                role: Role::GpuServing {
-                    load: Some(load), ..
-                },
-                object_ref,
-                ..
-            }) = targets.of(hpa)
-            else {
-                continue;
-            };
-            if *scale_up_every_seconds as f64 >= load.seconds {
-                continue;
-            }
-            let every = if *scale_up_written {
-                format!("its behavior.scaleUp lets it add pods every {scale_up_every_seconds} s")
-            } else {
-                "the default scale-up behaviour lets it add up to 4 pods (or 100 %) every 15 s"
-                    .to_owned()
-            };
-            let period = (load.seconds.ceil() as i64).min(1800);
-            let finding = report.cross(
-                hpa,
-                if *scale_up_written {
-                    "/spec/behavior/scaleUp"
-                } else {
-                    "/spec"
-                },
-                format!(
-                    "{} scales {object_ref} on an External/Object metric that its new pods cannot \
-                     lower until they serve, {} later, and {every}: it keeps adding GPU pods for \
-                     the same spike while they load",
-                    hpa.object_ref,
-                    load.explained()
-                ),
-                format!(
-                    "limit scale-up to the load time: behavior.scaleUp.policies: [{{type: Pods, \
-                     value: 1, periodSeconds: {period}}}]"
-                ),
-            );
-            rest_on(load, finding);
+fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    let targets = GpuTargets::new(objects);
+    for hpa in objects {
+        let Role::Autoscaler {
+            scale_up_every_seconds,
+            scale_up_written,
+            scale_up_disabled: false,
+            external_or_object_metric: true,
+            ..
+        } = &hpa.role
+        else {
+            continue;
+        };
+        let Some(ObjectFacts {
+            role: Role::GpuServing {
+                load: Some(load), ..
+            },
+            object_ref,
+            ..
+        }) = targets.of(hpa)
+        else {
+            continue;
+        };
+        if *scale_up_every_seconds as f64 >= load.seconds {
+            continue;
         }
+        let every = if *scale_up_written {
+            format!("its behavior.scaleUp lets it add pods every {scale_up_every_seconds} s")
+        } else {
+            "the default scale-up behaviour lets it add up to 4 pods (or 100 %) every 15 s"
+                .to_owned()
+        };
+        let period = (load.seconds.ceil() as i64).min(1800);
+        let finding = report.cross(
+            hpa,
+            if *scale_up_written {
+                "/spec/behavior/scaleUp"
+            } else {
+                "/spec"
+            },
+            format!(
+                "{} scales {object_ref} on an External/Object metric that its new pods cannot \
+                 lower until they serve, {} later, and {every}: it keeps adding GPU pods for \
+                 the same spike while they load",
+                hpa.object_ref,
+                load.explained()
+            ),
+            format!(
+                "limit scale-up to the load time: behavior.scaleUp.policies: [{{type: Pods, \
+                 value: 1, periodSeconds: {period}}}]"
+            ),
+        );
+        rest_on(load, finding);
     }
 }
 

@@ -1,11 +1,10 @@
 //! `known-server-endpoint`: a recognised model server is probed for readiness on the wrong endpoint.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::{Handler, ProbeKind};
-
-pub struct KnownServerEndpoint;
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::fix::probes::readiness_endpoint;
+use crate::model::finding::{Applicability, Severity};
+use crate::model::probe::{Handler, ProbeKind};
 
 static META: RuleMeta = RuleMeta {
     id: "known-server-endpoint",
@@ -27,88 +26,86 @@ its default port, which is moving from 8080 to 9931.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/known-server-endpoint/bad.yaml"),
     good_example: include_str!("../../resources/rules/known-server-endpoint/good.yaml"),
-    fix: Some(
-        "Replaces the readiness handler with an httpGet on the server's ready endpoint, on the port the \
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "Replaces the readiness handler with an httpGet on the server's ready endpoint, on the port the \
 container declares (or the probe's own port).",
-    ),
+    }),
 };
 
-impl Rule for KnownServerEndpoint {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            let Some(server) = cx.container.server else {
-                continue;
-            };
-            if server.default_port_unsettled {
-                unsettled_port(&cx, server, report);
-            }
-            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
-                continue;
-            };
-            // tcpSocket readiness is readiness-port-open's finding; exec and gRPC are the user's call.
-            let Handler::HttpGet { path, .. } = &readiness.handler else {
-                continue;
-            };
-            if server.is_ready_path(path) {
-                // A ready endpoint whose 200 can still mean "not ready" (Dynamo's status in the
-                // body, MLServer with zero models): worth a warning of its own.
-                if let Some(caveat) = server.ready_caveat
-                    && crate::servers::strip_query(path) == server.ready_path
-                {
-                    report.container(
-                        &cx,
-                        format!("{}/httpGet/path", readiness.pointer),
-                        format!(
-                            "{}: readiness on {path} can pass while {} cannot serve: {caveat}",
-                            cx.container.describe(),
-                            server.name
-                        ),
-                        "gate traffic on a check that fails when the model cannot serve (an exec \
-                         probe that reads the status, or the per-model ready endpoint)"
-                            .to_owned(),
-                    );
-                }
-                continue;
-            }
-            let fix = crate::fix::readiness_to_server_endpoint(&cx, readiness);
-            report.container(
-                &cx,
-                format!("{}/httpGet/path", readiness.pointer),
-                format!(
-                    "{}: {} readiness should be {} but the probe checks {path}",
-                    cx.container.describe(),
-                    server.name,
-                    server.ready_path
-                ),
-                format!(
-                    "set readinessProbe.httpGet.path to {}: it answers 200 only when the model can serve",
-                    server.ready_path
-                ),
-            )
-            .fix = fix;
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        let Some(server) = cx.container.server else {
+            continue;
+        };
+        if server.default_port_unsettled {
+            unsettled_port(&cx, server, report);
         }
+        let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+            continue;
+        };
+        // tcpSocket readiness is readiness-port-open's finding; exec and gRPC are the user's call.
+        let Handler::HttpGet { path, .. } = &readiness.handler else {
+            continue;
+        };
+        if server.is_ready_path(path) {
+            // A ready endpoint whose 200 can still mean "not ready" (Dynamo's status in the
+            // body, MLServer with zero models): worth a warning of its own.
+            if let Some(caveat) = server.ready_caveat
+                && crate::model::servers::strip_query(path) == server.ready_path
+            {
+                report.container(
+                    &cx,
+                    format!("{}/httpGet/path", readiness.pointer),
+                    format!(
+                        "{}: readiness on {path} can pass while {} cannot serve: {caveat}",
+                        cx.container.describe(),
+                        server.name
+                    ),
+                    "gate traffic on a check that fails when the model cannot serve (an exec \
+                     probe that reads the status, or the per-model ready endpoint)"
+                        .to_owned(),
+                );
+            }
+            continue;
+        }
+        let fix = readiness_endpoint(&cx, readiness).map(|c| c.fix(Applicability::Safe));
+        report.container(
+            &cx,
+            format!("{}/httpGet/path", readiness.pointer),
+            format!(
+                "{}: {} readiness should be {} but the probe checks {path}",
+                cx.container.describe(),
+                server.name,
+                server.ready_path
+            ),
+            format!(
+                "set readinessProbe.httpGet.path to {}: it answers 200 only when the model can serve",
+                server.ready_path
+            ),
+        )
+        .fix = fix;
     }
 }
 
 /// A server whose default port changes between releases (llama.cpp, 8080 → 9931), probed on
 /// a numeric port the container never sets: the probes break when the image updates.
 fn unsettled_port(
-    cx: &crate::engine::ContainerContext<'_, '_>,
-    server: &crate::servers::KnownServer,
+    cx: &crate::analysis::context::ContainerContext<'_, '_>,
+    server: &crate::model::servers::KnownServer,
     report: &mut Report<'_>,
 ) {
     if server.explicit_port(cx.container.value).is_some() {
         return;
     }
-    let Some(probe) = cx
-        .container
-        .probes()
-        .find(|p| matches!(p.handler.port(), Some(crate::probe::PortRef::Number(_))))
-    else {
+    let Some(probe) = cx.container.probes().find(|p| {
+        matches!(
+            p.handler.port(),
+            Some(crate::model::probe::PortRef::Number(_))
+        )
+    }) else {
         return;
     };
     let port = probe

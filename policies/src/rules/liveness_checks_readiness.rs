@@ -1,12 +1,10 @@
 //! `liveness-checks-readiness`: liveness asks "can you serve?" instead of "are you alive?".
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::{Handler, ProbeKind};
-use crate::servers::{GENERIC_READY_PATHS, KNOWN_SERVERS, is_inference_path, strip_query};
-
-pub struct LivenessChecksReadiness;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
+use crate::model::probe::{Handler, ProbeKind};
+use crate::model::servers::{GENERIC_READY_PATHS, KNOWN_SERVERS, is_inference_path, strip_query};
 
 static META: RuleMeta = RuleMeta {
     id: "liveness-checks-readiness",
@@ -59,70 +57,64 @@ fn readiness_like(path: &str) -> Option<&'static str> {
     None
 }
 
-impl Rule for LivenessChecksReadiness {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            let Some(liveness) = cx.container.probe(ProbeKind::Liveness) else {
-                continue;
-            };
-            let readiness = cx.container.probe(ProbeKind::Readiness);
-            // Built only for a finding.
-            let live_help = || match cx.container.server {
-                Some(s) => format!(
-                    "point liveness at {} ({}'s liveness endpoint)",
-                    s.live_path, s.name
-                ),
-                None => {
-                    "point liveness at a cheap endpoint that only fails when the process is wedged"
-                        .to_owned()
-                }
-            };
-            if let Handler::HttpGet { path, .. } = &liveness.handler
-                && let Some(what) = readiness_like(path)
-            {
-                report.container(
-                    &cx,
-                    liveness.pointer.clone(),
-                    format!(
-                        "{}: livenessProbe targets {path}, {what}: a busy model gets restarted instead \
-                         of taken out of rotation",
-                        cx.container.describe()
-                    ),
-                    live_help(),
-                );
-                continue;
-            }
-            let Some(readiness) = readiness else {
-                continue;
-            };
-            if !same_check(&liveness.handler, &readiness.handler) {
-                continue;
-            }
-            let designed_for_both = match (&liveness.handler, cx.container.server) {
-                (Handler::HttpGet { path, .. }, Some(s)) => {
-                    s.single_health_endpoint && strip_query(path) == s.live_path
-                }
-                _ => false,
-            };
-            if designed_for_both {
-                continue;
-            }
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        let Some(liveness) = cx.container.probe(ProbeKind::Liveness) else {
+            continue;
+        };
+        let readiness = cx.container.probe(ProbeKind::Readiness);
+        // Built only for a finding.
+        let live_help = || match cx.container.server {
+            Some(s) => format!(
+                "point liveness at {} ({}'s liveness endpoint)",
+                s.live_path, s.name
+            ),
+            None => "point liveness at a cheap endpoint that only fails when the process is wedged"
+                .to_owned(),
+        };
+        if let Handler::HttpGet { path, .. } = &liveness.handler
+            && let Some(what) = readiness_like(path)
+        {
             report.container(
                 &cx,
                 liveness.pointer.clone(),
                 format!(
-                    "{}: livenessProbe is the same check as readinessProbe ({}): a busy model gets \
-                     restarted instead of taken out of rotation",
-                    cx.container.describe(),
-                    liveness.handler.describe()
+                    "{}: livenessProbe targets {path}, {what}: a busy model gets restarted instead \
+                     of taken out of rotation",
+                    cx.container.describe()
                 ),
                 live_help(),
             );
+            continue;
         }
+        let Some(readiness) = readiness else {
+            continue;
+        };
+        if !same_check(&liveness.handler, &readiness.handler) {
+            continue;
+        }
+        let designed_for_both = match (&liveness.handler, cx.container.server) {
+            (Handler::HttpGet { path, .. }, Some(s)) => {
+                s.single_health_endpoint && strip_query(path) == s.live_path
+            }
+            _ => false,
+        };
+        if designed_for_both {
+            continue;
+        }
+        report.container(
+            &cx,
+            liveness.pointer.clone(),
+            format!(
+                "{}: livenessProbe is the same check as readinessProbe ({}): a busy model gets \
+                 restarted instead of taken out of rotation",
+                cx.container.describe(),
+                liveness.handler.describe()
+            ),
+            live_help(),
+        );
     }
 }
 

@@ -1,11 +1,11 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
-use super::{Report, Rule, RuleMeta, rest_on};
-use crate::engine::{Analysis, ContainerContext};
-use crate::finding::Severity;
-use crate::probe::{Handler, Probe, ProbeKind};
-
-pub struct LivenessRestartLoop;
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use super::support::rest_on;
+use crate::analysis::context::{Analysis, ContainerContext};
+use crate::fix::probes::startup_probe;
+use crate::model::finding::{Applicability, Severity};
+use crate::model::probe::{Handler, Probe, ProbeKind};
 
 static META: RuleMeta = RuleMeta {
     id: "liveness-restart-loop",
@@ -22,59 +22,56 @@ warning.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/liveness-restart-loop/bad.yaml"),
     good_example: include_str!("../../resources/rules/liveness-restart-loop/good.yaml"),
-    fix: Some(
-        "Fixed by the startupProbe that gpu-startup-probe-missing adds; liveness stays as written.",
-    ),
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "Fixed by the startupProbe that gpu-startup-probe-missing adds; liveness stays as written.",
+    }),
 };
 
-impl Rule for LivenessRestartLoop {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.accelerated_containers() {
-            // An operator's startupProbe gates liveness as the container's own would.
-            if cx.container.runs_probe(ProbeKind::Startup) {
-                continue;
-            }
-            // A liveness probe with a rejected timing is probe-threshold-invalid's to report: its
-            // budget with defaults in place would contradict the manifest.
-            let Some(liveness) = cx
-                .container
-                .probe(ProbeKind::Liveness)
-                .filter(|p| p.timings_valid())
-            else {
-                continue;
-            };
-            if !kill_during_load_is_real(&cx, liveness) {
-                continue;
-            }
-            let load = &cx.container.load;
-            if !kills_before(liveness, load.seconds) {
-                continue;
-            }
-            // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
-            let fix = (cx.workload.object_ref.kind != "NIMService")
-                .then(|| crate::fix::add_startup_probe(&cx, analysis.policy))
-                .flatten();
-            let finding = report.container(
-                &cx,
-                liveness.pointer.clone(),
-                format!(
-                    "{}: liveness tolerates {} but loading takes {}, and there is no \
-                     startupProbe: the kubelet will kill it mid-load, forever",
-                    cx.container.describe(),
-                    liveness.budget_arithmetic(),
-                    load.explained()
-                ),
-                "add a startupProbe sized to the load time (it gates liveness until the model is \
-                 loaded); keep liveness quick to catch real hangs"
-                    .to_owned(),
-            );
-            finding.fix = fix;
-            rest_on(load, finding);
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.accelerated_containers() {
+        // An operator's startupProbe gates liveness as the container's own would.
+        if cx.container.runs_probe(ProbeKind::Startup) {
+            continue;
         }
+        // A liveness probe with a rejected timing is probe-threshold-invalid's to report: its
+        // budget with defaults in place would contradict the manifest.
+        let Some(liveness) = cx
+            .container
+            .probe(ProbeKind::Liveness)
+            .filter(|p| p.timings_valid())
+        else {
+            continue;
+        };
+        if !kill_during_load_is_real(&cx, liveness) {
+            continue;
+        }
+        let load = &cx.container.load;
+        if !kills_before(liveness, load.seconds) {
+            continue;
+        }
+        // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
+        let fix = (cx.workload.object_ref.kind != "NIMService")
+            .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))
+            .flatten();
+        let finding = report.container(
+            &cx,
+            liveness.pointer.clone(),
+            format!(
+                "{}: liveness tolerates {} but loading takes {}, and there is no \
+                 startupProbe: the kubelet will kill it mid-load, forever",
+                cx.container.describe(),
+                liveness.budget_arithmetic(),
+                load.explained()
+            ),
+            "add a startupProbe sized to the load time (it gates liveness until the model is \
+             loaded); keep liveness quick to catch real hangs"
+                .to_owned(),
+        );
+        finding.fix = fix;
+        rest_on(load, finding);
     }
 }
 

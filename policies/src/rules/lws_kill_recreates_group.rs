@@ -2,13 +2,12 @@
 //! probe that can kill one member costs every node of the group a full reload.
 
 use super::liveness_restart_loop::{kill_during_load_is_real, kills_before};
-use super::{Report, Rule, RuleMeta, required_startup_seconds};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::ProbeKind;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::budget::required_startup_seconds;
+use crate::model::finding::Severity;
+use crate::model::probe::ProbeKind;
 use serde_json::Value;
-
-pub struct LwsKillRecreatesGroup;
 
 /// The shortest stall a group member's liveness should ride out: long enough for a garbage
 /// collection pause, a checkpoint write or a burst of long prefills (probelint's threshold).
@@ -34,105 +33,101 @@ end: the group and its probes are in one object.",
     fix: None,
 };
 
-impl Rule for LwsKillRecreatesGroup {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        let margin = analysis.policy.startup_margin;
-        for workload in &analysis.workloads {
-            if workload.object_ref.kind != "LeaderWorkerSet" {
-                continue;
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    let margin = analysis.policy.startup_margin;
+    for workload in &analysis.workloads {
+        if workload.object_ref.kind != "LeaderWorkerSet" {
+            continue;
+        }
+        let template = workload.object.pointer("/spec/leaderWorkerTemplate");
+        let size = template
+            .and_then(|t| t.get("size"))
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let policy = template
+            .and_then(|t| t.get("restartPolicy"))
+            .and_then(Value::as_str)
+            .unwrap_or("RecreateGroupOnPodRestart");
+        let during_load = match policy {
+            "RecreateGroupOnPodRestart" => true,
+            "RecreateGroupAfterStart" => false,
+            _ => continue,
+        };
+        if size <= 1 {
+            continue;
+        }
+        let cost = format!(
+            "recreates all {size} pods of the group (restartPolicy {policy}{})",
+            if template.and_then(|t| t.get("restartPolicy")).is_none() {
+                ", the default"
+            } else {
+                ""
             }
-            let template = workload.object.pointer("/spec/leaderWorkerTemplate");
-            let size = template
-                .and_then(|t| t.get("size"))
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            let policy = template
-                .and_then(|t| t.get("restartPolicy"))
-                .and_then(Value::as_str)
-                .unwrap_or("RecreateGroupOnPodRestart");
-            let during_load = match policy {
-                "RecreateGroupOnPodRestart" => true,
-                "RecreateGroupAfterStart" => false,
-                _ => continue,
+        );
+        for cx in analysis
+            .accelerated_containers()
+            .filter(|cx| std::ptr::eq(cx.workload, workload))
+        {
+            let c = cx.container;
+            let load = &c.load;
+            let startup = c.probe(ProbeKind::Startup).filter(|p| p.timings_valid());
+            let liveness = c.probe(ProbeKind::Liveness).filter(|p| p.timings_valid());
+            let needed = required_startup_seconds(load.seconds, margin);
+            // Killed before loading: a startup budget short of the load, or liveness from
+            // container start without a startupProbe.
+            let kill_during_load = match (startup, liveness) {
+                _ if !during_load => None,
+                (Some(s), _) => (s.budget_seconds() < needed).then_some(s),
+                (None, Some(l)) => {
+                    (kill_during_load_is_real(&cx, l) && kills_before(l, load.seconds)).then_some(l)
+                }
+                (None, None) => None,
             };
-            if size <= 1 {
-                continue;
-            }
-            let cost = format!(
-                "recreates all {size} pods of the group (restartPolicy {policy}{})",
-                if template.and_then(|t| t.get("restartPolicy")).is_none() {
-                    ", the default"
-                } else {
-                    ""
-                }
-            );
-            for cx in analysis
-                .accelerated_containers()
-                .filter(|cx| std::ptr::eq(cx.workload, workload))
-            {
-                let c = cx.container;
-                let load = &c.load;
-                let startup = c.probe(ProbeKind::Startup).filter(|p| p.timings_valid());
-                let liveness = c.probe(ProbeKind::Liveness).filter(|p| p.timings_valid());
-                let needed = required_startup_seconds(load.seconds, margin);
-                // Killed before loading: a startup budget short of the load, or liveness from
-                // container start without a startupProbe.
-                let kill_during_load = match (startup, liveness) {
-                    _ if !during_load => None,
-                    (Some(s), _) => (s.budget_seconds() < needed).then_some(s),
-                    (None, Some(l)) => (kill_during_load_is_real(&cx, l)
-                        && kills_before(l, load.seconds))
-                    .then_some(l),
-                    (None, None) => None,
-                };
-                if let Some(probe) = kill_during_load {
-                    report.container(
-                        &cx,
-                        probe.pointer.clone(),
-                        format!(
-                            "{}: its {} ({}) can kill it before the model has loaded ({}), and \
-                             every kill {cost}: the group reloads from scratch on every node",
-                            c.describe(),
-                            probe.kind.field(),
-                            probe.budget_arithmetic(),
-                            load.explained()
-                        ),
-                        "cover the load first (see startup-budget-too-short / \
-                         liveness-restart-loop); a group that is killed while loading never starts"
-                            .to_owned(),
-                    );
-                    continue;
-                }
-                // After the start: a stall shorter than a minute trips liveness.
-                let Some(liveness) = liveness else { continue };
-                let tolerance = liveness.failure_threshold() * liveness.period();
-                if tolerance >= GROUP_STALL_TOLERANCE_SECONDS {
-                    continue;
-                }
+            if let Some(probe) = kill_during_load {
                 report.container(
                     &cx,
-                    liveness.pointer.clone(),
+                    probe.pointer.clone(),
                     format!(
-                        "{}: liveness gives up after {tolerance} s of unresponsiveness ({} × {} s), \
-                         and a liveness kill {cost}: one stall on one pod makes {size} nodes \
-                         reload the model ({})",
+                        "{}: its {} ({}) can kill it before the model has loaded ({}), and \
+                         every kill {cost}: the group reloads from scratch on every node",
                         c.describe(),
-                        liveness.failure_threshold(),
-                        liveness.period(),
+                        probe.kind.field(),
+                        probe.budget_arithmetic(),
                         load.explained()
                     ),
-                    format!(
-                        "let liveness ride out a stall of at least {GROUP_STALL_TOLERANCE_SECONDS} s \
-                         (failureThreshold × periodSeconds), or set \
-                         spec.leaderWorkerTemplate.restartPolicy: None if the server survives a \
-                         peer's restart"
-                    ),
+                    "cover the load first (see startup-budget-too-short / \
+                     liveness-restart-loop); a group that is killed while loading never starts"
+                        .to_owned(),
                 );
+                continue;
             }
+            // After the start: a stall shorter than a minute trips liveness.
+            let Some(liveness) = liveness else { continue };
+            let tolerance = liveness.failure_threshold() * liveness.period();
+            if tolerance >= GROUP_STALL_TOLERANCE_SECONDS {
+                continue;
+            }
+            report.container(
+                &cx,
+                liveness.pointer.clone(),
+                format!(
+                    "{}: liveness gives up after {tolerance} s of unresponsiveness ({} × {} s), \
+                     and a liveness kill {cost}: one stall on one pod makes {size} nodes \
+                     reload the model ({})",
+                    c.describe(),
+                    liveness.failure_threshold(),
+                    liveness.period(),
+                    load.explained()
+                ),
+                format!(
+                    "let liveness ride out a stall of at least {GROUP_STALL_TOLERANCE_SECONDS} s \
+                     (failureThreshold × periodSeconds), or set \
+                     spec.leaderWorkerTemplate.restartPolicy: None if the server survives a \
+                     peer's restart"
+                ),
+            );
         }
     }
 }

@@ -1,15 +1,13 @@
 //! `lws-leader-ready-needs-workers`: `startupPolicy: LeaderReady` on a group whose leader cannot
 //! become Ready without its workers.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::load::model::CommandLine;
-use crate::probe::{Handler, ProbeKind};
-use crate::workload::AcceleratorReason;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::analysis::object::AcceleratorReason;
+use crate::model::finding::Severity;
+use crate::model::load::model::CommandLine;
+use crate::model::probe::{Handler, ProbeKind};
 use serde_json::Value;
-
-pub struct LwsLeaderReadyNeedsWorkers;
 
 static META: RuleMeta = RuleMeta {
     id: "lws-leader-ready-needs-workers",
@@ -31,58 +29,54 @@ every front end.",
 
 const LEADER: &str = "/spec/leaderWorkerTemplate/leaderTemplate/spec";
 
-impl Rule for LwsLeaderReadyNeedsWorkers {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.accelerated_containers() {
-            let object = cx.workload.object;
-            if cx.workload.object_ref.kind != "LeaderWorkerSet"
-                || cx.pod.pointer != LEADER
-                || object
-                    .pointer("/spec/startupPolicy")
-                    .and_then(Value::as_str)
-                    != Some("LeaderReady")
-            {
-                continue;
-            }
-            let size = object
-                .pointer("/spec/leaderWorkerTemplate/size")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
-                continue;
-            };
-            // A port check passes once the server binds, whatever the workers do.
-            if size <= 1 || matches!(readiness.handler, Handler::TcpSocket { .. }) {
-                continue;
-            }
-            let line = CommandLine::of(cx.container.value);
-            let tensor = line.tensor_parallel() as i64;
-            let pipeline = line.pipeline_parallel() as i64;
-            let gpus = leader_gpus(cx.container.value, &cx.container.accelerators);
-            let Some(gpus) = gpus.filter(|g| tensor * pipeline > *g) else {
-                continue;
-            };
-            report.container(
-                &cx,
-                "/spec/startupPolicy".to_owned(),
-                format!(
-                    "LeaderWorkerSet {}: startupPolicy LeaderReady creates the workers only once the \
-                     leader is Ready, but the leader's model spans {} GPUs (tensor {tensor} × \
-                     pipeline {pipeline}) and it has {gpus}: its readiness ({}) needs the workers, \
-                     so the group never starts (inferred from the parallelism flags)",
-                    cx.workload.object_ref.name.as_deref().unwrap_or("-"),
-                    tensor * pipeline,
-                    readiness.handler.describe()
-                ),
-                "use startupPolicy: LeaderCreated (the default), or give the leader a readiness \
-                 that passes before its workers join"
-                    .to_owned(),
-            );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.accelerated_containers() {
+        let object = cx.workload.object;
+        if cx.workload.object_ref.kind != "LeaderWorkerSet"
+            || cx.pod.pointer != LEADER
+            || object
+                .pointer("/spec/startupPolicy")
+                .and_then(Value::as_str)
+                != Some("LeaderReady")
+        {
+            continue;
         }
+        let size = object
+            .pointer("/spec/leaderWorkerTemplate/size")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+            continue;
+        };
+        // A port check passes once the server binds, whatever the workers do.
+        if size <= 1 || matches!(readiness.handler, Handler::TcpSocket { .. }) {
+            continue;
+        }
+        let line = CommandLine::of(cx.container.value);
+        let tensor = line.tensor_parallel() as i64;
+        let pipeline = line.pipeline_parallel() as i64;
+        let gpus = leader_gpus(cx.container.value, &cx.container.accelerators);
+        let Some(gpus) = gpus.filter(|g| tensor * pipeline > *g) else {
+            continue;
+        };
+        report.container(
+            &cx,
+            "/spec/startupPolicy".to_owned(),
+            format!(
+                "LeaderWorkerSet {}: startupPolicy LeaderReady creates the workers only once the \
+                 leader is Ready, but the leader's model spans {} GPUs (tensor {tensor} × \
+                 pipeline {pipeline}) and it has {gpus}: its readiness ({}) needs the workers, \
+                 so the group never starts (inferred from the parallelism flags)",
+                cx.workload.object_ref.name.as_deref().unwrap_or("-"),
+                tensor * pipeline,
+                readiness.handler.describe()
+            ),
+            "use startupPolicy: LeaderCreated (the default), or give the leader a readiness \
+             that passes before its workers join"
+                .to_owned(),
+        );
     }
 }
 

@@ -1,12 +1,10 @@
 //! `pdb-blocks-gpu-drains`: a PodDisruptionBudget over GPU serving pods that no drain can
 //! satisfy, or that stalls drains on pods still loading their model.
 
-use super::{Report, Rule, RuleMeta};
-use crate::cross::{ObjectFacts, Role, selects};
-use crate::finding::Severity;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::facts::{ObjectFacts, Role, selects};
+use crate::model::finding::Severity;
 use serde_json::Value;
-
-pub struct PdbBlocksGpuDrains;
 
 static META: RuleMeta = RuleMeta {
     id: "pdb-blocks-gpu-drains",
@@ -45,126 +43,116 @@ fn scaled(value: &Value, of: i64, round_up: bool) -> Option<i64> {
     }
 }
 
-impl Rule for PdbBlocksGpuDrains {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
-    fn needs_other_objects(&self) -> bool {
-        true
-    }
-
-    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        for pdb in objects {
-            let Role::DisruptionBudget {
-                selector: Some(selector),
-                max_unavailable,
-                min_available,
-                unhealthy_pod_eviction_policy,
-            } = &pdb.role
+fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    for pdb in objects {
+        let Role::DisruptionBudget {
+            selector: Some(selector),
+            max_unavailable,
+            min_available,
+            unhealthy_pod_eviction_policy,
+        } = &pdb.role
+        else {
+            continue;
+        };
+        let namespace = &pdb.object_ref.namespace;
+        for workload in objects
+            .iter()
+            .filter(|o| o.object_ref.namespace == *namespace)
+        {
+            let Role::GpuServing {
+                replicated: Some(replicated),
+                load,
+                ..
+            } = &workload.role
             else {
                 continue;
             };
-            let namespace = &pdb.object_ref.namespace;
-            for workload in objects
-                .iter()
-                .filter(|o| o.object_ref.namespace == *namespace)
-            {
-                let Role::GpuServing {
-                    replicated: Some(replicated),
-                    load,
+            if !selects(selector, &replicated.labels) {
+                continue;
+            }
+            let replicas = replicated.replicas;
+            let hpa_min = objects.iter().find_map(|o| match &o.role {
+                Role::Autoscaler {
+                    target_kind,
+                    target_name,
+                    min_replicas,
                     ..
-                } = &workload.role
-                else {
-                    continue;
-                };
-                if !selects(selector, &replicated.labels) {
-                    continue;
+                } if o.object_ref.namespace == *namespace
+                    && *target_kind == workload.object_ref.kind
+                    && workload.object_ref.name.as_deref() == Some(target_name) =>
+                {
+                    Some(*min_replicas)
                 }
-                let replicas = replicated.replicas;
-                let hpa_min = objects.iter().find_map(|o| match &o.role {
-                    Role::Autoscaler {
-                        target_kind,
-                        target_name,
-                        min_replicas,
-                        ..
-                    } if o.object_ref.namespace == *namespace
-                        && *target_kind == workload.object_ref.kind
-                        && workload.object_ref.name.as_deref() == Some(target_name) =>
-                    {
-                        Some(*min_replicas)
-                    }
-                    _ => None,
-                });
-                let blocked = match (max_unavailable, min_available) {
-                    (Some(max), _) if scaled(max, replicas, false) == Some(0) => Some((
-                        "/spec/maxUnavailable",
-                        format!("maxUnavailable: {max}"),
-                        replicas,
-                    )),
-                    (_, Some(min)) => scaled(min, replicas, true)
-                        .filter(|m| *m >= replicas)
-                        .map(|_| {
-                            (
-                                "/spec/minAvailable",
-                                format!("minAvailable: {min}"),
-                                replicas,
-                            )
-                        })
-                        .or_else(|| {
-                            let low = hpa_min?;
-                            scaled(min, low, true)
-                                .filter(|m| *m >= low && low < replicas)
-                                .map(|_| {
-                                    ("/spec/minAvailable", format!("minAvailable: {min}"), low)
-                                })
-                        }),
-                    _ => None,
-                };
-                if let Some((pointer, written, at)) = blocked {
-                    let when = if at == replicas {
-                        format!("its {replicas} replicas")
-                    } else {
-                        format!("the {at} replicas its HPA scales down to (minReplicas)")
-                    };
-                    report.cross(
-                        pdb,
-                        pointer,
-                        format!(
-                            "{} selects {}'s GPU serving pods and allows no eviction of {when} \
-                             ({written}): every node drain (driver upgrade, autoscaler \
-                             scale-down) waits until someone deletes the budget",
-                            pdb.object_ref, workload.object_ref
-                        ),
-                        "allow one eviction at a time (maxUnavailable: 1): the drain then waits \
-                         for each replacement to load and become Ready"
-                            .to_owned(),
-                    );
-                    continue;
-                }
-                if unhealthy_pod_eviction_policy.as_deref() != Some("AlwaysAllow") {
-                    let loading = load.as_ref().map_or_else(String::new, |l| {
-                        format!(" (NotReady for its load, {})", l.explained())
-                    });
-                    report
-                        .cross(
-                            pdb,
-                            "/spec",
-                            format!(
-                                "{} selects {}'s GPU serving pods with unhealthyPodEvictionPolicy \
-                                 {}: a pod that is loading{loading} or wedged cannot be evicted \
-                                 while the budget is short, so a drain stalls on it",
-                                pdb.object_ref,
-                                workload.object_ref,
-                                unhealthy_pod_eviction_policy
-                                    .as_deref()
-                                    .unwrap_or("IfHealthyBudget (the default)")
-                            ),
-                            "set spec.unhealthyPodEvictionPolicy: AlwaysAllow (Kubernetes 1.27+)"
-                                .to_owned(),
+                _ => None,
+            });
+            let blocked = match (max_unavailable, min_available) {
+                (Some(max), _) if scaled(max, replicas, false) == Some(0) => Some((
+                    "/spec/maxUnavailable",
+                    format!("maxUnavailable: {max}"),
+                    replicas,
+                )),
+                (_, Some(min)) => scaled(min, replicas, true)
+                    .filter(|m| *m >= replicas)
+                    .map(|_| {
+                        (
+                            "/spec/minAvailable",
+                            format!("minAvailable: {min}"),
+                            replicas,
                         )
-                        .severity = Severity::Info;
-                }
+                    })
+                    .or_else(|| {
+                        let low = hpa_min?;
+                        scaled(min, low, true)
+                            .filter(|m| *m >= low && low < replicas)
+                            .map(|_| ("/spec/minAvailable", format!("minAvailable: {min}"), low))
+                    }),
+                _ => None,
+            };
+            if let Some((pointer, written, at)) = blocked {
+                let when = if at == replicas {
+                    format!("its {replicas} replicas")
+                } else {
+                    format!("the {at} replicas its HPA scales down to (minReplicas)")
+                };
+                report.cross(
+                    pdb,
+                    pointer,
+                    format!(
+                        "{} selects {}'s GPU serving pods and allows no eviction of {when} \
+                         ({written}): every node drain (driver upgrade, autoscaler \
+                         scale-down) waits until someone deletes the budget",
+                        pdb.object_ref, workload.object_ref
+                    ),
+                    "allow one eviction at a time (maxUnavailable: 1): the drain then waits \
+                     for each replacement to load and become Ready"
+                        .to_owned(),
+                );
+                continue;
+            }
+            if unhealthy_pod_eviction_policy.as_deref() != Some("AlwaysAllow") {
+                let loading = load.as_ref().map_or_else(String::new, |l| {
+                    format!(" (NotReady for its load, {})", l.explained())
+                });
+                report
+                    .cross(
+                        pdb,
+                        "/spec",
+                        format!(
+                            "{} selects {}'s GPU serving pods with unhealthyPodEvictionPolicy \
+                             {}: a pod that is loading{loading} or wedged cannot be evicted \
+                             while the budget is short, so a drain stalls on it",
+                            pdb.object_ref,
+                            workload.object_ref,
+                            unhealthy_pod_eviction_policy
+                                .as_deref()
+                                .unwrap_or("IfHealthyBudget (the default)")
+                        ),
+                        "set spec.unhealthyPodEvictionPolicy: AlwaysAllow (Kubernetes 1.27+)"
+                            .to_owned(),
+                    )
+                    .severity = Severity::Info;
             }
         }
     }

@@ -1,17 +1,15 @@
 //! `pod-spec-invalid`: a pod spec, container, port or probe handler the apiserver refuses.
 
-use super::{Report, Rule, RuleMeta};
-use crate::apiserver::{self, PortKind, PortProblem, kind_of};
-use crate::engine::{Analysis, ContainerContext};
-use crate::fields::{self, pick};
-use crate::finding::Severity;
-use crate::pointer;
-use crate::probe::{PortRef, Probe, ProbeKind};
-use crate::text::shown;
-use crate::workload::{PodSpec, Workload};
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::{Analysis, ContainerContext};
+use crate::analysis::object::{PodSpec, Workload};
+use crate::model::apiserver::{self, PortKind, PortProblem, kind_of};
+use crate::model::fields::{self, pick};
+use crate::model::finding::Severity;
+use crate::model::pointer;
+use crate::model::probe::{PortRef, Probe, ProbeKind};
+use crate::model::text::shown;
 use serde_json::Value;
-
-pub struct PodSpecInvalid;
 
 static META: RuleMeta = RuleMeta {
     id: "pod-spec-invalid",
@@ -42,8 +40,8 @@ Probe timing fields are probe-threshold-invalid's.",
 /// `spec.template.spec.containers[1]`: a pointer as a field path, for messages.
 fn dotted(ptr: &str) -> impl std::fmt::Display + '_ {
     shown(move |f| {
-        for (i, token) in ptr.split('/').skip(1).enumerate() {
-            let token = token.replace("~1", "/").replace("~0", "~");
+        // `ptr` is one the analysis built, so it parses.
+        for (i, token) in pointer::tokens(ptr).into_iter().flatten().enumerate() {
             if token.parse::<usize>().is_ok() {
                 write!(f, "[{token}]")?;
             } else {
@@ -451,97 +449,91 @@ fn check_probe(report: &mut Report<'_>, subject: &Subject<'_, '_>, probe: &Probe
     }
 }
 
-impl Rule for PodSpecInvalid {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for workload in &analysis.workloads {
-            for (ptr, value, core) in &workload.malformed_pod_specs {
-                // A custom resource's null template is dropped by its schema, not refused.
-                if value.is_null() && !core {
-                    continue;
-                }
-                let what = if value.is_null() {
-                    "is null: the apiserver requires a pod spec with at least one container"
-                        .to_owned()
-                } else {
-                    format!(
-                        "is {}, not a pod spec (a map): the apiserver cannot decode this object",
-                        kind_of(value)
-                    )
-                };
-                report.object(
-                    workload,
-                    ptr.clone(),
-                    format!("{} {what}", dotted(ptr)),
-                    "write the pod spec as a map with a containers list".to_owned(),
-                );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for workload in &analysis.workloads {
+        for (ptr, value, core) in &workload.malformed_pod_specs {
+            // A custom resource's null template is dropped by its schema, not refused.
+            if value.is_null() && !core {
+                continue;
             }
-            for pod in &workload.pod_specs {
-                let [containers, init] = pick(pod.value, ["containers", "initContainers"]);
-                check_list(report, workload, pod, "containers", containers);
-                check_list(report, workload, pod, "initContainers", init);
-                for container in &pod.containers {
-                    let cx = ContainerContext {
-                        workload,
-                        pod,
-                        container,
-                    };
-                    let subject = Subject::Container(cx);
-                    if let Some(ports) = fields::get(container.value, "ports") {
-                        check_ports(report, &subject, &container.pointer, ports, pod.core);
-                    }
-                    for probe in container.probes() {
-                        check_probe(report, &subject, probe, pod.core);
-                    }
-                }
-                // Plain init containers (native sidecars are among `pod.containers`).
-                let Some(init) = init.and_then(Value::as_array) else {
-                    continue;
+            let what = if value.is_null() {
+                "is null: the apiserver requires a pod spec with at least one container".to_owned()
+            } else {
+                format!(
+                    "is {}, not a pod spec (a map): the apiserver cannot decode this object",
+                    kind_of(value)
+                )
+            };
+            report.object(
+                workload,
+                ptr.clone(),
+                format!("{} {what}", dotted(ptr)),
+                "write the pod spec as a map with a containers list".to_owned(),
+            );
+        }
+        for pod in &workload.pod_specs {
+            let [containers, init] = pick(pod.value, ["containers", "initContainers"]);
+            check_list(report, workload, pod, "containers", containers);
+            check_list(report, workload, pod, "initContainers", init);
+            for container in &pod.containers {
+                let cx = ContainerContext {
+                    workload,
+                    pod,
+                    container,
                 };
-                for (i, item) in init.iter().enumerate() {
-                    let [restart, name, ports, startup, readiness, liveness] = pick(
-                        item,
-                        [
-                            "restartPolicy",
-                            "name",
-                            "ports",
-                            ProbeKind::Startup.field(),
-                            ProbeKind::Readiness.field(),
-                            ProbeKind::Liveness.field(),
-                        ],
+                let subject = Subject::Container(cx);
+                if let Some(ports) = fields::get(container.value, "ports") {
+                    check_ports(report, &subject, &container.pointer, ports, pod.core);
+                }
+                for probe in container.probes() {
+                    check_probe(report, &subject, probe, pod.core);
+                }
+            }
+            // Plain init containers (native sidecars are among `pod.containers`).
+            let Some(init) = init.and_then(Value::as_array) else {
+                continue;
+            };
+            for (i, item) in init.iter().enumerate() {
+                let [restart, name, ports, startup, readiness, liveness] = pick(
+                    item,
+                    [
+                        "restartPolicy",
+                        "name",
+                        "ports",
+                        ProbeKind::Startup.field(),
+                        ProbeKind::Readiness.field(),
+                        ProbeKind::Liveness.field(),
+                    ],
+                );
+                if !item.is_object() || restart.and_then(Value::as_str) == Some("Always") {
+                    continue;
+                }
+                let ptr = || pointer::join_index(&pointer::join(&pod.pointer, "initContainers"), i);
+                let subject = Subject::Init {
+                    workload,
+                    name: name.and_then(Value::as_str),
+                };
+                if let Some(ports) = ports {
+                    check_ports(report, &subject, &ptr(), ports, pod.core);
+                }
+                let probes = ProbeKind::ALL
+                    .into_iter()
+                    .zip([startup, readiness, liveness]);
+                for (kind, _) in probes.filter(|(_, v)| v.is_some_and(|v| !v.is_null())) {
+                    subject.report(
+                        report,
+                        pointer::join(&ptr(), kind.field()),
+                        format!(
+                            "{} may not be set for init containers without restartPolicy=Always: \
+                             the apiserver refuses it",
+                            kind.field()
+                        ),
+                        "remove the probe, or make the container a native sidecar with \
+                         restartPolicy: Always"
+                            .to_owned(),
                     );
-                    if !item.is_object() || restart.and_then(Value::as_str) == Some("Always") {
-                        continue;
-                    }
-                    let ptr =
-                        || pointer::join_index(&pointer::join(&pod.pointer, "initContainers"), i);
-                    let subject = Subject::Init {
-                        workload,
-                        name: name.and_then(Value::as_str),
-                    };
-                    if let Some(ports) = ports {
-                        check_ports(report, &subject, &ptr(), ports, pod.core);
-                    }
-                    let probes = ProbeKind::ALL
-                        .into_iter()
-                        .zip([startup, readiness, liveness]);
-                    for (kind, _) in probes.filter(|(_, v)| v.is_some_and(|v| !v.is_null())) {
-                        subject.report(
-                            report,
-                            pointer::join(&ptr(), kind.field()),
-                            format!(
-                                "{} may not be set for init containers without restartPolicy=Always: \
-                                 the apiserver refuses it",
-                                kind.field()
-                            ),
-                            "remove the probe, or make the container a native sidecar with \
-                             restartPolicy: Always"
-                                .to_owned(),
-                        );
-                    }
                 }
             }
         }

@@ -1,12 +1,10 @@
 //! `probe-port-undeclared`: a probe targets a port the container does not declare.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::PortRef;
-use crate::workload::ContainerPort;
-
-pub struct ProbePortUndeclared;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::analysis::object::ContainerPort;
+use crate::model::finding::Severity;
+use crate::model::probe::PortRef;
 
 static META: RuleMeta = RuleMeta {
     id: "probe-port-undeclared",
@@ -41,81 +39,75 @@ fn declared(ports: &[ContainerPort<'_>]) -> String {
     listed.join(", ")
 }
 
-impl Rule for ProbePortUndeclared {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            let ports = cx.container.ports();
-            for probe in cx.container.probes() {
-                let (Some(port), Some(field)) = (probe.handler.port(), probe.handler.field())
-                else {
-                    continue;
-                };
-                // Built only for a finding: most probes use a declared port.
-                let pointer = || format!("{}/{field}/port", probe.pointer);
-                match port {
-                    PortRef::Name(name) => {
-                        let found = ports.iter().find(|p| p.name == Some(*name));
-                        match found {
-                            None => {
-                                report.container(
-                                    &cx,
-                                    pointer(),
-                                    format!(
-                                        "{}: {}Probe uses port {name:?}, which is not a declared \
-                                         containerPort name (declared: {})",
-                                        cx.container.describe(),
-                                        probe.kind.noun(),
-                                        declared(ports)
-                                    ),
-                                    format!("declare a containerPort named {name:?}, or use a declared name or number"),
-                                );
-                            }
-                            Some(p) if !p.protocol.eq_ignore_ascii_case("TCP") => {
-                                report.container(
-                                    &cx,
-                                    pointer(),
-                                    format!(
-                                        "{}: {}Probe uses port {name:?}, a {} port: {} probes cannot reach it",
-                                        cx.container.describe(),
-                                        probe.kind.noun(),
-                                        p.protocol,
-                                        probe.handler.kind()
-                                    ),
-                                    "probe a TCP port the server listens on".to_owned(),
-                                );
-                            }
-                            Some(_) => {}
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        let ports = cx.container.ports();
+        for probe in cx.container.probes() {
+            let (Some(port), Some(field)) = (probe.handler.port(), probe.handler.field()) else {
+                continue;
+            };
+            // Built only for a finding: most probes use a declared port.
+            let pointer = || format!("{}/{field}/port", probe.pointer);
+            match port {
+                PortRef::Name(name) => {
+                    let found = ports.iter().find(|p| p.name == Some(*name));
+                    match found {
+                        None => {
+                            report.container(
+                                &cx,
+                                pointer(),
+                                format!(
+                                    "{}: {}Probe uses port {name:?}, which is not a declared \
+                                     containerPort name (declared: {})",
+                                    cx.container.describe(),
+                                    probe.kind.noun(),
+                                    declared(ports)
+                                ),
+                                format!("declare a containerPort named {name:?}, or use a declared name or number"),
+                            );
                         }
-                    }
-                    PortRef::Number(n) => {
-                        let tcp_match = ports.iter().any(|p| {
-                            p.number == Some(*n) && p.protocol.eq_ignore_ascii_case("TCP")
-                        });
-                        if !ports.is_empty() && !tcp_match {
-                            report
-                                .container(
-                                    &cx,
-                                    pointer(),
-                                    format!(
-                                        "{}: {}Probe uses port {n}, which matches no declared TCP \
-                                         containerPort (declared: {})",
-                                        cx.container.describe(),
-                                        probe.kind.noun(),
-                                        declared(ports)
-                                    ),
-                                    "probe the port the server listens on, and declare it"
-                                        .to_owned(),
-                                )
-                                .severity = Severity::Warning;
+                        Some(p) if !p.protocol.eq_ignore_ascii_case("TCP") => {
+                            report.container(
+                                &cx,
+                                pointer(),
+                                format!(
+                                    "{}: {}Probe uses port {name:?}, a {} port: {} probes cannot reach it",
+                                    cx.container.describe(),
+                                    probe.kind.noun(),
+                                    p.protocol,
+                                    probe.handler.kind()
+                                ),
+                                "probe a TCP port the server listens on".to_owned(),
+                            );
                         }
+                        Some(_) => {}
                     }
-                    // A port the apiserver refuses is pod-spec-invalid's, not "undeclared".
-                    PortRef::Invalid(_) => {}
                 }
+                PortRef::Number(n) => {
+                    let tcp_match = ports
+                        .iter()
+                        .any(|p| p.number == Some(*n) && p.protocol.eq_ignore_ascii_case("TCP"));
+                    if !ports.is_empty() && !tcp_match {
+                        report
+                            .container(
+                                &cx,
+                                pointer(),
+                                format!(
+                                    "{}: {}Probe uses port {n}, which matches no declared TCP \
+                                     containerPort (declared: {})",
+                                    cx.container.describe(),
+                                    probe.kind.noun(),
+                                    declared(ports)
+                                ),
+                                "probe the port the server listens on, and declare it".to_owned(),
+                            )
+                            .severity = Severity::Warning;
+                    }
+                }
+                // A port the apiserver refuses is pod-spec-invalid's, not "undeclared".
+                PortRef::Invalid(_) => {}
             }
         }
     }

@@ -1,14 +1,12 @@
 //! `probe-threshold-invalid`: probe timing fields the apiserver rejects.
 
-use super::{Report, Rule, RuleMeta};
-use crate::apiserver::{self, FieldProblem, IntType};
-use crate::engine::Analysis;
-use crate::fields;
-use crate::finding::Severity;
-use crate::probe::{Field, ProbeKind};
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::apiserver::{self, FieldProblem, IntType};
+use crate::model::fields;
+use crate::model::finding::Severity;
+use crate::model::probe::{Field, ProbeKind};
 use serde_json::Value;
-
-pub struct ProbeThresholdInvalid;
 
 static META: RuleMeta = RuleMeta {
     id: "probe-threshold-invalid",
@@ -31,76 +29,72 @@ and probelint judges and simulates the probe with those defaults, as the kubelet
     fix: None,
 };
 
-impl Rule for ProbeThresholdInvalid {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            for probe in cx.container.probes() {
-                // `startupProbe`: the probe's field name is how messages name it.
-                let name = probe.kind.field();
-                let mut problems: Vec<(&str, String)> = Vec::new();
-                let fields = [
-                    ("initialDelaySeconds", probe.initial_delay_seconds),
-                    ("periodSeconds", probe.period_seconds),
-                    ("timeoutSeconds", probe.timeout_seconds),
-                    ("successThreshold", probe.success_threshold),
-                    ("failureThreshold", probe.failure_threshold),
-                ];
-                for (field, value) in fields {
-                    match value {
-                        Field::Invalid(FieldProblem::Negative(v)) => {
-                            problems.push((field, format!("is {v}: it {}", apiserver::NEGATIVE)))
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        for probe in cx.container.probes() {
+            // `startupProbe`: the probe's field name is how messages name it.
+            let name = probe.kind.field();
+            let mut problems: Vec<(&str, String)> = Vec::new();
+            let fields = [
+                ("initialDelaySeconds", probe.initial_delay_seconds),
+                ("periodSeconds", probe.period_seconds),
+                ("timeoutSeconds", probe.timeout_seconds),
+                ("successThreshold", probe.success_threshold),
+                ("failureThreshold", probe.failure_threshold),
+            ];
+            for (field, value) in fields {
+                match value {
+                    Field::Invalid(FieldProblem::Negative(v)) => {
+                        problems.push((field, format!("is {v}: it {}", apiserver::NEGATIVE)))
+                    }
+                    Field::Invalid(FieldProblem::Undecodable(why)) => {
+                        let raw = fields::get(probe.value, field)
+                            .map_or_else(String::new, Value::to_string);
+                        problems.push((field, format!("{raw} {why}")));
+                    }
+                    // After defaulting (0 becomes 1), only 1 passes validateLivenessProbe and
+                    // validateStartupProbe.
+                    Field::Set(v)
+                        if field == "successThreshold"
+                            && v != 1
+                            && probe.kind != ProbeKind::Readiness =>
+                    {
+                        problems.push((
+                            field,
+                            format!("is {v}: it must be 1 for a {} probe", probe.kind.noun()),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            const GRACE: &str = "terminationGracePeriodSeconds";
+            if let Some(grace) = fields::get(probe.value, GRACE).filter(|v| !v.is_null()) {
+                if probe.kind == ProbeKind::Readiness {
+                    problems.push((GRACE, "must not be set for readinessProbes (the kubelet never kills a container for failing readiness)".to_owned()));
+                } else {
+                    match apiserver::integer(grace, IntType::Int64) {
+                        Ok(v) if v <= 0 => {
+                            problems.push((GRACE, format!("is {v}: it must be greater than 0")))
                         }
-                        Field::Invalid(FieldProblem::Undecodable(why)) => {
-                            let raw = fields::get(probe.value, field)
-                                .map_or_else(String::new, Value::to_string);
-                            problems.push((field, format!("{raw} {why}")));
-                        }
-                        // After defaulting (0 becomes 1), only 1 passes validateLivenessProbe and
-                        // validateStartupProbe.
-                        Field::Set(v)
-                            if field == "successThreshold"
-                                && v != 1
-                                && probe.kind != ProbeKind::Readiness =>
-                        {
-                            problems.push((
-                                field,
-                                format!("is {v}: it must be 1 for a {} probe", probe.kind.noun()),
-                            ));
-                        }
-                        _ => {}
+                        Ok(_) => {}
+                        Err(why) => problems.push((GRACE, format!("{grace} {why}"))),
                     }
                 }
-                const GRACE: &str = "terminationGracePeriodSeconds";
-                if let Some(grace) = fields::get(probe.value, GRACE).filter(|v| !v.is_null()) {
-                    if probe.kind == ProbeKind::Readiness {
-                        problems.push((GRACE, "must not be set for readinessProbes (the kubelet never kills a container for failing readiness)".to_owned()));
-                    } else {
-                        match apiserver::integer(grace, IntType::Int64) {
-                            Ok(v) if v <= 0 => {
-                                problems.push((GRACE, format!("is {v}: it must be greater than 0")))
-                            }
-                            Ok(_) => {}
-                            Err(why) => problems.push((GRACE, format!("{grace} {why}"))),
-                        }
-                    }
-                }
-                for (field, problem) in problems {
-                    report.container(
-                        &cx,
-                        format!("{}/{field}", probe.pointer),
-                        format!(
-                            "{}: {name}.{field} {problem}: the apiserver rejects this pod",
-                            cx.container.describe()
-                        ),
-                        format!(
-                            "set {name}.{field} to a whole number the apiserver accepts (or leave it out for Kubernetes' default)"
-                        ),
-                    );
-                }
+            }
+            for (field, problem) in problems {
+                report.container(
+                    &cx,
+                    format!("{}/{field}", probe.pointer),
+                    format!(
+                        "{}: {name}.{field} {problem}: the apiserver rejects this pod",
+                        cx.container.describe()
+                    ),
+                    format!(
+                        "set {name}.{field} to a whole number the apiserver accepts (or leave it out for Kubernetes' default)"
+                    ),
+                );
             }
         }
     }

@@ -1,15 +1,15 @@
 //! `progress-deadline-too-short`: the controller gives up on a rollout before its pods can
 //! have loaded their model.
 
-use super::{Report, Rule, RuleMeta, rest_on};
-use crate::engine::Analysis;
-use crate::finding::{Applicability, Fix, Severity};
-use crate::load::LoadTime;
-use crate::pointer;
-use crate::workload::Workload;
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use super::support::rest_on;
+use crate::analysis::context::Analysis;
+use crate::analysis::object::Workload;
+use crate::fix::patch::{add, add_to_map, replace};
+use crate::model::finding::{Applicability, Fix, Severity};
+use crate::model::load::LoadTime;
+use crate::model::pointer;
 use serde_json::{Value, json};
-
-pub struct ProgressDeadlineTooShort;
 
 /// Kubernetes' `progressDeadlineSeconds` default, and Knative's and KServe's.
 pub const DEFAULT_PROGRESS_DEADLINE_SECONDS: i64 = 600;
@@ -36,12 +36,13 @@ end: the deadline is in the object itself.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/progress-deadline-too-short/bad.yaml"),
     good_example: include_str!("../../resources/rules/progress-deadline-too-short/good.yaml"),
-    fix: Some(
-        "Raises the deadline to the time the pods need, rounded up to a whole minute, where the field \
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "Raises the deadline to the time the pods need, rounded up to a whole minute, where the field \
 is the user's: a Deployment's or Rollout's progressDeadlineSeconds, a Knative Service's \
 serving.knative.dev/progress-deadline annotation, a RayService's ray.io/initializing-timeout. A longer \
 deadline only delays when a stuck rollout is reported.",
-    ),
+    }),
 };
 
 /// The deadline an object runs under, and what happens when a load outlasts it.
@@ -65,80 +66,76 @@ enum Raise {
     },
 }
 
-impl Rule for ProgressDeadlineTooShort {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        let policy = analysis.policy;
-        for workload in &analysis.workloads {
-            let Some(deadline) = deadline_of(workload) else {
-                continue;
-            };
-            // The slowest serving accelerator container: its download and load, with margin.
-            let slowest = workload
-                .serving_accelerated_containers()
-                .map(|c| {
-                    let fetch = c
-                        .load
-                        .fetch_seconds(&policy.model_load.bandwidth)
-                        .unwrap_or(0.0);
-                    (c, fetch)
-                })
-                .max_by(|a, b| (a.0.load.seconds + a.1).total_cmp(&(b.0.load.seconds + b.1)));
-            let Some((container, fetch)) = slowest else {
-                continue;
-            };
-            let load: &LoadTime = &container.load;
-            // The same cap as every budget: an absurd annotation ("1e300") must not overflow.
-            let needed =
-                super::required_startup_seconds(fetch + load.seconds, policy.startup_margin);
-            if deadline.seconds >= needed {
-                continue;
-            }
-            let fetch_text = if fetch > 0.0 {
-                format!(
-                    "{} s downloading in an init container + ",
-                    fetch.ceil() as i64
-                )
-            } else {
-                String::new()
-            };
-            // Rounded up to a whole minute; progressDeadlineSeconds is an int32, so a deadline it
-            // cannot hold gets no fix (the finding stays).
-            let raised = (needed.max(0) as u64).div_ceil(60).saturating_mul(60) as i64;
-            let fix = deadline
-                .raise
-                .as_ref()
-                .filter(|_| raised <= i64::from(i32::MAX))
-                .map(|raise| raise_fix(workload, raise, raised));
-            let finding = report.object(
-                workload,
-                deadline.pointer.clone(),
-                format!(
-                    "{}: {} < the {needed} s its pods need to become Ready ({fetch_text}{} for \
-                     container {:?}, + {} %): {}",
-                    workload.object_ref,
-                    deadline.described,
-                    load.explained(),
-                    container.name,
-                    (policy.startup_margin * 100.0).round() as i64,
-                    deadline.consequence
-                ),
-                match &deadline.raise {
-                    Some(_) => format!("raise the deadline to at least {raised} s"),
-                    None => {
-                        "the deadline is the controller's: shorten the load (a faster volume, a \
-                             smaller or quantised checkpoint) or tell whoever runs the controller"
-                            .to_owned()
-                    }
-                },
-            );
-            finding.severity = deadline.severity;
-            finding.fix = fix;
-            rest_on(load, finding);
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    let policy = analysis.policy;
+    for workload in &analysis.workloads {
+        let Some(deadline) = deadline_of(workload) else {
+            continue;
+        };
+        // The slowest serving accelerator container: its download and load, with margin.
+        let slowest = workload
+            .serving_accelerated_containers()
+            .map(|c| {
+                let fetch = c
+                    .load
+                    .fetch_seconds(&policy.model_load.bandwidth)
+                    .unwrap_or(0.0);
+                (c, fetch)
+            })
+            .max_by(|a, b| (a.0.load.seconds + a.1).total_cmp(&(b.0.load.seconds + b.1)));
+        let Some((container, fetch)) = slowest else {
+            continue;
+        };
+        let load: &LoadTime = &container.load;
+        // The same cap as every budget: an absurd annotation ("1e300") must not overflow.
+        let needed = crate::model::budget::required_startup_seconds(
+            fetch + load.seconds,
+            policy.startup_margin,
+        );
+        if deadline.seconds >= needed {
+            continue;
         }
+        let fetch_text = if fetch > 0.0 {
+            format!(
+                "{} s downloading in an init container + ",
+                fetch.ceil() as i64
+            )
+        } else {
+            String::new()
+        };
+        // Rounded up to a whole minute; progressDeadlineSeconds is an int32, so a deadline it
+        // cannot hold gets no fix (the finding stays).
+        let raised = (needed.max(0) as u64).div_ceil(60).saturating_mul(60) as i64;
+        let fix = deadline
+            .raise
+            .as_ref()
+            .filter(|_| raised <= i64::from(i32::MAX))
+            .map(|raise| raise_fix(workload, raise, raised));
+        let finding = report.object(
+            workload,
+            deadline.pointer.clone(),
+            format!(
+                "{}: {} < the {needed} s its pods need to become Ready ({fetch_text}{} for \
+                 container {:?}, + {} %): {}",
+                workload.object_ref,
+                deadline.described,
+                load.explained(),
+                container.name,
+                (policy.startup_margin * 100.0).round() as i64,
+                deadline.consequence
+            ),
+            match &deadline.raise {
+                Some(_) => format!("raise the deadline to at least {raised} s"),
+                None => "the deadline is the controller's: shorten the load (a faster volume, a \
+                         smaller or quantised checkpoint) or tell whoever runs the controller"
+                    .to_owned(),
+            },
+        );
+        finding.severity = deadline.severity;
+        finding.fix = fix;
+        rest_on(load, finding);
     }
 }
 
@@ -269,9 +266,9 @@ fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Fix {
     let (ops, what) = match raise {
         Raise::Field(path) => {
             let op = if w.object.pointer(path).is_some() {
-                crate::fix::replace(path.clone(), json!(seconds))
+                replace(path.clone(), json!(seconds))
             } else {
-                crate::fix::add(path.clone(), json!(seconds))
+                add(path.clone(), json!(seconds))
             };
             (
                 vec![op],
@@ -283,7 +280,7 @@ fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Fix {
         }
         Raise::Annotation { map, key } => {
             let value = json!(format!("{seconds}s"));
-            let op = crate::fix::add_to_map(w.object, map, key, value);
+            let op = add_to_map(w.object, map, key, value);
             (
                 vec![op],
                 format!("set the annotation {key} to \"{seconds}s\""),

@@ -1,16 +1,14 @@
 //! `readiness-drops-every-replica`: readiness that runs a generation and gives up at the first
 //! failure.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::{Applicability, Fix, Severity};
-use crate::pointer;
-use crate::probe::{Field, ProbeKind};
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::fix::patch::replace;
+use crate::fix::probes::GENERATION_FAILURE_THRESHOLD as SUGGESTED_FAILURE_THRESHOLD;
+use crate::model::finding::{Applicability, Fix, Severity};
+use crate::model::pointer;
+use crate::model::probe::{Field, ProbeKind};
 use serde_json::json;
-
-pub struct ReadinessDropsEveryReplica;
-
-use crate::fix::GENERATION_FAILURE_THRESHOLD as SUGGESTED_FAILURE_THRESHOLD;
 
 static META: RuleMeta = RuleMeta {
     id: "readiness-drops-every-replica",
@@ -25,60 +23,56 @@ tell a wedged server from a busy one. Seen by every front end: the probe is in t
     example_policy: None,
     bad_example: include_str!("../../resources/rules/readiness-drops-every-replica/bad.yaml"),
     good_example: include_str!("../../resources/rules/readiness-drops-every-replica/good.yaml"),
-    fix: Some(
-        "Sets readinessProbe.failureThreshold to 3. Readiness never restarts a container, so a \
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "Sets readinessProbe.failureThreshold to 3. Readiness never restarts a container, so a \
 higher threshold only keeps a busy replica in rotation a little longer.",
-    ),
+    }),
 };
 
-impl Rule for ReadinessDropsEveryReplica {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            if !cx.pod.serving {
-                continue;
-            }
-            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
-                continue;
-            };
-            if !matches!(readiness.failure_threshold, Field::Set(1)) || !readiness.value.is_object()
-            {
-                continue;
-            }
-            let Some(path) = super::generation_path(&cx, readiness) else {
-                continue;
-            };
-            let field = pointer::join(&readiness.pointer, "failureThreshold");
-            let fix = Fix {
-                description: format!(
-                    "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD}"
-                ),
-                applicability: Applicability::Safe,
-                patch: json_patch::Patch(vec![crate::fix::replace(
-                    field.clone(),
-                    json!(SUGGESTED_FAILURE_THRESHOLD),
-                )]),
-            };
-            report
-                .container(
-                    &cx,
-                    field,
-                    format!(
-                        "{}: readiness runs a generation ({path}, every {} s) with failureThreshold \
-                         1: one slow answer takes this replica out of rotation, and a traffic spike \
-                         slows every replica at once",
-                        cx.container.describe(),
-                        readiness.period()
-                    ),
-                    format!(
-                        "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD} or more"
-                    ),
-                )
-                .fix = Some(fix);
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        if !cx.pod.serving {
+            continue;
         }
+        let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+            continue;
+        };
+        if !matches!(readiness.failure_threshold, Field::Set(1)) || !readiness.value.is_object() {
+            continue;
+        }
+        let Some(path) = super::support::generation_path(&cx, readiness) else {
+            continue;
+        };
+        let field = pointer::join(&readiness.pointer, "failureThreshold");
+        let fix = Fix {
+            description: format!(
+                "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD}"
+            ),
+            applicability: Applicability::Safe,
+            patch: json_patch::Patch(vec![replace(
+                field.clone(),
+                json!(SUGGESTED_FAILURE_THRESHOLD),
+            )]),
+        };
+        report
+            .container(
+                &cx,
+                field,
+                format!(
+                    "{}: readiness runs a generation ({path}, every {} s) with failureThreshold \
+                     1: one slow answer takes this replica out of rotation, and a traffic spike \
+                     slows every replica at once",
+                    cx.container.describe(),
+                    readiness.period()
+                ),
+                format!(
+                    "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD} or more"
+                ),
+            )
+            .fix = Some(fix);
     }
 }
 

@@ -1,12 +1,10 @@
 //! `readiness-port-open`: readiness is a tcpSocket check, which says nothing about a loaded model.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::{Analysis, ContainerContext};
-use crate::finding::Severity;
-use crate::probe::{Handler, ProbeKind};
-use crate::servers::DuringLoad;
-
-pub struct ReadinessPortOpen;
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use crate::analysis::context::{Analysis, ContainerContext};
+use crate::model::finding::{Applicability, Severity};
+use crate::model::probe::{Handler, ProbeKind};
+use crate::model::servers::DuringLoad;
 
 static META: RuleMeta = RuleMeta {
     id: "readiness-port-open",
@@ -26,71 +24,69 @@ containers, warning elsewhere.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/readiness-port-open/bad.yaml"),
     good_example: include_str!("../../resources/rules/readiness-port-open/good.yaml"),
-    fix: Some(
-        "When the image is a recognised model server, replaces the tcpSocket handler with an httpGet on \
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "When the image is a recognised model server, replaces the tcpSocket handler with an httpGet on \
 that server's ready endpoint, on the port the container declares. Otherwise there is no automatic fix.",
-    ),
+    }),
 };
 
-impl Rule for ReadinessPortOpen {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            let Some(probe) = cx.container.probe(ProbeKind::Readiness) else {
-                injected(&cx, report);
-                continue;
-            };
-            let (port, at, what) = match &probe.handler {
-                Handler::TcpSocket { port } => (
-                    port.to_string(),
-                    format!("{}/tcpSocket", probe.pointer),
-                    format!("uses tcpSocket readiness on port {port}"),
-                ),
-                Handler::Exec { command } => match curl_without_fail(command) {
-                    Some(url) => (
-                        url.to_owned(),
-                        format!("{}/exec", probe.pointer),
-                        format!(
-                            "checks readiness with `curl {url}` without --fail: curl exits 0 on an \
-                             HTTP 503, so the probe only proves the port is open"
-                        ),
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        let Some(probe) = cx.container.probe(ProbeKind::Readiness) else {
+            injected(&cx, report);
+            continue;
+        };
+        let (port, at, what) = match &probe.handler {
+            Handler::TcpSocket { port } => (
+                port.to_string(),
+                format!("{}/tcpSocket", probe.pointer),
+                format!("uses tcpSocket readiness on port {port}"),
+            ),
+            Handler::Exec { command } => match curl_without_fail(command) {
+                Some(url) => (
+                    url.to_owned(),
+                    format!("{}/exec", probe.pointer),
+                    format!(
+                        "checks readiness with `curl {url}` without --fail: curl exits 0 on an \
+                         HTTP 503, so the probe only proves the port is open"
                     ),
-                    None => continue,
-                },
-                _ => continue,
-            };
-            let help = match (&probe.handler, cx.container.server) {
-                (Handler::Exec { .. }, _) => {
-                    "add --fail (-f) to the curl command, so an error status fails the probe; or use \
-                     an httpGet probe on the same endpoint"
-                        .to_owned()
-                }
-                (_, Some(server)) if !server.paths_need_model_name => format!(
-                    "use httpGet {} on port {port}: {} answers it only when the model can serve",
-                    server.ready_path, server.name
                 ),
-                _ => "use an httpGet (or grpc) readiness check on an endpoint that answers 200 only \
-                      once the model is loaded and can infer"
-                    .to_owned(),
-            };
-            let finding = report.container(
-                &cx,
-                at,
-                format!(
-                    "{} {what}: an open port does not mean the model is loaded",
-                    cx.container.describe()
-                ),
-                help,
-            );
-            if !cx.container.is_accelerated() {
-                finding.severity = Severity::Warning;
+                None => continue,
+            },
+            _ => continue,
+        };
+        let help = match (&probe.handler, cx.container.server) {
+            (Handler::Exec { .. }, _) => {
+                "add --fail (-f) to the curl command, so an error status fails the probe; or use \
+                 an httpGet probe on the same endpoint"
+                    .to_owned()
             }
-            if matches!(probe.handler, Handler::TcpSocket { .. }) {
-                finding.fix = crate::fix::readiness_to_server_endpoint(&cx, probe);
-            }
+            (_, Some(server)) if !server.paths_need_model_name => format!(
+                "use httpGet {} on port {port}: {} answers it only when the model can serve",
+                server.ready_path, server.name
+            ),
+            _ => "use an httpGet (or grpc) readiness check on an endpoint that answers 200 only \
+                  once the model is loaded and can infer"
+                .to_owned(),
+        };
+        let finding = report.container(
+            &cx,
+            at,
+            format!(
+                "{} {what}: an open port does not mean the model is loaded",
+                cx.container.describe()
+            ),
+            help,
+        );
+        if !cx.container.is_accelerated() {
+            finding.severity = Severity::Warning;
+        }
+        if matches!(probe.handler, Handler::TcpSocket { .. }) {
+            finding.fix = crate::fix::probes::readiness_endpoint(&cx, probe)
+                .map(|c| c.fix(Applicability::Safe));
         }
     }
 }
@@ -110,7 +106,7 @@ fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
         return;
     };
     if !cx.pod.serving
-        || cx.container.role != crate::workload::Role::Serving
+        || cx.container.role != crate::analysis::object::Role::Serving
         || (!cx.container.is_accelerated() && cx.container.server.is_none())
     {
         return;

@@ -1,11 +1,9 @@
 //! `readiness-timeout-too-short`: a readiness probe that runs a generation with a 1 s timeout.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::{Field, ProbeKind};
-
-pub struct ReadinessTimeoutTooShort;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
+use crate::model::probe::{Field, ProbeKind};
 
 static META: RuleMeta = RuleMeta {
     id: "readiness-timeout-too-short",
@@ -22,48 +20,44 @@ generation under load (5-10 s).",
     fix: None,
 };
 
-impl Rule for ReadinessTimeoutTooShort {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
-                continue;
-            };
-            let Some(path) = super::generation_path(&cx, readiness) else {
-                continue;
-            };
-            if readiness.timeout() > 1 || readiness.timeout_seconds.is_invalid() {
-                continue;
-            }
-            let (pointer, shown) = match readiness.timeout_seconds {
-                Field::Set(v) => (
-                    format!("{}/timeoutSeconds", readiness.pointer),
-                    format!("timeoutSeconds: {v}"),
-                ),
-                Field::Zero(v) => (
-                    format!("{}/timeoutSeconds", readiness.pointer),
-                    format!("timeoutSeconds: 0 (which the apiserver turns into its default, {v})"),
-                ),
-                _ => (
-                    readiness.pointer.clone(),
-                    "the default timeoutSeconds of 1".to_owned(),
-                ),
-            };
-            report.container(
-                &cx,
-                pointer,
-                format!(
-                    "{}: readiness on {path} runs a generation with {shown}: busy replicas fail \
-                     readiness together",
-                    cx.container.describe()
-                ),
-                "set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)"
-                    .to_owned(),
-            );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        let Some(readiness) = cx.container.probe(ProbeKind::Readiness) else {
+            continue;
+        };
+        let Some(path) = super::support::generation_path(&cx, readiness) else {
+            continue;
+        };
+        if readiness.timeout() > 1 || readiness.timeout_seconds.is_invalid() {
+            continue;
         }
+        let (pointer, shown) = match readiness.timeout_seconds {
+            Field::Set(v) => (
+                format!("{}/timeoutSeconds", readiness.pointer),
+                format!("timeoutSeconds: {v}"),
+            ),
+            Field::Zero(v) => (
+                format!("{}/timeoutSeconds", readiness.pointer),
+                format!("timeoutSeconds: 0 (which the apiserver turns into its default, {v})"),
+            ),
+            _ => (
+                readiness.pointer.clone(),
+                "the default timeoutSeconds of 1".to_owned(),
+            ),
+        };
+        report.container(
+            &cx,
+            pointer,
+            format!(
+                "{}: readiness on {path} runs a generation with {shown}: busy replicas fail \
+                 readiness together",
+                cx.container.describe()
+            ),
+            "set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)"
+                .to_owned(),
+        );
     }
 }
 

@@ -1,11 +1,12 @@
 //! `startup-budget-too-short`: the startupProbe gives up before the model can have loaded.
 
-use super::{Report, Rule, RuleMeta, required_arithmetic, required_startup_seconds, rest_on};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::ProbeKind;
-
-pub struct StartupBudgetTooShort;
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
+use super::support::rest_on;
+use crate::analysis::context::Analysis;
+use crate::fix::probes::raise_threshold;
+use crate::model::budget::{required_arithmetic, required_startup_seconds, threshold_for};
+use crate::model::finding::{Applicability, Severity};
+use crate::model::probe::ProbeKind;
 
 static META: RuleMeta = RuleMeta {
     id: "startup-budget-too-short",
@@ -24,54 +25,50 @@ nothing in the manifest backs it.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/startup-budget-too-short/bad.yaml"),
     good_example: include_str!("../../resources/rules/startup-budget-too-short/good.yaml"),
-    fix: Some(
-        "Raises failureThreshold until the budget covers the load time plus margin; nothing else changes.",
-    ),
+    fix: Some(FixMeta {
+        applicability: Applicability::Safe,
+        what: "Raises failureThreshold until the budget covers the load time plus margin; nothing else changes.",
+    }),
 };
 
-impl Rule for StartupBudgetTooShort {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        let margin = analysis.policy.startup_margin;
-        for cx in analysis.accelerated_containers() {
-            // A startupProbe with a rejected timing is probe-threshold-invalid's to report: its
-            // budget with defaults in place would contradict the manifest.
-            let Some(probe) = cx
-                .container
-                .probe(ProbeKind::Startup)
-                .filter(|p| p.timings_valid())
-            else {
-                continue;
-            };
-            let load = &cx.container.load;
-            let needed = required_startup_seconds(load.seconds, margin);
-            if probe.budget_seconds() >= needed {
-                continue;
-            }
-            let remaining = needed - probe.initial_delay().max(0);
-            // Rounded up without `remaining + period - 1`, which overflows for huge periods.
-            let threshold = (remaining - 1) / probe.period() + 1;
-            let fix = crate::fix::raise_failure_threshold(probe, needed);
-            let finding = report.container(
-                &cx,
-                probe.pointer.clone(),
-                format!(
-                    "{}: startup budget {} < {}",
-                    cx.container.describe(),
-                    probe.budget_arithmetic(),
-                    required_arithmetic(load, margin)
-                ),
-                format!(
-                    "raise startupProbe.failureThreshold to {threshold} (or set \
-                     probelint.io/model-load-seconds to the real worst-case load time)"
-                ),
-            );
-            finding.fix = fix;
-            rest_on(load, finding);
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    let margin = analysis.policy.startup_margin;
+    for cx in analysis.accelerated_containers() {
+        // A startupProbe with a rejected timing is probe-threshold-invalid's to report: its
+        // budget with defaults in place would contradict the manifest.
+        let Some(probe) = cx
+            .container
+            .probe(ProbeKind::Startup)
+            .filter(|p| p.timings_valid())
+        else {
+            continue;
+        };
+        let load = &cx.container.load;
+        let needed = required_startup_seconds(load.seconds, margin);
+        if probe.budget_seconds() >= needed {
+            continue;
         }
+        // The same number the fix writes: both come from threshold_for.
+        let threshold = threshold_for(needed, probe.period(), probe.initial_delay());
+        let fix = raise_threshold(probe, needed).map(|c| c.fix(Applicability::Safe));
+        let finding = report.container(
+            &cx,
+            probe.pointer.clone(),
+            format!(
+                "{}: startup budget {} < {}",
+                cx.container.describe(),
+                probe.budget_arithmetic(),
+                required_arithmetic(load, margin)
+            ),
+            format!(
+                "raise startupProbe.failureThreshold to {threshold} (or set \
+                 probelint.io/model-load-seconds to the real worst-case load time)"
+            ),
+        );
+        finding.fix = fix;
+        rest_on(load, finding);
     }
 }
 

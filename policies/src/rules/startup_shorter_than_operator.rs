@@ -1,11 +1,9 @@
 //! `startup-shorter-than-operator`: a startupProbe replaces the longer one its operator would add.
 
-use super::{Report, Rule, RuleMeta};
-use crate::engine::Analysis;
-use crate::finding::Severity;
-use crate::probe::{Probe, ProbeKind};
-
-pub struct StartupShorterThanOperator;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::context::Analysis;
+use crate::model::finding::Severity;
+use crate::model::probe::{Probe, ProbeKind};
 
 static META: RuleMeta = RuleMeta {
     id: "startup-shorter-than-operator",
@@ -24,46 +22,42 @@ overrides it where a cluster's configuration differs).",
     fix: None,
 };
 
-impl Rule for StartupShorterThanOperator {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::object(&META, check);
 
-    fn check(&self, analysis: &Analysis<'_>, report: &mut Report<'_>) {
-        for cx in analysis.containers() {
-            let (Some(own), Some(operator)) = (
-                cx.container
-                    .probe(ProbeKind::Startup)
-                    .filter(|p| p.timings_valid()),
-                &cx.container.operator,
-            ) else {
-                continue;
-            };
-            let Some(default) = operator.probe(ProbeKind::Startup) else {
-                continue;
-            };
-            let default = Probe::from_value(ProbeKind::Startup, String::new(), default);
-            if own.budget_seconds() >= default.budget_seconds() {
-                continue;
-            }
-            report.container(
-                &cx,
-                own.pointer.clone(),
-                format!(
-                    "{}: this startupProbe ({}) replaces the {} that {} adds: the merged pod gives \
-                     up on the load sooner",
-                    cx.container.describe(),
-                    own.budget_arithmetic(),
-                    default.budget_arithmetic(),
-                    operator.provenance()
-                ),
-                format!(
-                    "remove this startupProbe to keep the operator's, or give it a budget of at \
-                     least {} s",
-                    default.budget_seconds()
-                ),
-            );
+fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
+    for cx in analysis.containers() {
+        let (Some(own), Some(operator)) = (
+            cx.container
+                .probe(ProbeKind::Startup)
+                .filter(|p| p.timings_valid()),
+            &cx.container.operator,
+        ) else {
+            continue;
+        };
+        let Some(default) = operator.probe(ProbeKind::Startup) else {
+            continue;
+        };
+        let default = Probe::from_value(ProbeKind::Startup, String::new(), default);
+        if own.budget_seconds() >= default.budget_seconds() {
+            continue;
         }
+        report.container(
+            &cx,
+            own.pointer.clone(),
+            format!(
+                "{}: this startupProbe ({}) replaces the {} that {} adds: the merged pod gives \
+                 up on the load sooner",
+                cx.container.describe(),
+                own.budget_arithmetic(),
+                default.budget_arithmetic(),
+                operator.provenance()
+            ),
+            format!(
+                "remove this startupProbe to keep the operator's, or give it a budget of at \
+                 least {} s",
+                default.budget_seconds()
+            ),
+        );
     }
 }
 

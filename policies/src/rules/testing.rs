@@ -1,6 +1,6 @@
 //! Test helpers for rules: lint YAML the way users write it.
 
-use crate::finding::Finding;
+use crate::model::finding::Finding;
 use crate::policy::Policy;
 use serde_json::Value;
 

@@ -1,11 +1,9 @@
 //! `vllm-service-links`: a Service named `vllm` makes Kubernetes inject `VLLM_PORT` into vLLM
 //! pods of its namespace, and vLLM reads it as its own setting.
 
-use super::{Report, Rule, RuleMeta};
-use crate::cross::{ObjectFacts, Role};
-use crate::finding::Severity;
-
-pub struct VllmServiceLinks;
+use super::rule::{Report, Rule, RuleMeta};
+use crate::analysis::facts::{ObjectFacts, Role};
+use crate::model::finding::Severity;
 
 static META: RuleMeta = RuleMeta {
     id: "vllm-service-links",
@@ -24,45 +22,37 @@ sees them, the admission webhook (one object at a time) does not.",
     fix: None,
 };
 
-impl Rule for VllmServiceLinks {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
+pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
-    fn needs_other_objects(&self) -> bool {
-        true
-    }
-
-    fn check_cross(&self, objects: &[ObjectFacts], report: &mut Report<'_>) {
-        for service in objects {
-            let Role::ClashingService { name } = &service.role else {
+fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    for service in objects {
+        let Role::ClashingService { name } = &service.role else {
+            continue;
+        };
+        for workload in objects
+            .iter()
+            .filter(|o| o.object_ref.namespace == service.object_ref.namespace)
+        {
+            let Role::GpuServing {
+                vllm_with_service_links,
+                ..
+            } = &workload.role
+            else {
                 continue;
             };
-            for workload in objects
-                .iter()
-                .filter(|o| o.object_ref.namespace == service.object_ref.namespace)
-            {
-                let Role::GpuServing {
-                    vllm_with_service_links,
-                    ..
-                } = &workload.role
-                else {
-                    continue;
-                };
-                for pod in vllm_with_service_links {
-                    report.cross(
-                        workload,
-                        pod,
-                        format!(
-                            "{}: the Service {name:?} in its namespace makes Kubernetes inject \
-                             VLLM_PORT=tcp://… into these pods (enableServiceLinks defaults to \
-                             true), and vLLM reads VLLM_PORT as its own setting and exits: the pod \
-                             crash-loops",
-                            workload.object_ref
-                        ),
-                        format!("set enableServiceLinks: false at {pod} (or rename the Service)"),
-                    );
-                }
+            for pod in vllm_with_service_links {
+                report.cross(
+                    workload,
+                    pod,
+                    format!(
+                        "{}: the Service {name:?} in its namespace makes Kubernetes inject \
+                         VLLM_PORT=tcp://… into these pods (enableServiceLinks defaults to \
+                         true), and vLLM reads VLLM_PORT as its own setting and exits: the pod \
+                         crash-loops",
+                        workload.object_ref
+                    ),
+                    format!("set enableServiceLinks: false at {pod} (or rename the Service)"),
+                );
             }
         }
     }

@@ -24,7 +24,7 @@ pub mod backoff;
 pub mod fleet;
 pub mod prober;
 
-use crate::probe::{
+use crate::model::probe::{
     DEFAULT_FAILURE_THRESHOLD, DEFAULT_INITIAL_DELAY, DEFAULT_PERIOD, DEFAULT_SUCCESS_THRESHOLD,
     DEFAULT_TIMEOUT, Field, Handler, Probe, ProbeKind,
 };
@@ -563,7 +563,7 @@ pub fn spread(s: &Scenario) -> Spread {
 
 /// Builds the scenario of a container from its probes, with the kubelet's defaults for the rest.
 pub fn scenario_for(
-    container: &crate::workload::Container<'_>,
+    container: &crate::analysis::object::Container<'_>,
     load_seconds: f64,
     duration: f64,
 ) -> Scenario {
@@ -596,8 +596,8 @@ pub fn scenario_for(
 
 /// [`scenario_for`] with the pod's `terminationGracePeriodSeconds`.
 pub fn scenario_for_pod(
-    pod: &crate::workload::PodSpec<'_>,
-    container: &crate::workload::Container<'_>,
+    pod: &crate::analysis::object::PodSpec<'_>,
+    container: &crate::analysis::object::Container<'_>,
     load_seconds: f64,
     duration: f64,
 ) -> Scenario {
@@ -642,7 +642,7 @@ pub fn pre_stop_seconds(container: &serde_json::Value) -> Option<(f64, bool)> {
 /// What a simulation of `container` assumes that its manifest does not spell out, for the
 /// timeline to say: a probe field written as 0 runs as the apiserver's default
 /// (`SetDefaults_Probe`), and a field the apiserver rejects is simulated with the default.
-pub fn assumptions(container: &crate::workload::Container<'_>) -> Vec<String> {
+pub fn assumptions(container: &crate::analysis::object::Container<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for probe in container.probes() {
         let fields = [
@@ -674,7 +674,7 @@ pub fn assumptions(container: &crate::workload::Container<'_>) -> Vec<String> {
                     "{}.{name}: {} is rejected by the apiserver (probe-threshold-invalid); \
                      simulated as the default, {default}",
                     probe.kind.field(),
-                    crate::fields::get(probe.value, name)
+                    crate::model::fields::get(probe.value, name)
                         .map_or_else(String::new, ToString::to_string)
                 )),
                 Field::Default(_) | Field::Set(_) => {}
@@ -952,7 +952,7 @@ mod tests {
 
     #[test]
     fn zero_fields_simulate_exactly_as_the_apiserver_defaults() {
-        use crate::probe::Probe;
+        use crate::model::probe::Probe;
         use serde_json::json;
         let handler = json!({"path": "/health", "port": 8000});
         let zeros = json!({"httpGet": handler, "periodSeconds": 0, "timeoutSeconds": 0,
@@ -993,7 +993,7 @@ mod tests {
                 "failureThreshold": -1, "timeoutSeconds": 5},
             "readinessProbe": {"httpGet": {"path": "/h", "port": 1}}}]}});
         let policy = crate::Policy::default();
-        let w = crate::workload::Workload::analyse(0, &pod, &policy);
+        let w = crate::analysis::object::Workload::analyse(0, &pod, &policy);
         assert_eq!(
             assumptions(&w.pod_specs[0].containers[0]),
             [

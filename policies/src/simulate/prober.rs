@@ -25,7 +25,7 @@
 //! real HTTP checks against a real process and a real clock.
 
 use super::ProbeTiming;
-use crate::probe::ProbeKind;
+use crate::model::probe::ProbeKind;
 
 /// What a check result made the kubelet do.
 #[derive(Debug, Clone, Copy, PartialEq)]

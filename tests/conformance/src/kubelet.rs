@@ -12,7 +12,7 @@
 //! only read a [`Report`].
 
 use crate::spec::{ContainerSpec, Handler, ProbeSpec};
-use probelint_policies::probe::ProbeKind;
+use probelint_policies::ProbeKind;
 use probelint_policies::simulate::backoff::{CrashLoop, NodeSettings, Restart};
 use probelint_policies::simulate::prober::{ProbeEvent, Prober};
 use probelint_policies::simulate::{Check, Outcome, Phases, Trace, secs};

@@ -1,6 +1,6 @@
 //! What a rule reports: findings, their severities, and the fixes they may carry.
 
-use crate::fields::pick;
+use crate::model::fields::pick;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -140,7 +140,7 @@ pub struct Finding {
     pub fix: Option<Fix>,
     /// The load time the finding rests on, with its inputs and arithmetic.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub load: Option<crate::load::LoadTime>,
+    pub load: Option<crate::model::load::LoadTime>,
 }
 
 impl Finding {

@@ -5,7 +5,7 @@
 //! Each server names the source its facts were read from (`source`). A fix only ever uses an
 //! endpoint listed here, and none for a server whose endpoint needs the model's name.
 
-use crate::fields::pick;
+use crate::model::fields::pick;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -449,7 +449,7 @@ impl KnownServer {
         let [ports, command] = pick(container, ["ports", "command"]);
         let declares_tcp_port = ports.and_then(Value::as_array).is_some_and(|ports| {
             ports.iter().any(|p| {
-                crate::fields::get(p, "protocol")
+                crate::model::fields::get(p, "protocol")
                     .and_then(Value::as_str)
                     .is_none_or(|proto| proto.eq_ignore_ascii_case("TCP"))
             })

@@ -1,126 +1,19 @@
 //! Finding the pod specs and containers inside Kubernetes objects, and what the engine knows
 //! about each: accelerator or not, serving or batch, expected model load time, known server.
 
-use crate::fields::{self, pick};
-use crate::finding::{Fix, ObjectRef};
-use crate::load::LoadTime;
-use crate::operators::{OperatorDefault, Placement};
-use crate::pointer;
+use crate::analysis::layout::{builtin_layout, expand};
+use crate::model::annotations::LOAD_SECONDS_ANNOTATION;
+use crate::model::fields::{self, pick};
+use crate::model::finding::ObjectRef;
+use crate::model::load::LoadTime;
+use crate::model::pointer;
+use crate::model::probe::{Probe, ProbeKind};
+use crate::model::servers::KnownServer;
+use crate::model::text::shown;
 use crate::policy::Policy;
-use crate::probe::{Probe, ProbeKind};
-use crate::servers::KnownServer;
-use crate::text::shown;
+use crate::policy::operators::{OperatorDefault, Placement};
 use serde_json::Value;
-use std::borrow::Cow;
-use std::cell::RefCell;
 use std::sync::Arc;
-
-/// Annotation declaring the worst-case model load time, in seconds.
-pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
-
-/// Where pod specs live in one kind of object.
-struct Layout {
-    /// Pointers to pod specs; `*` expands to every item of an array (or value of a map).
-    pod_specs: &'static [&'static str],
-    batch: bool,
-    /// A core PodSpec, which the apiserver itself decodes and validates (not a custom resource's).
-    core: bool,
-}
-
-/// The built-in workload kinds. `group` is matched against the apiVersion's group when the kind
-/// name alone is ambiguous (a Knative `Service` is a workload; a core `Service` is not).
-fn builtin_layout(api_version: &str, kind: &str) -> Option<Layout> {
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let template = &["/spec/template/spec"][..];
-    let layout = |pod_specs, batch| {
-        Some(Layout {
-            pod_specs,
-            batch,
-            core: false,
-        })
-    };
-    let core = |pod_specs, batch| {
-        Some(Layout {
-            pod_specs,
-            batch,
-            core: true,
-        })
-    };
-    match kind {
-        "Pod" if group.is_empty() => core(&["/spec"], false),
-        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
-            if matches!(group, "apps" | "extensions") =>
-        {
-            core(template, false)
-        }
-        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => layout(template, false),
-        "ReplicationController" if group.is_empty() => core(template, false),
-        "Job" if group == "batch" => core(template, true),
-        "Job" => layout(template, true),
-        "CronJob" if group == "batch" => core(&["/spec/jobTemplate/spec/template/spec"], true),
-        "CronJob" => layout(&["/spec/jobTemplate/spec/template/spec"], true),
-        "LeaderWorkerSet" => layout(
-            &[
-                "/spec/leaderWorkerTemplate/leaderTemplate/spec",
-                "/spec/leaderWorkerTemplate/workerTemplate/spec",
-            ],
-            false,
-        ),
-        "Rollout" if group == "argoproj.io" => layout(template, false),
-        "Service" if group == "serving.knative.dev" => layout(template, false),
-        "JobSet" => layout(
-            &["/spec/replicatedJobs/*/template/spec/template/spec"],
-            true,
-        ),
-        "RayService" => layout(
-            &[
-                "/spec/rayClusterConfig/headGroupSpec/template/spec",
-                "/spec/rayClusterConfig/workerGroupSpecs/*/template/spec",
-            ],
-            false,
-        ),
-        "RayCluster" => layout(
-            &[
-                "/spec/headGroupSpec/template/spec",
-                "/spec/workerGroupSpecs/*/template/spec",
-            ],
-            false,
-        ),
-        "RayJob" => layout(
-            &[
-                "/spec/rayClusterSpec/headGroupSpec/template/spec",
-                "/spec/rayClusterSpec/workerGroupSpecs/*/template/spec",
-                "/spec/submitterPodTemplate/spec",
-            ],
-            true,
-        ),
-        // KServe components are pod specs with extra fields, plus a model container (below).
-        "InferenceService" if group == "serving.kserve.io" => layout(
-            &[
-                "/spec/predictor",
-                "/spec/predictor/workerSpec",
-                "/spec/transformer",
-                "/spec/explainer",
-            ],
-            false,
-        ),
-        "ServingRuntime" | "ClusterServingRuntime" if group == "serving.kserve.io" => {
-            layout(&["/spec", "/spec/workerSpec"], false)
-        }
-        // The NIM Operator builds one container from the NIMService's spec (below).
-        "NIMService" if group == "apps.nvidia.com" => layout(&["/spec"], false),
-        "LLMInferenceService" if group == "serving.kserve.io" => layout(
-            &[
-                "/spec/template",
-                "/spec/worker",
-                "/spec/prefill/template",
-                "/spec/prefill/worker",
-            ],
-            false,
-        ),
-        _ => None,
-    }
-}
 
 /// KServe predictor keys that hold a single model container (`model`, or a legacy framework).
 const KSERVE_MODEL_KEYS: &[&str] = &[
@@ -180,8 +73,11 @@ impl<'a> ContainerPort<'a> {
         ContainerPort {
             name: name.and_then(Value::as_str),
             // Only a port the apiserver accepts: `pod-spec-invalid` reports the others.
-            number: match crate::apiserver::port(number, crate::apiserver::PortKind::Number) {
-                Ok(crate::apiserver::Port::Number(n)) => Some(n),
+            number: match crate::model::apiserver::port(
+                number,
+                crate::model::apiserver::PortKind::Number,
+            ) {
+                Ok(crate::model::apiserver::Port::Number(n)) => Some(n),
                 _ => None,
             },
             protocol: protocol.and_then(Value::as_str).unwrap_or("TCP"),
@@ -218,12 +114,12 @@ pub struct Container<'a> {
     pub accelerators: Vec<AcceleratorReason>,
     pub server: Option<&'static KnownServer>,
     /// Worst-case time from container start to "can infer", and where it comes from
-    /// ([`crate::load`]). Estimated for accelerator containers and known servers; the others
+    /// ([`crate::model::load`]). Estimated for accelerator containers and known servers; the others
     /// carry the policy default.
     pub load: LoadTime,
     pub role: Role,
     /// The operator config that fills in the probes this container's spec lacks, when an
-    /// operator builds its pod ([`crate::operators`]).
+    /// operator builds its pod (`policy::operators`).
     pub operator: Option<Arc<OperatorDefault>>,
     /// The probes, in [`ProbeKind::ALL`] order.
     probes: [Option<Probe<'a>>; 3],
@@ -231,9 +127,6 @@ pub struct Container<'a> {
     operator_probes: [Option<Value>; 3],
     ports: Vec<ContainerPort<'a>>,
     lifecycle: Option<&'a Value>,
-    /// A copy of the startupProbe fix that the first rule offering it left for the second
-    /// ([`crate::fix::add_startup_probe`]).
-    pub(crate) spare_startup_probe_fix: RefCell<Option<Fix>>,
 }
 
 impl<'a> Container<'a> {
@@ -274,7 +167,7 @@ impl<'a> Container<'a> {
         self.role == Role::Serving
             && self
                 .server
-                .is_none_or(|s| s.during_load != crate::servers::DuringLoad::Lazy)
+                .is_none_or(|s| s.during_load != crate::model::servers::DuringLoad::Lazy)
     }
 
     /// The declared `ports`, in order.
@@ -409,52 +302,6 @@ impl<'a> Workload<'a> {
     }
 }
 
-/// Expands a pointer pattern with `*` wildcards into the nodes it names.
-fn expand<'a>(root: &'a Value, pattern: &str) -> Vec<(String, &'a Value)> {
-    let mut current = vec![(String::with_capacity(pattern.len() + 16), root)];
-    for token in pattern.split('/').skip(1) {
-        if token == "*" {
-            let mut next = Vec::new();
-            for (ptr, node) in current {
-                match node {
-                    Value::Array(items) => next.extend(
-                        items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, v)| (pointer::join_index(&ptr, i), v)),
-                    ),
-                    Value::Object(map) => {
-                        next.extend(map.iter().map(|(k, v)| (pointer::join(&ptr, k), v)))
-                    }
-                    _ => {}
-                }
-            }
-            current = next;
-            continue;
-        }
-        let token: Cow<'_, str> = if token.contains('~') {
-            Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-        } else {
-            Cow::Borrowed(token)
-        };
-        current.retain_mut(|(ptr, node)| {
-            let parent: &'a Value = node;
-            let child = match parent {
-                Value::Object(_) => fields::get(parent, &token),
-                Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            };
-            let Some(child) = child else {
-                return false;
-            };
-            pointer::push(ptr, &token);
-            *node = child;
-            true
-        });
-    }
-    current
-}
-
 fn analyse_pod_spec<'a>(
     object_ref: &ObjectRef,
     object: &'a Value,
@@ -498,7 +345,7 @@ fn analyse_pod_spec<'a>(
         policy
             .accelerator_runtime_classes
             .iter()
-            .any(|a| crate::glob::matches(a, rc))
+            .any(|a| crate::model::glob::matches(a, rc))
     });
     let container_list = container_list.and_then(Value::as_array);
     let mut containers = Vec::with_capacity(container_list.map_or(0, Vec::len));
@@ -579,7 +426,7 @@ fn analyse_pod_spec<'a>(
             container.load.seconds = policy.model_load_seconds;
             continue;
         }
-        let cx = crate::load::Context {
+        let cx = crate::model::load::Context {
             object,
             kind: &object_ref.kind,
             pod: spec,
@@ -587,7 +434,7 @@ fn analyse_pod_spec<'a>(
             image: container.image,
             server: container.server,
         };
-        container.load = crate::load::load_time(
+        container.load = crate::model::load::load_time(
             &cx,
             declared.clone(),
             policy.model_load_seconds,
@@ -693,7 +540,7 @@ fn analyse_container<'a>(
         .and_then(Value::as_str)
         .unwrap_or(default_name)
         .to_owned();
-    let server = crate::servers::recognise(value).or_else(|| {
+    let server = crate::model::servers::recognise(value).or_else(|| {
         (placement.kind == "NIMService")
             .then(|| KnownServer::for_image(image))
             .flatten()
@@ -702,11 +549,11 @@ fn analyse_container<'a>(
         name: &name,
         ..*placement
     };
-    let operator = crate::operators::row_for(&placement)
+    let operator = crate::policy::operators::row_for(&placement)
         .and_then(|id| policy.operator_defaults.get(id))
         .cloned();
     let operator_probes = match &operator {
-        Some(row) => crate::operators::filled_probes(row, value, own),
+        Some(row) => crate::policy::operators::filled_probes(row, value, own),
         None => [None, None, None],
     };
     let role = role(value, server, &placement);
@@ -744,11 +591,10 @@ fn analyse_container<'a>(
         lifecycle,
         load: LoadTime {
             seconds: policy.model_load_seconds,
-            basis: crate::load::Basis::Assumed {
+            basis: crate::model::load::Basis::Assumed {
                 why: "not an accelerator container or a known model server".to_owned(),
             },
         },
-        spare_startup_probe_fix: RefCell::new(None),
         pointer,
         value,
         sidecar,
@@ -889,7 +735,10 @@ mod tests {
         assert_eq!(pod.pointer, "/spec/template/spec");
         assert!(pod.serving);
         assert_eq!(pod.containers[0].load.seconds, 600.0);
-        assert_eq!(pod.containers[0].load.basis, crate::load::Basis::Declared);
+        assert_eq!(
+            pod.containers[0].load.basis,
+            crate::model::load::Basis::Declared
+        );
         let names: Vec<_> = pod
             .containers
             .iter()
@@ -1094,7 +943,7 @@ mod tests {
         assert_eq!(load.seconds, 300.0);
         assert_eq!(
             load.basis,
-            crate::load::Basis::Assumed {
+            crate::model::load::Basis::Assumed {
                 why: "probelint.io/model-load-seconds \"ten minutes\" is not a number of seconds"
                     .into()
             }

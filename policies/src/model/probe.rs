@@ -1,8 +1,8 @@
 //! A read-only view of a container probe with Kubernetes' defaults applied.
 
-use crate::apiserver::{self, FieldProblem, IntType, Port, PortKind, PortProblem};
-use crate::fields::pick;
-use crate::text::shown;
+use crate::model::apiserver::{self, FieldProblem, IntType, Port, PortKind, PortProblem};
+use crate::model::fields::pick;
+use crate::model::text::shown;
 use serde_json::Value;
 
 /// The three probes a container can have.
@@ -338,7 +338,7 @@ fn handler_of<'a>(handlers: [Option<&'a Value>; 4]) -> Handler<'a> {
             }
         }
         1 => Handler::TcpSocket {
-            port: PortRef::from_value(crate::fields::get(h, "port"), PortKind::NumberOrName),
+            port: PortRef::from_value(crate::model::fields::get(h, "port"), PortKind::NumberOrName),
         },
         2 => {
             let [port, service] = pick(h, ["port", "service"]);
@@ -359,6 +359,29 @@ fn handler_of<'a>(handlers: [Option<&'a Value>; 4]) -> Handler<'a> {
                 .unwrap_or_default(),
         },
     }
+}
+
+const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "zsh"];
+
+/// Why an exec probe command is expensive (nvidia-smi, Python, a shell pipeline), if it is.
+pub fn heavy_exec(command: &[String]) -> Option<&'static str> {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
+    let program = command.first().map(|p| base(p)).unwrap_or_default();
+    let words: Vec<&str> = command.iter().flat_map(|a| a.split_whitespace()).collect();
+    if words.iter().any(|w| base(w) == "nvidia-smi") {
+        return Some("runs nvidia-smi (NVML initialisation on every probe)");
+    }
+    let is_python = |w: &str| {
+        let b = base(w);
+        b == "python" || b.starts_with("python3") || b == "python2"
+    };
+    if words.iter().any(|w| is_python(w)) {
+        return Some("starts a Python interpreter on every probe");
+    }
+    if SHELLS.contains(&program.as_str()) && command.iter().skip(1).any(|a| a.contains('|')) {
+        return Some("runs a shell pipeline (only the last command's failure counts)");
+    }
+    None
 }
 
 #[cfg(test)]
@@ -417,7 +440,7 @@ mod tests {
 
     #[test]
     fn negative_and_out_of_int32_fields_are_invalid_and_budgets_use_defaults() {
-        use crate::apiserver::{IntType, Undecodable};
+        use crate::model::apiserver::{IntType, Undecodable};
         let v = json!({"exec": {"command": ["true"]}, "periodSeconds": -5,
             "failureThreshold": 2147483648u64, "initialDelaySeconds": 1e300, "timeoutSeconds": 2.0});
         let p = Probe::from_value(ProbeKind::Liveness, "/p".into(), &v);

@@ -4,7 +4,7 @@
 
 use super::model::CommandLine;
 use super::settings::Bandwidth;
-use crate::fields::{get, pick};
+use crate::model::fields::{get, pick};
 use serde::Serialize;
 use serde_json::Value;
 

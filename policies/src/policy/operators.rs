@@ -7,9 +7,9 @@
 //! Where a row applies is decided here ([`row_for`]); the engine then judges each container as
 //! its operator will run it: its own probes, and the row's for every kind it lacks.
 
-use crate::fields::{self, pick};
-use crate::policy::PolicyError;
-use crate::probe::ProbeKind;
+use crate::model::fields::{self, pick};
+use crate::model::probe::ProbeKind;
+use crate::policy::error::PolicyError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The built-in table.
-pub const OPERATOR_DEFAULTS_YAML: &str = include_str!("../operators.yaml");
+pub const OPERATOR_DEFAULTS_YAML: &str = include_str!("../../operators.yaml");
 
 /// A row of `operators.yaml`, or a policy's override of one: every field optional. A probe
 /// given as `null` means the operator adds none of that kind.
@@ -184,8 +184,9 @@ fn set_probes(
             out.probes[kind as usize] = None;
             continue;
         }
-        let probe = crate::probe::Probe::from_value(kind, String::new(), value);
-        if matches!(probe.handler, crate::probe::Handler::Invalid) || !probe.timings_valid() {
+        let probe = crate::model::probe::Probe::from_value(kind, String::new(), value);
+        if matches!(probe.handler, crate::model::probe::Handler::Invalid) || !probe.timings_valid()
+        {
             return Err(PolicyError::Invalid {
                 key: field,
                 message: "expected a Kubernetes probe with one handler (httpGet, tcpSocket, grpc \

@@ -10,7 +10,7 @@ fn load_of(kind: &str, object: &Value, pod: &Value, server: Option<&'static str>
     let policy = Policy::default();
     let container = &pod["containers"][0];
     let server = server.map(|id| {
-        crate::servers::KNOWN_SERVERS
+        crate::model::servers::KNOWN_SERVERS
             .iter()
             .find(|s| s.id == id)
             .expect("a known server")
@@ -247,7 +247,7 @@ fn the_policy_can_change_every_constant() {
         pod: &pod,
         container,
         image: "vllm/vllm-openai:v0.10.1",
-        server: crate::servers::KNOWN_SERVERS
+        server: crate::model::servers::KNOWN_SERVERS
             .iter()
             .find(|s| s.id == "vllm"),
     };

@@ -2,9 +2,9 @@
 //! object, kept small: a linter evaluates each object on its own, keeps these facts, drops the
 //! object, and judges the relations once every file has been read.
 
-use crate::engine::IGNORE_ANNOTATION;
-use crate::finding::ObjectRef;
-use crate::workload::Workload;
+use crate::analysis::object::Workload;
+use crate::model::annotations::IGNORE_ANNOTATION;
+use crate::model::finding::ObjectRef;
 use serde_json::{Map, Value};
 
 /// One object, as far as the cross-object rules are concerned.
@@ -58,7 +58,7 @@ pub enum Role {
         /// Set for the kinds that run replicas of one pod template.
         replicated: Option<Replicated>,
         /// The slowest serving accelerator container's load time.
-        load: Option<crate::load::LoadTime>,
+        load: Option<crate::model::load::LoadTime>,
         /// Pod specs that run vLLM with service links on (`enableServiceLinks` not false).
         vllm_with_service_links: Vec<String>,
     },
@@ -260,7 +260,7 @@ impl<'a> GpuTargets<'a> {
 }
 
 /// The load time of the slowest serving accelerator container.
-fn slowest_load(w: &Workload<'_>) -> Option<crate::load::LoadTime> {
+fn slowest_load(w: &Workload<'_>) -> Option<crate::model::load::LoadTime> {
     w.serving_accelerated_containers()
         .map(|c| &c.load)
         .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
@@ -272,7 +272,9 @@ fn vllm_with_service_links(w: &Workload<'_>) -> Vec<String> {
     w.pod_specs
         .iter()
         .filter(|p| p.serving && p.core)
-        .filter(|p| crate::fields::get(p.value, "enableServiceLinks") != Some(&Value::Bool(false)))
+        .filter(|p| {
+            crate::model::fields::get(p.value, "enableServiceLinks") != Some(&Value::Bool(false))
+        })
         .filter(|p| {
             p.containers
                 .iter()

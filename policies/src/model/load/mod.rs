@@ -15,7 +15,7 @@ pub mod settings;
 pub mod size;
 pub mod source;
 
-use crate::text::shown;
+use crate::model::text::shown;
 use model::{CommandLine, ModelArg};
 use serde::Serialize;
 use serde_json::Value;
@@ -173,8 +173,8 @@ pub struct Context<'a> {
     pub pod: &'a Value,
     pub container: &'a Value,
     pub image: &'a str,
-    /// The recognised server ([`crate::servers::recognise`]: by command, then by image).
-    pub server: Option<&'static crate::servers::KnownServer>,
+    /// The recognised server (`model::servers::recognise`: by command, then by image).
+    pub server: Option<&'static crate::model::servers::KnownServer>,
 }
 
 /// The load time of `cx`'s container: `declared` (the annotation: its seconds, or the text that
@@ -215,7 +215,7 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     let server_id = cx.server.map(|s| s.id);
     if let Some(server) = cx
         .server
-        .filter(|s| s.during_load == crate::servers::DuringLoad::Lazy)
+        .filter(|s| s.during_load == crate::model::servers::DuringLoad::Lazy)
     {
         return Ok(LoadTime {
             seconds: settings.start_seconds(server_id),

@@ -4,8 +4,8 @@
 //! access (`jsonschema` is built without its resolvers), so a `$ref` to anything but the
 //! schema itself fails to compile instead of fetching.
 
-use crate::finding::Severity;
-use crate::policy::PolicyError;
+use crate::model::finding::Severity;
+use crate::policy::error::PolicyError;
 use serde::Deserialize;
 
 /// What a custom rule's schema is checked against.

@@ -1,6 +1,6 @@
 //! Which model a container serves, read from the server's own arguments and environment.
 
-use crate::fields::{get, pick};
+use crate::model::fields::{get, pick};
 use serde_json::Value;
 
 /// A container's command line as the kubelet runs it: `command` then `args`, with `$(VAR)`
@@ -259,7 +259,7 @@ const MODEL_ENV: &[&str] = &[
     "STORAGE_URI",
 ];
 
-/// The model `container` serves, for server `server` (an id of [`crate::servers`]).
+/// The model `container` serves, for server `server` (an id of `model::servers`).
 pub fn find(server: Option<&str>, line: &CommandLine, image: &str, container: &Value) -> ModelArg {
     let found = |reference: &str, found_in: String| {
         if reference.contains('$') {

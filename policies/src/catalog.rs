@@ -1,0 +1,171 @@
+//! The catalog: every built-in rule, in the order `probelint rules` lists them, and what needs
+//! the whole list (the rule ids a policy may name, the policy file's JSON Schema).
+
+use crate::policy::error::PolicyError;
+use crate::policy::{self, Policy};
+use crate::rules;
+use crate::rules::rule::Rule;
+use std::sync::LazyLock;
+
+static REGISTRY: &[&Rule] = &[
+    &rules::gpu_startup_probe_missing::RULE,
+    &rules::gpu_readiness_probe_missing::RULE,
+    &rules::readiness_port_open::RULE,
+    &rules::startup_budget_too_short::RULE,
+    &rules::startup_shorter_than_operator::RULE,
+    &rules::liveness_restart_loop::RULE,
+    &rules::liveness_checks_readiness::RULE,
+    &rules::probe_port_undeclared::RULE,
+    &rules::probe_threshold_invalid::RULE,
+    &rules::pod_spec_invalid::RULE,
+    &rules::exec_probe_heavy::RULE,
+    &rules::known_server_endpoint::RULE,
+    &rules::readiness_timeout_too_short::RULE,
+    &rules::grpc_probe_unsupported::RULE,
+    &rules::gpu_graceful_shutdown_missing::RULE,
+    &rules::hpa_cpu_metric_on_gpu_workload::RULE,
+    &rules::gpu_serving_without_pdb::RULE,
+    &rules::progress_deadline_too_short::RULE,
+    &rules::readiness_drops_every_replica::RULE,
+    &rules::lws_kill_recreates_group::RULE,
+    &rules::lws_leader_ready_needs_workers::RULE,
+    &rules::pdb_blocks_gpu_drains::RULE,
+    &rules::hpa_scale_up_outpaces_load::RULE,
+    &rules::hpa_min_replicas_one::RULE,
+    &rules::vllm_service_links::RULE,
+];
+
+/// Every built-in rule, in catalog order.
+pub fn registry() -> &'static [&'static Rule] {
+    REGISTRY
+}
+
+/// A built-in rule by id.
+pub fn find(id: &str) -> Option<&'static Rule> {
+    REGISTRY.iter().copied().find(|r| r.meta().id == id)
+}
+
+/// The ids of the built-in rules, in catalog order.
+pub fn ids() -> &'static [&'static str] {
+    static IDS: LazyLock<Vec<&'static str>> =
+        LazyLock::new(|| REGISTRY.iter().map(|r| r.meta().id).collect());
+    &IDS
+}
+
+/// The JSON Schema of the policy file (`.probelint.yaml`), for editors and `docs/`, listing the
+/// built-in rule ids.
+pub fn json_schema() -> serde_json::Value {
+    policy::json_schema(ids())
+}
+
+/// The built-in policy overridden by a user policy document (`.probelint.yaml`), naming the
+/// built-in rules: what [`Policy::with_user_yaml`] does.
+pub fn load_policy(text: &str) -> Result<Policy, PolicyError> {
+    Policy::load(Some(text), ids())
+}
+
+// The constructors everyone uses know the built-in rules; they live here, with the list, so that
+// the policy layer needs no rule catalog (it takes the ids as [`Policy::load`]'s parameter).
+impl Policy {
+    /// The built-in policy alone.
+    pub fn builtin() -> Result<Self, PolicyError> {
+        Policy::load(None, ids())
+    }
+
+    /// The built-in policy overridden by a user policy document (`.probelint.yaml`).
+    pub fn with_user_yaml(text: &str) -> Result<Self, PolicyError> {
+        load_policy(text)
+    }
+}
+
+impl Default for Policy {
+    /// The built-in policy. It is tested to load, so this cannot fail at run time.
+    fn default() -> Self {
+        Policy::builtin().expect("the built-in policy (policies/default.yaml) is valid")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::finding::Severity;
+
+    #[test]
+    fn ids_are_unique_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for rule in registry() {
+            let id = rule.meta().id;
+            assert!(seen.insert(id), "duplicate id {id}");
+            assert!(
+                id.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !id.starts_with('-'),
+                "{id} is not kebab-case"
+            );
+        }
+        assert_eq!(seen.len(), registry().len());
+    }
+
+    #[test]
+    fn every_rule_documents_itself() {
+        for rule in registry() {
+            let m = rule.meta();
+            assert!(
+                !m.summary.is_empty() && !m.summary.contains('\n'),
+                "{}: one-line summary",
+                m.id
+            );
+            assert!(m.rationale.len() > 80, "{}: rationale too thin", m.id);
+        }
+    }
+
+    #[test]
+    fn every_rule_attaches_only_the_fix_it_declares() {
+        for rule in registry() {
+            let meta = rule.meta();
+            let mut fixed = 0;
+            for example in [meta.bad_example, meta.good_example] {
+                let findings = crate::rules::testing::lint_example(meta, example);
+                for finding in findings.iter().filter(|f| f.rule == meta.id) {
+                    let Some(fix) = &finding.fix else { continue };
+                    let declared = meta.fix.as_ref().unwrap_or_else(|| {
+                        panic!("{}: declares no fix, attached {fix:?}", meta.id)
+                    });
+                    assert_eq!(fix.applicability, declared.applicability, "{}", meta.id);
+                    fixed += 1;
+                }
+            }
+            // A rule that declares a fix shows it on its bad example.
+            assert_eq!(
+                meta.fix.is_some(),
+                fixed > 0,
+                "{}: declared fix {:?}, {fixed} fixes on its examples",
+                meta.id,
+                meta.fix
+            );
+        }
+    }
+
+    #[test]
+    fn the_kind_of_check_decides_where_a_rule_runs() {
+        // A relations rule is skipped when one object is judged alone (the webhook) and runs
+        // over a whole input; an object rule runs in both.
+        let relations = registry()
+            .iter()
+            .find(|r| r.needs_other_objects())
+            .expect("a cross-object rule");
+        let yaml = relations.meta().bad_example;
+        let objects = crate::rules::testing::objects(yaml);
+        let id = relations.meta().id;
+        let policy = Policy::default();
+        assert!(
+            crate::engine::evaluate(&objects, &policy)
+                .iter()
+                .any(|f| f.rule == id)
+        );
+        assert!(
+            objects
+                .iter()
+                .flat_map(|o| crate::engine::evaluate_one(o, &policy))
+                .all(|f| f.rule != id)
+        );
+    }
+}
