@@ -88,7 +88,6 @@ impl Default for Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::finding::Severity;
 
     #[test]
     fn ids_are_unique_kebab_case() {
