@@ -5,8 +5,9 @@
 //! (reading and parsing on the same workers, results dropped), several rounds interleaved. A
 //! diagnostic for `bench/profile-notes.md`, not part of `bench/run.sh`.
 
-use probelint::inputs;
-use probelint::lint::{Pending, lint_sources, read_input};
+use probelint::check::run as lint_sources;
+use probelint::input as inputs;
+use probelint::input::{Pending, read_input};
 use probelint::output::{self, Format, Options};
 use probelint::yaml::{self, Limits};
 use probelint_policies::Policy;

@@ -22,11 +22,11 @@ pub fn load(path: Option<&Path>) -> Result<Policy, String> {
     let Some(path) = path else {
         return Policy::builtin().map_err(|e| format!("built-in policy: {e}"));
     };
-    let shown = crate::inputs::display_path(path);
+    let shown = crate::input::display_path(path);
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "{shown}: cannot read policy file: {}",
-            crate::inputs::describe_io(&e)
+            crate::input::describe_io(&e)
         )
     })?;
     Policy::with_user_yaml(&text).map_err(|e| format!("{shown}: invalid policy: {e}"))

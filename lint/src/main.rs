@@ -1,8 +1,8 @@
 //! `probelint`: lint Kubernetes manifests for GPU model-serving probe mistakes.
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use probelint::inputs::{self, Input};
-use probelint::lint::{self, Pending, Source};
+use probelint::commands::fix;
+use probelint::input::{self as inputs, Origin, Pending, Source};
 use probelint::output::{self, Format};
 use probelint::yaml::Limits;
 use probelint_policies::{DEFAULT_POLICY_YAML, Policy, Severity};
@@ -366,7 +366,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
     let mut sources: Vec<Pending> = Vec::new();
     let mut paths = args.paths.clone();
     if args.kustomize {
-        let (rendered, rest) = probelint::kustomize::render_all(&paths)?;
+        let (rendered, rest) = probelint::input::kustomize::render_all(&paths)?;
         sources.extend(rendered.into_iter().map(Pending::from));
         paths = rest;
     }
@@ -384,7 +384,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
     sources.extend(discovery.inputs.into_iter().map(Pending::from));
     sources.extend(discovery.errors.into_iter().map(|(name, why)| {
         Pending::from(Source {
-            input: Input::File(PathBuf::from(&name)),
+            origin: Origin::File(PathBuf::from(&name)),
             name,
             bytes: Err(why),
             stamp: None,
@@ -392,13 +392,16 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
     }));
 
     let report = if args.fix {
-        let (report, plans) = lint::plan_fixes(sources, &policy, &limits);
-        let fixed = probelint::fixcmd::apply_plans(report, plans, args.dry_run, &policy, &limits)?;
+        let planned = fix::plan(sources, &policy, &limits);
+        let fixed = fix::apply(planned, args.dry_run, &policy, &limits);
+        fixed
+            .print(&mut std::io::stdout().lock(), &mut anstream::stderr())
+            .map_err(|e| format!("cannot write the diff: {e}"))?;
         if args.dry_run {
             // Like `ruff --diff`: the diff is the output; exit 1 when something would change.
             return Ok(if !fixed.report.errors.is_empty() {
                 EXIT_ERROR
-            } else if fixed.files_changed > 0 {
+            } else if fixed.files_changed() > 0 {
                 EXIT_FINDINGS
             } else {
                 0
@@ -406,7 +409,7 @@ fn run_lint(args: &LintArgs, matches: &clap::ArgMatches) -> Result<u8, String> {
         }
         fixed.report
     } else {
-        lint::lint_sources(sources, &policy, &limits)
+        probelint::check::run(sources, &policy, &limits)
     };
 
     // A report that cannot be written does not stop the others.

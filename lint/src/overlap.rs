@@ -5,7 +5,7 @@
 //! Files are compared by device and inode, so no spelling of a path gets around it.
 
 use crate::atomic::FileId;
-use crate::inputs::{Input, display_path};
+use crate::input::{Input, display_path};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -2,8 +2,8 @@
 //! exactly as `probelint PATH...` does (same discovery, same reads, same YAML layer, the same
 //! rayon parallelism), then drops the result: no evaluation, no locating, no output.
 
-use probelint::inputs;
-use probelint::lint::read_input;
+use probelint::input as inputs;
+use probelint::input::read_input;
 use probelint::yaml::{self, Limits};
 use rayon::prelude::*;
 use std::process::ExitCode;

@@ -1,77 +1,250 @@
-//! `--fix`: write the planned text edits (atomically), or show them as a diff with `--dry-run`,
-//! then report what remains.
+//! `--fix`: plan the safe fixes of every file as text edits, apply them, write the files
+//! (atomically) or show them as a diff with `--dry-run`, then check again only the files that
+//! changed, keeping the results (and cross-object facts) of the others.
 
-use crate::atomic::{Expected, FileId};
-use crate::inputs::Input;
-use crate::lint::{FileFix, Source, lint_sources};
-use crate::report::Report;
+use crate::atomic::{Expected, FileId, FileStamp};
+use crate::check::{self, Checked, Texts};
+use crate::input::{Origin, Pending, Source};
+use crate::load;
+use crate::report::{InputError, LocatedFinding, Report};
+use crate::textfix::{ObjectPatch, TextFixError};
 use crate::yaml::Limits;
-use probelint_policies::Policy;
-use std::collections::HashMap;
+use probelint_policies::{Applicability, Policy};
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::sync::Arc;
 
-/// The outcome of `--fix`.
-pub struct Fixed {
-    /// What remains after fixing (re-linted from the new text), plus files that could not be
-    /// fixed as errors.
-    pub report: Report,
-    /// Files changed (or, with `--dry-run`, that would change).
-    pub files_changed: usize,
+/// What `--fix` would do to one file.
+#[derive(Debug)]
+pub struct FilePlan {
+    pub name: String,
+    pub origin: Origin,
+    pub original: Arc<str>,
+    /// What the file was when `original` was read.
+    pub stamp: Option<FileStamp>,
+    /// The fixed text, or why the file cannot be fixed (it is then left untouched).
+    pub fixed: Result<String, TextFixError>,
+    /// The findings the new text fixes, located in the original file.
+    pub fixed_findings: Vec<LocatedFinding>,
 }
 
-/// Applies the plans. With `dry_run`, prints a unified diff to standard output and writes nothing.
+/// Every file checked, and the plans of those that have safe fixes.
+pub struct Planned {
+    /// In input order, texts kept.
+    pub files: Vec<Checked>,
+    pub plans: Vec<FilePlan>,
+}
+
+impl Planned {
+    /// The report of the files as they were read.
+    #[must_use]
+    pub fn report(self, policy: &Policy) -> Report {
+        check::finish(self.files, policy)
+    }
+}
+
+/// Checks every file and computes its safe fixes as text edits that keep everything else
+/// byte-for-byte.
+pub fn plan<S: Into<Pending> + Send>(sources: Vec<S>, policy: &Policy, limits: &Limits) -> Planned {
+    let (files, plans): (Vec<Checked>, Vec<Option<FilePlan>>) = sources
+        .into_par_iter()
+        .map(|s| plan_file(load::load(s.into().read(limits), limits), policy, limits))
+        .unzip();
+    Planned {
+        files,
+        plans: plans.into_iter().flatten().collect(),
+    }
+}
+
+fn plan_file(
+    loaded: load::Loaded,
+    policy: &Policy,
+    limits: &Limits,
+) -> (Checked, Option<FilePlan>) {
+    let Some(text) = loaded.text.clone() else {
+        return (check::file(loaded, policy, Texts::All, |_, _| {}), None);
+    };
+    let (name, origin, stamp) = (loaded.name.clone(), loaded.origin.clone(), loaded.stamp);
+    let mut patches = Vec::new();
+    let mut fixed_findings = Vec::new();
+    let checked = check::file(loaded, policy, Texts::All, |object, located| {
+        // Only findings with a fix matter to the merge, which skips the others.
+        let fixable: Vec<probelint_policies::Finding> = located
+            .iter()
+            .filter(|l| l.finding.fix.is_some())
+            .map(|l| l.finding.clone())
+            .collect();
+        if fixable.is_empty() {
+            return;
+        }
+        let (patch, applied) = probelint_policies::fix::merge_fixes(&fixable, Applicability::Safe);
+        if patch.0.is_empty() {
+            return;
+        }
+        patches.push((object.document, object.prefix.clone(), patch.0));
+        // A set, not a scan of `applied` per finding: an object with thousands of fixable
+        // containers has thousands of each.
+        let applied: HashSet<(&str, Option<&str>)> = applied
+            .iter()
+            .map(|a| (a.rule.as_str(), a.container.as_deref()))
+            .collect();
+        fixed_findings.extend(
+            located
+                .iter()
+                .filter(|l| {
+                    applied.contains(&(l.finding.rule.as_str(), l.finding.container.as_deref()))
+                })
+                .cloned(),
+        );
+    });
+    if patches.is_empty() {
+        return (checked, None);
+    }
+    let object_patches: Vec<ObjectPatch<'_>> = patches
+        .iter()
+        .map(|(document, prefix, ops)| ObjectPatch {
+            document: *document,
+            prefix: prefix.clone(),
+            ops,
+        })
+        .collect();
+    let fixed = crate::textfix::apply(&text, &object_patches, limits);
+    let plan = FilePlan {
+        name,
+        origin,
+        original: text,
+        stamp,
+        fixed,
+        fixed_findings,
+    };
+    (checked, Some(plan))
+}
+
+/// What `--fix` did to one file that it changed (or, with `--dry-run`, would change).
+pub struct FileOutcome {
+    /// With `--dry-run`: the unified diff of the change.
+    pub diff: Option<String>,
+    /// The findings fixed, located in the original file.
+    pub fixed: Vec<LocatedFinding>,
+}
+
+/// The outcome of `--fix`, for the command to print.
+pub struct Summary {
+    /// The files changed, in input order.
+    pub changed: Vec<FileOutcome>,
+    /// What remains after fixing (the changed files checked again from their new text), plus
+    /// the files that could not be fixed as errors.
+    pub report: Report,
+    pub dry_run: bool,
+}
+
+impl Summary {
+    /// Files changed (or, with `--dry-run`, that would change).
+    #[must_use]
+    pub fn files_changed(&self) -> usize {
+        self.changed.len()
+    }
+
+    /// Prints the diffs (`--dry-run`) to `out` and one line per fixed finding, then the counts,
+    /// to `err`.
+    ///
+    /// # Errors
+    ///
+    /// When a diff cannot be written to `out`.
+    pub fn print(&self, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+        let verb = if self.dry_run { "would fix" } else { "fixed" };
+        let mut count = 0;
+        for file in &self.changed {
+            if let Some(diff) = &file.diff {
+                out.write_all(diff.as_bytes())?;
+            }
+            for f in &file.fixed {
+                count += 1;
+                let container = f
+                    .finding
+                    .container
+                    .as_deref()
+                    .map(|c| format!(" container {c:?}:"))
+                    .unwrap_or_default();
+                let what = f
+                    .finding
+                    .fix
+                    .as_ref()
+                    .map(|x| x.description.as_str())
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    err,
+                    "{verb}[{}]: {}:{}:{}:{container} {what}",
+                    f.finding.rule, f.file, f.line, f.column
+                );
+            }
+        }
+        let files = self.files_changed();
+        let verb = if self.dry_run { "Would fix" } else { "Fixed" };
+        let _ = writeln!(
+            err,
+            "{verb} {count} finding{} in {files} file{}",
+            plural(count),
+            plural(files)
+        );
+        Ok(())
+    }
+}
+
+/// Why a planned file was left as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum NotFixed {
+    #[error(transparent)]
+    Text(#[from] TextFixError),
+    #[error("it is the same file as {first}, which was fixed")]
+    SameFile { first: String },
+    #[error(transparent)]
+    Write(std::io::Error),
+}
+
+/// Applies the plans: with `dry_run`, computes each file's diff and writes nothing; otherwise
+/// replaces each file. Then checks the changed files again.
 ///
 /// A file that cannot be written (read-only, someone else's, changed or deleted since it was
 /// read, an OS error) is left as it is and reported as an error; the other files are still
 /// fixed and the report still covers every file.
-///
-/// # Errors
-///
-/// Only when the diff cannot be written to standard output.
-pub fn apply_plans(
-    original: Report,
-    plans: Vec<FileFix>,
-    dry_run: bool,
-    policy: &Policy,
-    limits: &Limits,
-) -> Result<Fixed, String> {
-    let mut err = anstream::stderr();
-    let mut changed: HashMap<String, String> = HashMap::new();
+pub fn apply(planned: Planned, dry_run: bool, policy: &Policy, limits: &Limits) -> Summary {
+    let Planned { mut files, plans } = planned;
     let mut failures = Vec::new();
-    let mut fixed_count = 0;
+    let mut changed = Vec::new();
+    // The new text of each changed file, by name: every file of that name is checked again.
+    let mut new_texts: HashMap<String, String> = HashMap::new();
     // The same file reached by two names (a symlink and its target): written once.
     let mut written: HashMap<FileId, String> = HashMap::new();
     for plan in plans {
-        let not_fixed = |why: String| crate::report::InputError {
+        let not_fixed = |why: NotFixed| InputError {
             file: plan.name.clone(),
             line: None,
             column: None,
             message: format!("not fixed (file left unchanged): {why}"),
         };
-        let new_text = match &plan.fixed {
+        let new_text = match plan.fixed {
             Err(why) => {
-                failures.push(not_fixed(why.clone()));
+                failures.push(not_fixed(why.into()));
                 continue;
             }
             Ok(new_text) => new_text,
         };
+        let mut diff = None;
         if dry_run {
-            let diff = similar::TextDiff::from_lines(plan.original.as_ref(), new_text.as_str());
-            let text = diff
+            let text = similar::TextDiff::from_lines(plan.original.as_ref(), new_text.as_str())
                 .unified_diff()
                 .context_radius(3)
                 .header(&format!("a/{}", plan.name), &format!("b/{}", plan.name))
                 .to_string();
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .map_err(|e| format!("cannot write the diff: {e}"))?;
-        } else if let Some(path) = &plan.path {
+            diff = Some(text);
+        } else if let Some(path) = plan.origin.path() {
             let id = plan.stamp.map(|s| s.id).filter(FileId::is_known);
             if let Some(first) = id.and_then(|id| written.get(&id)) {
-                failures.push(not_fixed(format!(
-                    "it is the same file as {first}, which was fixed"
-                )));
+                failures.push(not_fixed(NotFixed::SameFile {
+                    first: first.clone(),
+                }));
                 continue;
             }
             let expected = Expected {
@@ -79,82 +252,53 @@ pub fn apply_plans(
                 stamp: plan.stamp,
             };
             if let Err(e) = crate::atomic::replace_expected(path, new_text.as_bytes(), expected) {
-                failures.push(not_fixed(e.to_string()));
+                failures.push(not_fixed(NotFixed::Write(e)));
                 continue;
             }
             if let Some(id) = id {
                 written.insert(id, plan.name.clone());
             }
         }
-        for f in &plan.fixed_findings {
-            fixed_count += 1;
-            let container = f
-                .finding
-                .container
-                .as_deref()
-                .map(|c| format!(" container {c:?}:"))
-                .unwrap_or_default();
-            let what = f
-                .finding
-                .fix
-                .as_ref()
-                .map(|x| x.description.as_str())
-                .unwrap_or_default();
-            let verb = if dry_run { "would fix" } else { "fixed" };
-            let _ = writeln!(
-                err,
-                "{verb}[{}]: {}:{}:{}:{container} {what}",
-                f.finding.rule, f.file, f.line, f.column
-            );
-        }
-        changed.insert(plan.name.clone(), new_text.clone());
-    }
-    let files = changed.len();
-    let verb = if dry_run { "Would fix" } else { "Fixed" };
-    let _ = writeln!(
-        err,
-        "{verb} {fixed_count} finding{} in {files} file{}",
-        plural(fixed_count),
-        plural(files)
-    );
-
-    if changed.is_empty() {
-        let mut report = original;
-        report.errors.extend(failures);
-        report.sort();
-        return Ok(Fixed {
-            report,
-            files_changed: 0,
+        changed.push(FileOutcome {
+            diff,
+            fixed: plan.fixed_findings,
         });
+        new_texts.insert(plan.name, new_text);
     }
-    // Re-lint with the new text in place of the old, so the report shows what remains.
-    let sources: Vec<Source> = original
-        .sources
+
+    // Only the changed files are read again: the others' findings and facts still hold.
+    let again: Vec<(usize, Source)> = files
         .iter()
-        .map(|(name, text)| {
-            let bytes = changed
-                .remove(name)
-                .map_or_else(|| text.as_bytes().to_vec(), String::into_bytes);
-            Source {
-                name: name.clone(),
-                input: Input::File(std::path::PathBuf::from(name)),
-                bytes: Ok(bytes),
+        .enumerate()
+        .filter_map(|(at, file)| {
+            let text = new_texts.get(file.name())?;
+            let source = Source {
+                name: file.name().to_owned(),
+                origin: file.origin().clone(),
+                bytes: Ok(text.clone().into_bytes()),
                 stamp: None,
-            }
+            };
+            Some((at, source))
         })
         .collect();
-    let mut report = lint_sources(sources, policy, limits);
-    // Files that were unreadable or skipped keep their entries from the first pass.
-    report.files = original.files;
-    report.errors.extend(original.errors);
-    report.skipped = original.skipped;
+    let rechecked: Vec<(usize, Checked)> = again
+        .into_par_iter()
+        .map(|(at, source)| {
+            let loaded = load::load(source, limits);
+            (at, check::file(loaded, policy, Texts::Quoted, |_, _| {}))
+        })
+        .collect();
+    for (at, checked) in rechecked {
+        files[at] = checked;
+    }
+    let mut report = check::finish(files, policy);
     report.errors.extend(failures);
     report.sort();
-    report.errors.dedup();
-    Ok(Fixed {
+    Summary {
+        changed,
         report,
-        files_changed: files,
-    })
+        dry_run,
+    }
 }
 
 fn plural(n: usize) -> &'static str {

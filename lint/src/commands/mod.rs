@@ -1,6 +1,4 @@
-//! One module per command.
+//! One module per subcommand (and one for the default command, checking files): each takes its
+//! parsed arguments and returns the exit code.
 
 pub mod fix;
-pub mod mutate;
-pub mod rules;
-pub mod simulate;

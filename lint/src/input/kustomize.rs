@@ -1,7 +1,7 @@
 //! `--kustomize`: render kustomization directories with the user's own tool, then lint the result.
 
-use crate::inputs::{Input, display_path};
-use crate::lint::Source;
+use super::discover::display_path;
+use super::read::{Origin, Source};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,8 +52,8 @@ pub fn render_all(paths: &[String]) -> Result<(Vec<Source>, Vec<String>), String
         let name = format!("{} (kustomize)", display_path(&dir));
         sources.push(Source {
             name,
-            input: Input::Stdin,
             bytes: render(&dir),
+            origin: Origin::Rendered { dir },
             stamp: None,
         });
     }

@@ -1,22 +1,12 @@
 //! `probelint mutate FILE|-`: what the mutating webhook would do to each object, for review.
 
-use crate::inputs::Input;
-use crate::lint::{objects_in, read_input};
-use crate::yaml::{self, Limits};
+use crate::input::{Input, read_input};
+use crate::yaml::Limits;
 use probelint_policies::ObjectRef;
 use probelint_policies::fix::{mutate, mutation_patch};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// Kubernetes objects in a parsed file, with `List`s expanded (the webhook sees items one by one).
-fn objects(documents: Vec<yaml::Document>) -> Vec<Value> {
-    documents
-        .into_iter()
-        .flat_map(|d| objects_in(d.value))
-        .filter_map(|(_, object)| object)
-        .collect()
-}
 
 /// Runs the subcommand. Exit code 0 on success, whether or not anything changed.
 pub fn run(file: &str, patch_only: bool, config: Option<&Path>) -> Result<u8, String> {
@@ -29,12 +19,12 @@ pub fn run(file: &str, patch_only: bool, config: Option<&Path>) -> Result<u8, St
     };
     let source = read_input(&input, &limits);
     let bytes = source.bytes.map_err(|e| format!("{}: {e}", source.name))?;
-    let documents =
-        yaml::parse_stream(&bytes, &limits).map_err(|e| format!("{}: {e}", source.name))?;
+    let objects =
+        crate::load::objects(&bytes, &limits).map_err(|e| format!("{}: {e}", source.name))?;
 
     let mut out = String::new();
     let mut patches = Vec::new();
-    for object in objects(documents) {
+    for object in objects {
         let mutation = mutate(&object, &policy);
         // Exactly the patch the webhook's /mutate returns.
         let ops = mutation_patch(object.clone(), mutation.patch, &mutation.applied, &policy)

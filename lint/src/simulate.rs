@@ -2,8 +2,7 @@
 //! accelerator container while its model loads (restarts, first-ready time, the timeline), and
 //! what a rollout or a node drain of the workload looks like.
 
-use crate::inputs::Input;
-use crate::lint::read_input;
+use crate::input::{Input, read_input};
 use crate::yaml::{self, Limits};
 use probelint_policies::engine::{Analysis, ContainerContext};
 use probelint_policies::simulate::backoff::NodeSettings;
