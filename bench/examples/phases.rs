@@ -31,7 +31,7 @@ fn main() -> Result<(), String> {
     for round in 1..=3 {
         eprintln!("-- round {round}");
         let t = Instant::now();
-        let excludes = inputs::exclude_set(&[])?;
+        let excludes = inputs::exclude_set(&[]).map_err(|e| e.to_string())?;
         let found = inputs::discover(&paths, &excludes);
         lap("discover", t);
 

@@ -5,14 +5,12 @@ pub mod audit;
 pub mod check;
 pub mod commands;
 pub mod config;
-pub mod explain;
+pub mod error;
 pub mod input;
 pub mod load;
-pub mod mutate;
 pub mod output;
 pub mod overlap;
 pub mod report;
-pub mod simulate;
 pub mod simulate_svg;
 pub mod textfix;
 pub mod yaml;
@@ -35,7 +33,7 @@ pub mod lint {
     pub struct Source {
         pub name: String,
         pub input: Input,
-        pub bytes: Result<Vec<u8>, String>,
+        pub bytes: Result<Vec<u8>, crate::error::ReadError>,
         pub stamp: Option<crate::atomic::FileStamp>,
     }
 

@@ -52,12 +52,12 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
     };
     let bytes = match source.bytes {
         Ok(bytes) => bytes,
-        Err(message) => {
+        Err(error) => {
             file.errors.push(InputError {
                 file: file.name.clone(),
                 line: None,
                 column: None,
-                message,
+                message: error.to_string(),
             });
             return file;
         }

@@ -18,7 +18,10 @@ fn expected() -> Vec<(String, String)> {
             m.summary,
             id = m.id
         ));
-        files.push((format!("{}.md", m.id), probelint::explain::render(m)));
+        files.push((
+            format!("{}.md", m.id),
+            probelint::commands::rules::render(m),
+        ));
     }
     files.push(("README.md".to_owned(), index));
     files

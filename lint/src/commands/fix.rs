@@ -4,6 +4,7 @@
 
 use crate::atomic::{Expected, FileId, FileStamp};
 use crate::check::{self, Checked, Texts};
+use crate::error::NotFixed;
 use crate::input::{Origin, Pending, Source};
 use crate::load;
 use crate::report::{InputError, LocatedFinding, Report};
@@ -190,17 +191,6 @@ impl Summary {
         );
         Ok(())
     }
-}
-
-/// Why a planned file was left as it is.
-#[derive(Debug, thiserror::Error)]
-pub enum NotFixed {
-    #[error(transparent)]
-    Text(#[from] TextFixError),
-    #[error("it is the same file as {first}, which was fixed")]
-    SameFile { first: String },
-    #[error(transparent)]
-    Write(std::io::Error),
 }
 
 /// Applies the plans: with `dry_run`, computes each file's diff and writes nothing; otherwise

@@ -1,7 +1,8 @@
 //! Reading an input with limits: a regular file of bounded size, or standard input.
 
-use super::discover::{Input, describe_io};
+use super::discover::Input;
 use crate::atomic::FileStamp;
+use crate::error::ReadError;
 use crate::yaml::Limits;
 use std::io::Read;
 use std::path::PathBuf;
@@ -41,7 +42,7 @@ impl Origin {
 pub struct Source {
     pub name: String,
     pub origin: Origin,
-    pub bytes: Result<Vec<u8>, String>,
+    pub bytes: Result<Vec<u8>, ReadError>,
     /// What the file was when `bytes` were read (a file read from disk), so that `--fix` can
     /// tell whether it changed before replacing it.
     pub stamp: Option<FileStamp>,
@@ -54,11 +55,8 @@ pub fn read_input(input: &Input, limits: &Limits) -> Source {
         Input::Stdin => (
             match read_capped(std::io::stdin().lock(), limits.max_file_bytes, 0) {
                 Ok(Some(bytes)) => Ok(bytes),
-                Ok(None) => Err(format!(
-                    "standard input is longer than the {}-byte limit",
-                    limits.max_file_bytes
-                )),
-                Err(e) => Err(format!("cannot read standard input: {}", describe_io(&e))),
+                Ok(None) => Err(ReadError::StdinTooLong(limits.max_file_bytes)),
+                Err(e) => Err(ReadError::Stdin(e)),
             },
             None,
         ),
@@ -79,20 +77,16 @@ pub fn read_input(input: &Input, limits: &Limits) -> Source {
 /// opening a named pipe without a writer would block the whole run forever, and a device may
 /// never end. A file over the limit is refused by its size, without reading it; the `take` still
 /// bounds a file that grows while it is read. The stamp is the open file's, taken after reading.
-pub fn read_file(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, FileStamp), String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read file: {}", describe_io(&e)))?;
+pub fn read_file(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, FileStamp), ReadError> {
+    let meta = std::fs::metadata(path).map_err(ReadError::File)?;
     if !meta.is_file() {
-        return Err(format!(
-            "not a regular file ({}); to lint a command's output, pipe it to `probelint -`",
-            file_kind(&meta.file_type())
-        ));
+        return Err(ReadError::NotAFile(file_kind(&meta.file_type())));
     }
     if meta.len() > max as u64 {
-        return Err(format!(
-            "the file is {} bytes, more than the {max}-byte limit",
-            meta.len()
-        ));
+        return Err(ReadError::TooLarge {
+            size: meta.len(),
+            max,
+        });
     }
     let read = std::fs::File::open(path).and_then(|mut f| {
         let bytes = read_capped(&mut f, max, meta.len() as usize)?;
@@ -101,8 +95,8 @@ pub fn read_file(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, FileSta
     match read {
         Ok((Some(bytes), stamp)) => Ok((bytes, stamp)),
         // It grew while it was read.
-        Ok((None, _)) => Err(format!("the file is more than the {max}-byte limit")),
-        Err(e) => Err(format!("cannot read file: {}", describe_io(&e))),
+        Ok((None, _)) => Err(ReadError::Grew(max)),
+        Err(e) => Err(ReadError::File(e)),
     }
 }
 

@@ -30,7 +30,7 @@ mod sarif;
 mod tests;
 
 /// Which rendering of the report to write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Rustc-style diagnostics with source snippets, for people.
     Human,
