@@ -5,7 +5,7 @@
 use super::ConfigArgs;
 use crate::error::{Error, UsageError};
 use crate::input::{Input, read_input};
-use crate::yaml::{self, Limits};
+use crate::yaml::Limits;
 use probelint_policies::engine::{Analysis, ContainerContext};
 use probelint_policies::simulate::backoff::NodeSettings;
 use probelint_policies::simulate::fleet::{self, Budget, FleetOutcome, PodStartup, Rollout};
@@ -196,14 +196,11 @@ pub fn run(req: &Args) -> Result<u8, Error> {
         name: name.clone(),
         error,
     })?;
-    let objects: Vec<Value> = yaml::parse_stream(&bytes, &limits)
-        .map_err(|error| Error::Parse {
-            name: name.clone(),
-            error,
-        })?
-        .into_iter()
-        .map(|d| d.value)
-        .collect();
+    // Through the one loader: a `kind: List` gives its items, as `check` and `mutate` see them.
+    let objects = crate::load::objects(&bytes, &limits).map_err(|error| Error::Parse {
+        name: name.clone(),
+        error,
+    })?;
     let analysis = Analysis::new(&objects, &policy);
     let server = if req.port_opens_after_load {
         LoadingServer::Refuses
