@@ -27,7 +27,7 @@ mod load;
 mod sarif;
 
 #[cfg(test)]
-mod tests;
+mod sample;
 
 /// Which rendering of the report to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
