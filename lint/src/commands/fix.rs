@@ -294,3 +294,72 @@ pub fn apply(planned: Planned, dry_run: bool, policy: &Policy, limits: &Limits) 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPU: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llm}\nspec:\n  template:\n    spec:\n      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.6.3\n          resources: {limits: {nvidia.com/gpu: 1}}\n          readinessProbe:\n            tcpSocket: {port: 8000}\n";
+    const SERVICE: &str =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: llm}\nspec: {ports: [{port: 80}]}\n";
+
+    fn source(name: &str, text: &str) -> Source {
+        Source {
+            name: name.to_owned(),
+            origin: Origin::File(name.into()),
+            bytes: Ok(text.as_bytes().to_vec()),
+            stamp: None,
+        }
+    }
+
+    /// What `--fix --dry-run` prints is the summary's: the diff of each changed file on one
+    /// stream, one line per fixed finding and the counts on the other; the report is the
+    /// changed file checked again beside the unchanged one.
+    #[test]
+    fn a_dry_run_returns_the_diff_the_fixed_findings_and_what_remains() {
+        let policy = Policy::default();
+        let limits = Limits::default();
+        let sources = vec![source("gpu.yaml", GPU), source("service.yaml", SERVICE)];
+        let planned = plan(sources, &policy, &limits);
+        assert_eq!(planned.plans.len(), 1, "the Service has nothing to fix");
+        let summary = apply(planned, true, &policy, &limits);
+        assert_eq!(summary.files_changed(), 1);
+        let rules: Vec<&str> = summary.changed[0]
+            .fixed
+            .iter()
+            .map(|f| f.finding.rule.as_str())
+            .collect();
+        assert_eq!(rules, ["gpu-startup-probe-missing", "readiness-port-open"]);
+        let remaining: Vec<&str> = summary
+            .report
+            .findings
+            .iter()
+            .map(|f| f.finding.rule.as_str())
+            .collect();
+        assert!(
+            !remaining.iter().any(|r| rules.contains(r)),
+            "{remaining:?}"
+        );
+        assert_eq!(summary.report.files, 2);
+
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        summary.print(&mut out, &mut err).unwrap();
+        let (out, err) = (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        );
+        assert!(out.starts_with("--- a/gpu.yaml\n+++ b/gpu.yaml\n"), "{out}");
+        assert!(out.contains("+          startupProbe:"), "{out}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 3, "{err}");
+        assert!(
+            lines[0].starts_with("would fix[gpu-startup-probe-missing]: gpu.yaml:8:9:"),
+            "{err}"
+        );
+        assert!(
+            lines[1].starts_with("would fix[readiness-port-open]: gpu.yaml:12:13:"),
+            "{err}"
+        );
+        assert_eq!(lines[2], "Would fix 2 findings in 1 file");
+    }
+}
