@@ -310,3 +310,33 @@ fn fix_checks_again_what_it_changed_and_keeps_the_rest() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.ends_with("Fixed 2 findings in 1 file\n"), "{stderr}");
 }
+
+/// What `--fix` reports is what checking the fixed files reports, also for a path given twice
+/// (written once; the second name is an error, and both are counted as without `--fix`).
+#[test]
+fn the_report_after_fix_is_the_check_of_the_fixed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.yaml", BAD_GPU);
+    let run = |args: &[&str]| -> Value {
+        let out = probelint()
+            .current_dir(dir.path())
+            .args(["-f", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let fixed = run(&["--fix", "a.yaml", "a.yaml"]);
+    let errors: Vec<&str> = array(&fixed, "errors")
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        errors,
+        ["not fixed (file left unchanged): it is the same file as a.yaml, which was fixed"]
+    );
+    let checked = run(&["a.yaml", "a.yaml"]);
+    assert_eq!(fixed["findings"], checked["findings"], "{fixed:#}");
+    assert_eq!(fixed["summary"]["files"], 2);
+    assert_eq!(fixed["summary"]["objects"], checked["summary"]["objects"]);
+}
