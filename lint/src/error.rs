@@ -178,6 +178,9 @@ pub enum NotFixed {
     Text(#[from] TextFixError),
     #[error("it is the same file as {first}, which was fixed")]
     SameFile { first: String },
+    /// `--kustomize` output: there is no file to rewrite.
+    #[error("it is what kustomize renders from {dir}; fix the files it is built from")]
+    Rendered { dir: String },
     #[error(transparent)]
     Write(io::Error),
 }

@@ -415,7 +415,7 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         let path = format!("{}:/usr/bin:/bin", empty_path.display());
         let out = probelint()
             .current_dir(dir.path())
-            .env("PATH", path)
+            .env("PATH", &path)
             .args(["--kustomize", "--format", "json", "app"])
             .output()
             .unwrap();
@@ -432,6 +432,39 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
                 .all(|f| f["file"] == "app (kustomize)"),
             "{json:#}"
         );
+        // --fix cannot rewrite what kustomize rendered: it says so, fixes nothing there and
+        // leaves its findings in the report.
+        for dry_run in [false, true] {
+            let out = probelint()
+                .current_dir(dir.path())
+                .env("PATH", &path)
+                .args(["--kustomize", "--fix", "--format", "json", "app"])
+                .args(dry_run.then_some("--dry-run"))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "dry run {dry_run}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.ends_with(" 0 findings in 0 files\n"), "{err}");
+            assert_eq!(
+                fs::read_to_string(dir.path().join("app/deploy.yaml")).unwrap(),
+                BAD_GPU
+            );
+            if !dry_run {
+                let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(
+                    json["errors"][0]["message"],
+                    "not fixed (file left unchanged): it is what kustomize renders from app; \
+                     fix the files it is built from",
+                    "{json:#}"
+                );
+                assert!(
+                    array(&json, "findings")
+                        .iter()
+                        .any(|f| f["rule"] == "gpu-startup-probe-missing"),
+                    "{json:#}"
+                );
+            }
+        }
     }
 }
 

@@ -221,6 +221,12 @@ pub fn apply(planned: Planned, dry_run: bool, policy: &Policy, limits: &Limits) 
             }
             Ok(new_text) => new_text,
         };
+        if let Origin::Rendered { dir } = &plan.origin {
+            failures.push(not_fixed(NotFixed::Rendered {
+                dir: crate::input::display_path(dir),
+            }));
+            continue;
+        }
         let mut diff = None;
         if dry_run {
             let text = similar::TextDiff::from_lines(plan.original.as_ref(), new_text.as_str())
