@@ -7,8 +7,8 @@
 
 use json_patch::jsonptr::{PointerBuf, Token};
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
-use probelint::inputs::Input;
-use probelint::lint::{Source, plan_fixes};
+use probelint::commands::fix;
+use probelint::input::{Origin, Source};
 use probelint_policies::Analysis;
 use probelint_policies::simulate::{scenario_for, simulate};
 use probelint_policies::{Policy, evaluate};
@@ -182,7 +182,7 @@ pub fn engine_json(data: &[u8]) {
 fn source(bytes: Vec<u8>) -> Source {
     Source {
         name: "fuzz.yaml".to_owned(),
-        input: Input::File(PathBuf::from("fuzz.yaml")),
+        origin: Origin::File(PathBuf::from("fuzz.yaml")),
         bytes: Ok(bytes),
         stamp: None,
     }
@@ -192,7 +192,7 @@ fn source(bytes: Vec<u8>) -> Source {
 /// every object turned into text edits. Never panics; a fixed text parses into as many
 /// documents as the original, and fixing it again changes nothing.
 pub fn textfix_engine(data: &[u8]) {
-    let (_report, plans) = plan_fixes(vec![source(data.to_vec())], &POLICY, &LIMITS);
+    let plans = fix::plan(vec![source(data.to_vec())], &POLICY, &LIMITS).plans;
     for plan in plans {
         let Ok(fixed) = plan.fixed else { continue };
         let before = parse_stream(data, &LIMITS).expect("only parsed files are fixed");
@@ -204,7 +204,7 @@ pub fn textfix_engine(data: &[u8]) {
             "documents lost or added\n{fixed}"
         );
         assert!(!plan.fixed_findings.is_empty());
-        let (_, again) = plan_fixes(vec![source(fixed.clone().into_bytes())], &POLICY, &LIMITS);
+        let again = fix::plan(vec![source(fixed.clone().into_bytes())], &POLICY, &LIMITS).plans;
         for plan in again {
             if let Ok(twice) = plan.fixed {
                 assert_eq!(twice, fixed, "--fix is not idempotent");

@@ -5,8 +5,9 @@
 //! (reading and parsing on the same workers, results dropped), several rounds interleaved. A
 //! diagnostic for `bench/profile-notes.md`, not part of `bench/run.sh`.
 
-use probelint::inputs;
-use probelint::lint::{Pending, lint_sources, read_input};
+use probelint::check::run as lint_sources;
+use probelint::input as inputs;
+use probelint::input::{Pending, read_input};
 use probelint::output::{self, Format, Options};
 use probelint_policies::Policy;
 use probelint_yaml::load::{self as yaml, Limits};
@@ -30,7 +31,7 @@ fn main() -> Result<(), String> {
     for round in 1..=3 {
         eprintln!("-- round {round}");
         let t = Instant::now();
-        let excludes = inputs::exclude_set(&[])?;
+        let excludes = inputs::exclude_set(&[]).map_err(|e| e.to_string())?;
         let found = inputs::discover(&paths, &excludes);
         lap("discover", t);
 

@@ -213,7 +213,7 @@ fn replace(
                 e.kind(),
                 format!(
                     "cannot create a temporary file in {} to write it: {e}",
-                    crate::inputs::display_path(dir)
+                    crate::input::display_path(dir)
                 ),
             )
         })?;
@@ -291,7 +291,7 @@ fn read_only_directory(dir: &Path) -> io::Result<()> {
                 io::ErrorKind::PermissionDenied,
                 format!(
                     "its directory {} is read-only (mode {:04o}), so no file is replaced in it",
-                    crate::inputs::display_path(dir),
+                    crate::input::display_path(dir),
                     meta.permissions().mode() & 0o7777
                 ),
             ));

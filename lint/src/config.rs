@@ -1,6 +1,7 @@
 //! The user policy: `--config FILE`, or `.probelint.yaml` found by walking up from the current
 //! directory (the way `.editorconfig`, ruff and kube-linter find theirs).
 
+use crate::error::ConfigError;
 use probelint_policies::Policy;
 use std::path::{Path, PathBuf};
 
@@ -18,18 +19,16 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
 }
 
 /// Loads the policy: the built-in one, overridden by `path` when given.
-pub fn load(path: Option<&Path>) -> Result<Policy, String> {
+pub fn load(path: Option<&Path>) -> Result<Policy, ConfigError> {
     let Some(path) = path else {
-        return Policy::builtin().map_err(|e| format!("built-in policy: {e}"));
+        return Policy::builtin().map_err(ConfigError::Builtin);
     };
-    let shown = crate::inputs::display_path(path);
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "{shown}: cannot read policy file: {}",
-            crate::inputs::describe_io(&e)
-        )
+    let shown = crate::input::display_path(path);
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
+        path: shown.clone(),
+        error,
     })?;
-    Policy::with_user_yaml(&text).map_err(|e| format!("{shown}: invalid policy: {e}"))
+    Policy::with_user_yaml(&text).map_err(|error| ConfigError::Invalid { path: shown, error })
 }
 
 /// The policy file in use: `--config FILE` when given, else the nearest `.probelint.yaml` above
@@ -39,9 +38,4 @@ pub fn path(explicit: Option<&Path>) -> Option<PathBuf> {
         Some(path) => Some(path.to_path_buf()),
         None => std::env::current_dir().ok().and_then(|d| discover(&d)),
     }
-}
-
-/// `--config FILE` when given, else the nearest `.probelint.yaml` above the current directory.
-pub fn load_or_discover(explicit: Option<&Path>) -> Result<Policy, String> {
-    load(path(explicit).as_deref())
 }

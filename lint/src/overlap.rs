@@ -5,7 +5,8 @@
 //! Files are compared by device and inode, so no spelling of a path gets around it.
 
 use crate::atomic::FileId;
-use crate::inputs::{Input, display_path};
+use crate::error::OverwriteError;
+use crate::input::{Input, display_path};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -39,15 +40,17 @@ pub struct Writes<'a> {
 ///
 /// A message naming the output and the file it would overwrite, or what else is wrong with the
 /// output path (a directory, a missing directory).
-pub fn check(writes: &Writes<'_>, inputs: &[Input], policy: Option<&Path>) -> Result<(), String> {
+pub fn check(
+    writes: &Writes<'_>,
+    inputs: &[Input],
+    policy: Option<&Path>,
+) -> Result<(), OverwriteError> {
     let mut targets: Vec<(String, Key)> = Vec::new();
     for output in &writes.outputs {
         let shown = display_path(output);
         match std::fs::metadata(output) {
             Ok(meta) if meta.is_dir() => {
-                return Err(format!(
-                    "--output {shown} is a directory; name a file to write the report to"
-                ));
+                return Err(OverwriteError::Directory(shown));
             }
             Ok(meta) if meta.is_file() => {
                 targets.push((format!("--output {shown}"), key(output, &meta)));
@@ -60,10 +63,10 @@ pub fn check(writes: &Writes<'_>, inputs: &[Input], policy: Option<&Path>) -> Re
                     .filter(|p| !p.as_os_str().is_empty())
                     .unwrap_or(Path::new("."));
                 if !parent.is_dir() {
-                    return Err(format!(
-                        "--output {shown}: the directory {} does not exist",
-                        display_path(parent)
-                    ));
+                    return Err(OverwriteError::NoDirectory {
+                        output: shown,
+                        dir: display_path(parent),
+                    });
                 }
                 // A file that does not exist yet is no input; two reports may still name it.
                 let name = output.file_name().map(PathBuf::from).unwrap_or_default();
@@ -80,9 +83,10 @@ pub fn check(writes: &Writes<'_>, inputs: &[Input], policy: Option<&Path>) -> Re
     }
     for (i, (what, target)) in targets.iter().enumerate() {
         if let Some((other, _)) = targets[..i].iter().find(|(_, t)| t == target) {
-            return Err(format!(
-                "{what} and {other} are the same file; each report needs a file of its own"
-            ));
+            return Err(OverwriteError::SameReport {
+                what: what.clone(),
+                other: other.clone(),
+            });
         }
     }
     if targets.is_empty() {
@@ -103,16 +107,12 @@ pub fn check(writes: &Writes<'_>, inputs: &[Input], policy: Option<&Path>) -> Re
     for (what, target) in &targets {
         if let Some(input) = read.get(target) {
             return Err(if what == "standard output" {
-                format!(
-                    "standard output is redirected into {input}, which this run reads: the \
-                     report would be written into it. Nothing was written; redirect it to \
-                     another file"
-                )
+                OverwriteError::StdoutIntoInput(input.clone())
             } else {
-                format!(
-                    "{what} is the same file as {input}, which this run reads: the report would \
-                     replace it. Nothing was written; write the report to another file"
-                )
+                OverwriteError::ReportOverInput {
+                    what: what.clone(),
+                    input: input.clone(),
+                }
             });
         }
     }

@@ -415,7 +415,7 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         let path = format!("{}:/usr/bin:/bin", empty_path.display());
         let out = probelint()
             .current_dir(dir.path())
-            .env("PATH", path)
+            .env("PATH", &path)
             .args(["--kustomize", "--format", "json", "app"])
             .output()
             .unwrap();
@@ -432,24 +432,40 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
                 .all(|f| f["file"] == "app (kustomize)"),
             "{json:#}"
         );
+        // --fix cannot rewrite what kustomize rendered: it says so, fixes nothing there and
+        // leaves its findings in the report.
+        for dry_run in [false, true] {
+            let out = probelint()
+                .current_dir(dir.path())
+                .env("PATH", &path)
+                .args(["--kustomize", "--fix", "--format", "json", "app"])
+                .args(dry_run.then_some("--dry-run"))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "dry run {dry_run}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.ends_with(" 0 findings in 0 files\n"), "{err}");
+            assert_eq!(
+                fs::read_to_string(dir.path().join("app/deploy.yaml")).unwrap(),
+                BAD_GPU
+            );
+            if !dry_run {
+                let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(
+                    json["errors"][0]["message"],
+                    "not fixed (file left unchanged): it is what kustomize renders from app; \
+                     fix the files it is built from",
+                    "{json:#}"
+                );
+                assert!(
+                    array(&json, "findings")
+                        .iter()
+                        .any(|f| f["rule"] == "gpu-startup-probe-missing"),
+                    "{json:#}"
+                );
+            }
+        }
     }
-}
-
-#[test]
-fn junit_has_a_failing_testcase_per_object_with_errors() {
-    let out = probelint()
-        .args(["--format", "junit", "-"])
-        .write_stdin(BAD_GPU)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let xml = String::from_utf8(out.stdout).unwrap();
-    assert!(xml.starts_with("<?xml"), "{xml}");
-    assert!(
-        xml.contains("<testsuite") && xml.contains("<failure"),
-        "{xml}"
-    );
-    assert!(xml.contains("gpu-startup-probe-missing"), "{xml}");
 }
 
 /// Each file is evaluated on its own worker and its objects dropped; the relations between
@@ -510,32 +526,6 @@ fn objects_in_different_files_are_judged_together() {
         .map(|f| f["rule"].as_str().unwrap())
         .collect();
     assert_eq!(rules, ["hpa-cpu-metric-on-gpu-workload"], "{json:#}");
-}
-
-/// `--fix` reports what remains by re-linting every file, including the ones it did not change:
-/// a PDB in a file with no findings must still cover the Deployment it fixed.
-#[test]
-fn fix_relints_with_the_unchanged_files_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let replicated = BAD_GPU.replace(
-        "spec:\n  template:\n    spec:",
-        "spec:\n  replicas: 3\n  template:\n    metadata:\n      labels: {app: llm}\n    spec:",
-    );
-    write(dir.path(), "deploy/llm.yaml", &replicated);
-    write(
-        dir.path(),
-        "policy/pdb.yaml",
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow, selector: {matchLabels: {app: llm}}}\n",
-    );
-    let (_, json) = json_run(dir.path(), &["--fix", "."]);
-    let rules: Vec<&str> = array(&json, "findings")
-        .iter()
-        .map(|f| f["rule"].as_str().unwrap())
-        .collect();
-    let fixed = std::fs::read_to_string(dir.path().join("deploy/llm.yaml")).unwrap();
-    assert!(fixed.contains("startupProbe"), "{fixed}");
-    assert!(!rules.contains(&"gpu-startup-probe-missing"), "{json:#}");
-    assert!(!rules.contains(&"gpu-serving-without-pdb"), "{json:#}");
 }
 
 /// A vLLM Deployment serving Llama-3.1-70B from the Hub, liveness and no startupProbe.
@@ -673,4 +663,25 @@ fn cross_object_findings_point_at_the_line_they_are_about() {
     let (line, f) = at("hpa-scale-up-outpaces-load");
     assert_eq!(line, line_of("scaleTargetRef") - 1, "{f}");
     assert_eq!(f["load"]["confidence"], "estimated");
+}
+
+#[test]
+fn completions_man_page_and_schema() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = probelint().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("fail-on"),
+            "{shell}"
+        );
+    }
+    let out = probelint().arg("man").output().unwrap();
+    let man = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH probelint"),
+        "{man}"
+    );
+    let out = probelint().arg("schema").output().unwrap();
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["title"], "probelint policy (.probelint.yaml)");
 }

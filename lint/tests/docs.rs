@@ -18,7 +18,10 @@ fn expected() -> Vec<(String, String)> {
             m.summary,
             id = m.id
         ));
-        files.push((format!("{}.md", m.id), probelint::explain::render(m)));
+        files.push((
+            format!("{}.md", m.id),
+            probelint::commands::rules::render(m),
+        ));
     }
     files.push(("README.md".to_owned(), index));
     files
@@ -38,7 +41,7 @@ fn policy_schema_is_fresh_and_accepts_the_builtin_policy() {
         "docs/policy.schema.json is stale; regenerate with: UPDATE_DOCS=1 cargo test -p probelint --test docs"
     );
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let builtin = probelint::yaml::parse_stream(
+    let builtin = probelint_yaml::load::parse_stream(
         probelint_policies::DEFAULT_POLICY_YAML.as_bytes(),
         &Default::default(),
     )

@@ -5,7 +5,7 @@
 //! `tests/data/schemas/`), read by probelint's own YAML loader, plus the conventions the
 //! schemas cannot express.
 
-use probelint::yaml::{Limits, parse_stream};
+use probelint_yaml::load::{Limits, parse_stream};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,9 @@
-//! `probelint --fix`, `--fix --dry-run` and `probelint mutate`, run as users run them.
+//! `probelint --fix`, `--fix --dry-run` and `probelint mutate`, run as users run them, and what a
+//! fixed manifest does under `simulate`.
 
 mod common;
 
-use common::{array, probelint};
+use common::{BAD_GPU, GOOD_GPU, array, probelint, write};
 use serde_json::Value;
 use std::fs;
 
@@ -187,33 +188,12 @@ fn mutate_prints_manifests_and_patches() {
         "the Service needs nothing"
     );
     // The patch applies to the object and leaves no fixable finding.
-    let docs = probelint::yaml::parse_stream(BAD.as_bytes(), &Default::default()).unwrap();
+    let docs = probelint_yaml::load::parse_stream(BAD.as_bytes(), &Default::default()).unwrap();
     let mut object = docs[0].value.clone();
     let patch: json_patch::Patch = serde_json::from_value(json[0]["patch"].clone()).unwrap();
     json_patch::patch(&mut object, &patch.0).unwrap();
     let left = probelint_policies::evaluate_one(&object, &probelint_policies::Policy::default());
     assert!(left.iter().all(|f| f.fix.is_none()), "{left:#?}");
-}
-
-#[test]
-fn completions_man_page_and_schema() {
-    for shell in ["bash", "zsh", "fish"] {
-        let out = probelint().args(["completions", shell]).output().unwrap();
-        assert!(out.status.success());
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("fail-on"),
-            "{shell}"
-        );
-    }
-    let out = probelint().arg("man").output().unwrap();
-    let man = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        man.starts_with(".ie") || man.contains(".TH probelint"),
-        "{man}"
-    );
-    let out = probelint().arg("schema").output().unwrap();
-    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(schema["title"], "probelint policy (.probelint.yaml)");
 }
 
 #[test]
@@ -276,4 +256,87 @@ fn simulate_predicts_the_restart_storm_and_its_fix() {
         String::from_utf8_lossy(&out.stdout)
             .contains("0 restarts (restartCount), first Ready at 30 s")
     );
+}
+
+/// `--fix` checks again only the files it changed; the others keep their findings and the facts
+/// the cross-object rules judge them by: a PDB in a file with no finding of its own still
+/// covers the Deployment that was fixed, and an unchanged Deployment without one is still
+/// reported, at its line.
+#[test]
+fn fix_checks_again_what_it_changed_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let replicated = |text: &str, app: &str| {
+        text.replace("name: llm", &format!("name: {app}")).replace(
+            "spec:\n  template:\n    spec:",
+            &format!(
+                "spec:\n  replicas: 3\n  template:\n    metadata:\n      labels: {{app: {app}}}\n    spec:"
+            ),
+        )
+    };
+    write(dir.path(), "deploy/llm.yaml", replicated(BAD_GPU, "llm"));
+    write(
+        dir.path(),
+        "policy/pdb.yaml",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: llm}\nspec: {maxUnavailable: 1, unhealthyPodEvictionPolicy: AlwaysAllow, selector: {matchLabels: {app: llm}}}\n",
+    );
+    write(dir.path(), "other/api.yaml", replicated(GOOD_GPU, "api"));
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--fix", "--format", "json", "."])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let placed: Vec<(&str, &str, u64)> = array(&json, "findings")
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap(),
+                f["file"].as_str().unwrap(),
+                f["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let fixed = fs::read_to_string(dir.path().join("deploy/llm.yaml")).unwrap();
+    assert!(fixed.contains("startupProbe"), "{fixed}");
+    assert_eq!(
+        placed,
+        [
+            ("gpu-graceful-shutdown-missing", "deploy/llm.yaml", 12),
+            ("gpu-serving-without-pdb", "other/api.yaml", 8),
+        ],
+        "{json:#}"
+    );
+    assert_eq!(json["summary"]["files"], 3, "{json:#}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.ends_with("Fixed 2 findings in 1 file\n"), "{stderr}");
+}
+
+/// What `--fix` reports is what checking the fixed files reports, also for a path given twice
+/// (written once; the second name is an error, and both are counted as without `--fix`).
+#[test]
+fn the_report_after_fix_is_the_check_of_the_fixed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.yaml", BAD_GPU);
+    let run = |args: &[&str]| -> Value {
+        let out = probelint()
+            .current_dir(dir.path())
+            .args(["-f", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let fixed = run(&["--fix", "a.yaml", "a.yaml"]);
+    let errors: Vec<&str> = array(&fixed, "errors")
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        errors,
+        ["not fixed (file left unchanged): it is the same file as a.yaml, which was fixed"]
+    );
+    let checked = run(&["a.yaml", "a.yaml"]);
+    assert_eq!(fixed["findings"], checked["findings"], "{fixed:#}");
+    assert_eq!(fixed["summary"]["files"], 2);
+    assert_eq!(fixed["summary"]["objects"], checked["summary"]["objects"]);
 }

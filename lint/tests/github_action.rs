@@ -14,7 +14,7 @@
 mod common;
 
 use common::{BIN, UNPROBED_GPU, copy_executable, copy_tree, install_script, workspace_root};
-use probelint::yaml::{Limits, parse_stream};
+use probelint_yaml::load::{Limits, parse_stream};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

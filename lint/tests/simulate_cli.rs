@@ -155,6 +155,46 @@ fn drain_waits_for_each_replacement_under_the_pdb() {
     assert_eq!(c["drain"]["lowest_serving"], 2);
 }
 
+/// `kubectl get deploy,pdb -o yaml` writes one `kind: List`: its items are simulated as the
+/// same objects written one by one (the pod's restarts, and the drain under the PDB beside it).
+#[test]
+fn a_list_is_simulated_item_by_item() {
+    let item = |yaml: &str| -> String {
+        yaml.lines()
+            .enumerate()
+            .map(|(i, line)| match i {
+                0 => format!("  - {line}\n"),
+                _ => format!("    {line}\n"),
+            })
+            .collect()
+    };
+    let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: reference\nspec:\n  maxUnavailable: 1\n  selector:\n    matchLabels: {app: reference}\n";
+    let list = |deployment: &str| {
+        format!(
+            "apiVersion: v1\nkind: List\nitems:\n{}{}",
+            item(deployment),
+            item(pdb)
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "storm-list.yaml", list(STORM));
+    let c = simulate(
+        dir.path(),
+        "storm-list.yaml",
+        &["--duration", "800", "--loading-server", "refuses"],
+    );
+    assert_eq!(c["object"]["name"], "reference", "{c:#}");
+    assert_eq!(c["restarts"], 7);
+    write(dir.path(), "drain-list.yaml", list(&covered()));
+    let c = simulate(
+        dir.path(),
+        "drain-list.yaml",
+        &["--scenario", "drain", "--pods-on-node", "2"],
+    );
+    assert_eq!(c["drain"]["done_seconds"], 600.0, "the PDB among the items");
+    assert!(c["drain"]["evictions_refused"].as_u64().unwrap() > 0);
+}
+
 #[test]
 fn start_offset_init_containers_and_node_settings_are_stated() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,8 +8,8 @@ use crate::admission::{
 };
 use crate::messages::{audit_annotations, denial_message, finding_warning, fix_warnings, shorten};
 use probelint_policies::Workload;
-use probelint_policies::{MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch};
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, reach};
+use probelint_policies::{MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

@@ -2,8 +2,7 @@
 //! exactly as `probelint PATH...` does (same discovery, same reads, same YAML layer, the same
 //! rayon parallelism), then drops the result: no evaluation, no locating, no output.
 
-use probelint::inputs;
-use probelint::lint::read_input;
+use probelint::input::{self, read_input};
 use probelint_yaml::load::{self as yaml, Limits};
 use rayon::prelude::*;
 use std::process::ExitCode;
@@ -15,7 +14,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let limits = Limits::default();
-    let excludes = match inputs::exclude_set(&[]) {
+    let excludes = match input::exclude_set(&[]) {
         Ok(set) => set,
         Err(e) => {
             eprintln!("parse-only: {e}");
@@ -24,7 +23,7 @@ fn main() -> ExitCode {
     };
     // As in lint/src/main.rs and lint/src/lint.rs: discover, then read and parse each input on
     // the rayon workers.
-    let discovery = inputs::discover(&paths, &excludes);
+    let discovery = input::discover(&paths, &excludes);
     let (documents, errors) = discovery
         .inputs
         .par_iter()

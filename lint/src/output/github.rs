@@ -124,6 +124,49 @@ fn escape(text: &str, property: bool) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Format;
+    use crate::output::sample::*;
+    use crate::report::{InputError, Report};
+    use probelint_policies::Severity;
+
+    #[test]
+    fn github_annotations() {
+        insta::assert_snapshot!(rendered(Format::Github, &sample(), plain()));
+    }
+
+    #[test]
+    fn github_escapes_data_and_properties() {
+        let report = Report {
+            findings: vec![finding(
+                at(r".\odd,dir\a:b%.yaml", 2, 3),
+                "custom:rule,x",
+                Severity::Warning,
+                object("Pod", None, Some("p")),
+                None,
+                "/spec",
+                "100% broken\r\n::error::injected",
+                "",
+            )],
+            errors: vec![InputError {
+                file: "-".to_owned(),
+                line: None,
+                column: None,
+                message: "stdin is not UTF-8".to_owned(),
+            }],
+            ..Report::default()
+        };
+        let text = rendered(Format::Github, &report, plain());
+        assert_eq!(
+            text,
+            "::warning file=odd%2Cdir/a%3Ab%25.yaml,line=2,col=3,title=custom%3Arule%2Cx::100%25 broken%0D%0A::error::injected\n\
+         ::error::stdin is not UTF-8\n"
+        );
+        assert_eq!(
+            text.lines().count(),
+            2,
+            "a message can never start a new command"
+        );
+    }
 
     #[test]
     fn escaping_follows_the_actions_toolkit() {

@@ -333,6 +333,183 @@ impl Paint {
 #[cfg(test)]
 mod tests {
     use super::underline;
+    use crate::output::sample::*;
+    use crate::output::{Format, Options};
+    use crate::report::Report;
+    use probelint_policies::Severity;
+
+    use std::sync::Arc;
+
+    #[test]
+    fn human() {
+        insta::assert_snapshot!(rendered(Format::Human, &sample(), plain()));
+    }
+
+    #[test]
+    fn human_verbose_lists_skipped_files() {
+        let text = rendered(
+            Format::Human,
+            &sample(),
+            Options {
+                color: false,
+                verbose: true,
+            },
+        );
+        assert!(
+            text.contains(
+                "skipped: charts/values.yaml: no Kubernetes objects (no apiVersion and kind)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("--verbose lists them"), "{text}");
+        let quiet = rendered(Format::Human, &sample(), plain());
+        assert!(!quiet.contains("skipped: charts/values.yaml"), "{quiet}");
+    }
+
+    #[test]
+    fn human_colour_only_when_asked() {
+        assert!(!rendered(Format::Human, &sample(), plain()).contains('\x1b'));
+        let coloured = rendered(
+            Format::Human,
+            &sample(),
+            Options {
+                color: true,
+                verbose: false,
+            },
+        );
+        assert!(coloured.contains("\x1b["), "{coloured}");
+    }
+
+    #[test]
+    fn human_never_passes_terminal_escapes_through() {
+        let mut report = sample();
+        let evil = "\x1b]0;pwned\x07\x1b[2J\u{9b}31m\u{202e}";
+        report.findings[0].finding.message.push_str(evil);
+        report.findings[0].finding.container = Some(format!("c{evil}"));
+        report.errors[0].message.push_str(evil);
+        report.skipped[0].reason.push_str(evil);
+        report.sources.insert(
+            "deploy/custom.yaml".to_owned(),
+            Arc::from(format!("a\nb\nc\nd\ne\nf\n  image: {evil}\n")),
+        );
+        for color in [false, true] {
+            let text = rendered(
+                Format::Human,
+                &report,
+                Options {
+                    color,
+                    verbose: true,
+                },
+            );
+            for bad in ['\x07', '\u{9b}', '\u{202e}'] {
+                assert!(!text.contains(bad), "{bad:?} in {text}");
+            }
+            // With colour on, ESC appears only as the start of our own SGR sequences.
+            assert!(
+                !text.contains("\x1b]") && !text.contains("\x1b[2J"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn human_summary_reads_naturally() {
+        use super::summary_line;
+        let clean = Report {
+            files: 4,
+            objects: 5,
+            ..Report::default()
+        };
+        assert_eq!(
+            summary_line(&clean, &plain()),
+            "No problems found in 5 objects across 4 files"
+        );
+
+        let one = Report {
+            files: 1,
+            objects: 1,
+            ..Report::default()
+        };
+        assert_eq!(
+            summary_line(&one, &plain()),
+            "No problems found in 1 object across 1 file"
+        );
+
+        let empty = Report {
+            files: 2,
+            ..Report::default()
+        };
+        assert_eq!(
+            summary_line(&empty, &plain()),
+            "No Kubernetes objects found in 2 files"
+        );
+
+        let mut single = one.clone();
+        single.findings = sample()
+            .findings
+            .into_iter()
+            .filter(|f| f.finding.rule == "readiness-port-open")
+            .collect();
+        assert_eq!(
+            summary_line(&single, &plain()),
+            "Found 1 warning in 1 object across 1 file"
+        );
+
+        assert_eq!(
+            summary_line(&sample(), &plain()),
+            "Found 2 errors, 1 warning and 1 info (2 suppressed) in 5 objects across 4 files; \
+         1 file could not be read; 1 skipped (--verbose lists them)"
+        );
+
+        let mut only_suppressed = clean.clone();
+        only_suppressed.findings = sample()
+            .findings
+            .into_iter()
+            .filter(|f| f.finding.is_suppressed())
+            .collect();
+        assert_eq!(
+            summary_line(&only_suppressed, &plain()),
+            "No problems found in 5 objects across 4 files (2 suppressed)"
+        );
+    }
+
+    #[test]
+    fn human_survives_any_position() {
+        // Positions come from another module and may be off: past the end of a line, column 0,
+        // an empty line, a line past the end of the file. None of it may panic or lose the finding.
+        let source = "a: 1\n\n  key: \u{e9}t\u{e9}\t\u{1F600}x\n";
+        let mut report = Report {
+            files: 1,
+            objects: 1,
+            ..Report::default()
+        };
+        report
+            .sources
+            .insert("f.yaml".to_owned(), Arc::from(source));
+        for (line, column) in [
+            (1, 99),
+            (1, 0),
+            (2, 1),
+            (3, 3),
+            (3, 8),
+            (3, 10),
+            (9, 1),
+            (0, 0),
+        ] {
+            report.findings = vec![finding(
+                at("f.yaml", line, column),
+                "r",
+                Severity::Warning,
+                object("Pod", None, Some("p")),
+                None,
+                "/x",
+                "m",
+                "h",
+            )];
+            let text = rendered(Format::Human, &report, plain());
+            assert!(text.contains("warning[r]: m"), "{line}:{column}: {text}");
+        }
+    }
 
     #[test]
     fn underline_covers_the_token_at_the_column() {

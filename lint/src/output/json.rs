@@ -155,3 +155,142 @@ pub(super) fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::output::Format;
+    use crate::output::sample::*;
+    use crate::report::{InputError, Report};
+
+    use serde_json::{Value, json};
+
+    fn json_output(report: &Report) -> Value {
+        let text = rendered(Format::Json, report, plain());
+        assert!(
+            text.ends_with("}\n"),
+            "pretty-printed with a trailing newline"
+        );
+        serde_json::from_str(&text).expect("valid JSON")
+    }
+
+    #[test]
+    fn json() {
+        insta::assert_snapshot!(rendered(Format::Json, &sample(), plain()));
+    }
+
+    #[test]
+    fn json_shape_is_the_contract() {
+        let doc = json_output(&sample());
+        let keys = |v: &Value| -> Vec<String> {
+            v.as_object().expect("an object").keys().cloned().collect()
+        };
+        assert_eq!(
+            keys(&doc),
+            ["version", "findings", "errors", "skipped", "summary"]
+        );
+        assert_eq!(doc["version"], 1);
+
+        let findings = doc["findings"].as_array().expect("findings array");
+        assert_eq!(findings.len(), 6);
+        let finding_keys = [
+            "rule",
+            "severity",
+            "message",
+            "help",
+            "file",
+            "line",
+            "column",
+            "object",
+            "container",
+            "pointer",
+        ];
+        for f in findings {
+            let mut expected: Vec<&str> = finding_keys.to_vec();
+            if f.get("suppressed").is_some() {
+                expected.push("suppressed");
+            }
+            assert_eq!(keys(f), expected, "{f}");
+            assert_eq!(
+                keys(&f["object"]),
+                ["apiVersion", "kind", "namespace", "name"]
+            );
+        }
+
+        let custom = &findings[0];
+        assert_eq!(custom["rule"], "team-image-pinned");
+        assert_eq!(custom["file"], "deploy/custom.yaml");
+        assert_eq!(
+            custom["object"],
+            json!({"apiVersion": "v1", "kind": "Pod", "namespace": null, "name": null})
+        );
+        assert_eq!(custom["container"], "worker");
+
+        let startup = &findings[1];
+        assert_eq!(startup["rule"], "gpu-startup-probe-missing");
+        assert_eq!(startup["severity"], "error");
+        assert_eq!(startup["line"], 18);
+        assert_eq!(startup["column"], 11);
+        assert_eq!(startup["object"]["namespace"], "ml");
+        assert_eq!(
+            startup["pointer"],
+            "/spec/template/spec/containers/0/livenessProbe"
+        );
+        assert!(startup.get("suppressed").is_none());
+
+        let exempt = &findings[2];
+        assert_eq!(exempt["rule"], "liveness-restart-loop");
+        assert_eq!(
+            exempt["suppressed"],
+            json!({"source": "annotation", "reason": "warm pool; see RUNBOOK-12"})
+        );
+
+        let info = findings
+            .iter()
+            .find(|f| f["severity"] == "info")
+            .expect("the info finding");
+        assert_eq!(info["container"], Value::Null);
+        assert_eq!(info["object"]["namespace"], Value::Null);
+        assert_eq!(info["pointer"], "");
+
+        let policy = findings
+            .iter()
+            .find(|f| f["rule"] == "readiness-timeout-too-short")
+            .expect("policy");
+        assert_eq!(
+            policy["suppressed"],
+            json!({"source": "policy", "reason": ""})
+        );
+
+        assert_eq!(
+            doc["errors"],
+            json!([{"file": "broken.yaml", "line": 3, "column": 5,
+                "message": "did not find expected key while parsing a block mapping"}])
+        );
+        assert_eq!(
+            doc["skipped"],
+            json!([{"file": "charts/values.yaml", "reason": "no Kubernetes objects (no apiVersion and kind)"}])
+        );
+        assert_eq!(
+            doc["summary"],
+            json!({"files": 4, "objects": 5, "errors": 2, "warnings": 1, "infos": 1, "suppressed": 2})
+        );
+    }
+
+    #[test]
+    fn json_error_without_position_has_null_line_and_column() {
+        let report = Report {
+            errors: vec![InputError {
+                file: "big.yaml".to_owned(),
+                line: None,
+                column: None,
+                message: "file is larger than 8 MiB".to_owned(),
+            }],
+            files: 1,
+            ..Report::default()
+        };
+        let doc = json_output(&report);
+        assert_eq!(doc["errors"][0]["line"], Value::Null);
+        assert_eq!(doc["errors"][0]["column"], Value::Null);
+        assert_eq!(doc["findings"], json!([]));
+    }
+}

@@ -142,3 +142,103 @@ fn describe(findings: &[&LocatedFinding]) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::output::Format;
+    use crate::output::sample::*;
+
+    #[test]
+    fn junit() {
+        insta::assert_snapshot!(rendered(Format::Junit, &sample(), plain()));
+    }
+
+    #[test]
+    fn junit_stays_well_formed_with_hostile_text() {
+        let mut report = sample();
+        report.findings[0].finding.message = "<b>&\"'\x1b[31m\x00]]>".to_owned();
+        report.errors[0].file = "a<&>.yaml".to_owned();
+        let xml = rendered(Format::Junit, &report, plain());
+        let parsed =
+            quick_junit::Report::deserialize_from_str(&xml).expect("well-formed JUnit XML");
+        assert_eq!(parsed.test_suites[0].test_cases.len(), 5);
+    }
+
+    #[test]
+    fn junit_has_a_case_per_object_and_per_input_error() {
+        let xml = rendered(Format::Junit, &sample(), plain());
+        assert!(xml.starts_with("<?xml"), "{xml}");
+        let parsed =
+            quick_junit::Report::deserialize_from_str(&xml).expect("well-formed JUnit XML");
+        assert_eq!(parsed.test_suites.len(), 1);
+        let suite = &parsed.test_suites[0];
+        assert_eq!(suite.name.as_str(), "probelint");
+
+        let names: Vec<(&str, &str)> = suite
+            .test_cases
+            .iter()
+            .map(|c| {
+                (
+                    c.classname.as_ref().map_or("", |n| n.as_str()),
+                    c.name.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("deploy/custom.yaml", "Pod (unnamed)"),
+                ("deploy/vllm.yaml", "Deployment ml/vllm"),
+                ("deploy/vllm.yaml", "StatefulSet triton"),
+                ("broken.yaml", "read broken.yaml:3:5"),
+                ("probelint", "2 objects without findings"),
+            ]
+        );
+        assert_eq!(
+            suite.failures, 2,
+            "Pod and Deployment fail; the StatefulSet has only info and suppressed"
+        );
+        assert_eq!(suite.errors, 1);
+
+        let deployment = &suite.test_cases[1];
+        let quick_junit::TestCaseStatus::NonSuccess {
+            kind,
+            message,
+            ty,
+            description,
+            ..
+        } = &deployment.status
+        else {
+            panic!("the Deployment should fail: {deployment:?}");
+        };
+        assert_eq!(*kind, quick_junit::NonSuccessKind::Failure);
+        assert_eq!(
+            message.as_ref().map(|m| m.as_str()),
+            Some(
+                "GPU container `vllm` has a livenessProbe but no startupProbe (and 1 more problem)"
+            )
+        );
+        assert_eq!(
+            ty.as_ref().map(|t| t.as_str()),
+            Some("gpu-startup-probe-missing,readiness-port-open")
+        );
+        let description = description.as_ref().map_or("", |d| d.as_str());
+        assert!(
+            description.contains("deploy/vllm.yaml:18:11: error[gpu-startup-probe-missing]"),
+            "{description}"
+        );
+        assert!(
+            description.contains("  help: use httpGet on vLLM's /health, port 8000"),
+            "{description}"
+        );
+        assert!(
+            !description.contains("liveness-restart-loop"),
+            "suppressed findings do not fail: {description}"
+        );
+        let out = deployment.system_out.as_ref().map_or("", |o| o.as_str());
+        assert!(
+            out.contains("suppressed (annotation): warm pool; see RUNBOOK-12"),
+            "{out}"
+        );
+    }
+}

@@ -27,10 +27,10 @@ mod load;
 mod sarif;
 
 #[cfg(test)]
-mod tests;
+mod sample;
 
 /// Which rendering of the report to write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Rustc-style diagnostics with source snippets, for people.
     Human,

@@ -465,6 +465,235 @@ fn pascal_case(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Format;
+    use crate::output::sample::*;
+    use crate::report::Report;
+
+    use serde_json::{Value, json};
+
+    /// The log as code scanning reads it. The driver lists every rule of the registry; here it
+    /// is cut to their ids, and the descriptors of the rules the results name are pinned on
+    /// their own (`sarif_rule_descriptors`), so that the snapshot stays readable.
+    #[test]
+    fn sarif() {
+        let mut log = sarif_output(&sample());
+        let driver = &mut log["runs"][0]["tool"]["driver"];
+        assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+        driver["version"] = json!("[version]");
+        let ids: Vec<Value> = driver["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .map(|r| r["id"].clone())
+            .collect();
+        driver["rules"] = Value::Array(ids);
+        insta::assert_snapshot!(serde_json::to_string_pretty(&log).expect("JSON"));
+    }
+
+    #[test]
+    fn sarif_rule_descriptors() {
+        let log = sarif_output(&sample());
+        let run = &log["runs"][0];
+        let named: std::collections::BTreeSet<&str> = run["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .filter_map(|r| r["ruleId"].as_str())
+            .collect();
+        let descriptors: Vec<&Value> = run["tool"]["driver"]["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .filter(|r| r["id"].as_str().is_some_and(|id| named.contains(id)))
+            .collect();
+        assert_eq!(
+            descriptors.len(),
+            named.len(),
+            "each result's rule is described"
+        );
+        insta::assert_snapshot!(serde_json::to_string_pretty(&descriptors).expect("JSON"));
+    }
+
+    fn sarif_output(report: &Report) -> Value {
+        serde_json::from_str(&rendered(Format::Sarif, report, plain())).expect("valid JSON")
+    }
+
+    fn assert_valid_sarif(log: &Value) {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../tests/data/sarif-schema-2.1.0.json"))
+                .expect("schema");
+        let validator = jsonschema::draft4::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .expect("the SARIF schema compiles as draft-04");
+        let errors: Vec<String> = validator
+            .iter_errors(log)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "SARIF schema violations:\n{}\n{log:#}",
+            errors.join("\n")
+        );
+    }
+
+    #[test]
+    fn sarif_is_valid_against_the_oasis_schema() {
+        assert_valid_sarif(&sarif_output(&sample()));
+        assert_valid_sarif(&sarif_output(&Report::default()));
+    }
+
+    #[test]
+    fn sarif_schema_validation_catches_mistakes() {
+        // Guards the guard: a validator that accepts everything would make the test above vacuous.
+        let mut log = sarif_output(&sample());
+        log["runs"][0]["results"][0]["level"] = json!("fatal");
+        let schema: Value =
+            serde_json::from_str(include_str!("../../tests/data/sarif-schema-2.1.0.json"))
+                .expect("schema");
+        let validator = jsonschema::draft4::new(&schema).expect("schema compiles");
+        assert!(!validator.is_valid(&log));
+    }
+
+    #[test]
+    fn sarif_results_point_at_their_rules() {
+        let log = sarif_output(&sample());
+        assert_eq!(log["version"], "2.1.0");
+        let run = &log["runs"][0];
+        let driver = &run["tool"]["driver"];
+        assert_eq!(driver["name"], "probelint");
+        assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+        let rules = driver["rules"].as_array().expect("rules");
+        assert_eq!(
+            rules.len(),
+            probelint_policies::registry().len() + 1,
+            "built-ins plus one custom"
+        );
+
+        let startup = rules
+            .iter()
+            .find(|r| r["id"] == "gpu-startup-probe-missing")
+            .expect("built-in");
+        assert_eq!(startup["name"], "GpuStartupProbeMissing");
+        assert_eq!(
+            startup["helpUri"],
+            "https://github.com/probelint/probelint/blob/main/docs/rules/gpu-startup-probe-missing.md"
+        );
+        assert_eq!(startup["defaultConfiguration"]["level"], "error");
+        assert!(
+            startup["help"]["markdown"]
+                .as_str()
+                .is_some_and(|m| m.contains("```yaml"))
+        );
+
+        let custom = rules.last().expect("custom rule last");
+        assert_eq!(custom["id"], "team-image-pinned");
+        assert_eq!(
+            custom["shortDescription"]["text"],
+            "image `worker:latest` is not pinned by digest"
+        );
+        assert!(custom.get("helpUri").is_none());
+
+        let results = run["results"].as_array().expect("results");
+        assert_eq!(
+            results.len(),
+            6,
+            "suppressed findings are results too, with suppressions"
+        );
+        for result in results {
+            let index = result["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+            assert_eq!(rules[index]["id"], result["ruleId"]);
+        }
+
+        let first = &results[0];
+        assert_eq!(first["ruleId"], "team-image-pinned");
+        assert_eq!(
+            first["message"]["text"],
+            "image `worker:latest` is not pinned by digest\nhelp: pin images by digest (image@sha256:...)"
+        );
+        let physical = &first["locations"][0]["physicalLocation"];
+        assert_eq!(physical["artifactLocation"]["uri"], "deploy/custom.yaml");
+        assert_eq!(
+            physical["region"],
+            json!({"startLine": 7, "startColumn": 18})
+        );
+
+        let levels: Vec<&str> = results.iter().filter_map(|r| r["level"].as_str()).collect();
+        assert_eq!(
+            levels,
+            ["error", "error", "error", "warning", "note", "warning"]
+        );
+
+        let suppressions: Vec<&Value> = results
+            .iter()
+            .filter_map(|r| r.get("suppressions"))
+            .collect();
+        assert_eq!(
+            suppressions,
+            [
+                &json!([{"kind": "inSource", "status": "accepted", "justification": "warm pool; see RUNBOOK-12"}]),
+                &json!([{"kind": "external", "status": "accepted"}]),
+            ]
+        );
+
+        let invocation = &run["invocations"][0];
+        assert_eq!(invocation["executionSuccessful"], false);
+        let notes = invocation["toolExecutionNotifications"]
+            .as_array()
+            .expect("notifications");
+        assert_eq!(notes[0]["level"], "error");
+        assert_eq!(
+            notes[0]["message"]["text"],
+            "did not find expected key while parsing a block mapping"
+        );
+        assert_eq!(
+            notes[0]["locations"][0]["physicalLocation"]["region"],
+            json!({"startLine": 3, "startColumn": 5})
+        );
+        assert_eq!(notes[1]["level"], "note");
+    }
+
+    #[test]
+    fn sarif_fingerprints_are_stable_and_distinct() {
+        let fingerprints = |report: &Report| -> Vec<String> {
+            sarif_output(report)["runs"][0]["results"]
+                .as_array()
+                .expect("results")
+                .iter()
+                .map(|r| {
+                    r["partialFingerprints"]["probelint/v1"]
+                        .as_str()
+                        .expect("fingerprint")
+                        .to_owned()
+                })
+                .collect()
+        };
+        let before = fingerprints(&sample());
+        let mut unique = before.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), before.len(), "{before:?}");
+
+        // Lines move when someone edits above the finding; the alert must stay the same alert.
+        let mut moved = sample();
+        for f in &mut moved.findings {
+            f.line += 10;
+            f.column += 2;
+        }
+        assert_eq!(fingerprints(&moved), before);
+    }
+
+    #[test]
+    fn sarif_clean_run_is_successful_and_empty() {
+        let log = sarif_output(&Report {
+            files: 1,
+            objects: 1,
+            ..Report::default()
+        });
+        let run = &log["runs"][0];
+        assert_eq!(run["results"], json!([]));
+        assert_eq!(run["invocations"][0], json!({"executionSuccessful": true}));
+    }
 
     #[test]
     fn uris_are_relative_references_with_forward_slashes() {

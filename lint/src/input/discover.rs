@@ -1,5 +1,6 @@
 //! Which files to lint: paths from the command line, directories walked the way `git` sees them.
 
+use crate::error::{ReadError, UsageError};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
 
@@ -34,7 +35,7 @@ pub fn display_path(path: &Path) -> String {
 #[derive(Debug, Default)]
 pub struct Discovery {
     pub inputs: Vec<Input>,
-    pub errors: Vec<(String, String)>,
+    pub errors: Vec<(String, ReadError)>,
 }
 
 /// Whether a file name is a manifest by extension.
@@ -51,13 +52,16 @@ pub fn is_manifest_name(path: &Path) -> bool {
 /// Builds the `--exclude` matcher. Each glob matches against the path as displayed and against
 /// every trailing part of it, so `--exclude 'charts/**'` and `--exclude '*.generated.yaml'` both
 /// work as users expect.
-pub fn exclude_set(globs: &[String]) -> Result<GlobSet, String> {
+pub fn exclude_set(globs: &[String]) -> Result<GlobSet, UsageError> {
     let mut builder = GlobSetBuilder::new();
     for glob in globs {
-        let g = Glob::new(glob).map_err(|e| format!("--exclude {glob:?}: {e}"))?;
+        let g = Glob::new(glob).map_err(|error| UsageError::Exclude {
+            glob: glob.clone(),
+            error,
+        })?;
         builder.add(g);
     }
-    builder.build().map_err(|e| format!("--exclude: {e}"))
+    builder.build().map_err(UsageError::Excludes)
 }
 
 fn excluded(set: &GlobSet, path: &Path) -> bool {
@@ -95,7 +99,7 @@ pub fn discover(paths: &[String], excludes: &GlobSet) -> Discovery {
         let meta = match std::fs::metadata(&path) {
             Ok(meta) => meta,
             Err(e) => {
-                found.errors.push((display_path(&path), describe_io(&e)));
+                found.errors.push((display_path(&path), ReadError::Path(e)));
                 continue;
             }
         };
@@ -136,15 +140,14 @@ pub fn discover(paths: &[String], excludes: &GlobSet) -> Discovery {
     found
 }
 
-fn describe_walk_error(error: &ignore::Error, root: &Path) -> (String, String) {
+fn describe_walk_error(error: &ignore::Error, root: &Path) -> (String, ReadError) {
     match error {
-        ignore::Error::WithPath { path, err } => (display_path(path), err.to_string()),
+        ignore::Error::WithPath { path, err } => {
+            (display_path(path), ReadError::Walk(err.to_string()))
+        }
         ignore::Error::WithDepth { err, .. } => describe_walk_error(err, root),
-        ignore::Error::Loop { child, .. } => (
-            display_path(child),
-            "symbolic link loop; not followed".to_owned(),
-        ),
-        other => (display_path(root), other.to_string()),
+        ignore::Error::Loop { child, .. } => (display_path(child), ReadError::Loop),
+        other => (display_path(root), ReadError::Walk(other.to_string())),
     }
 }
 

@@ -2,19 +2,52 @@
 //! accelerator container while its model loads (restarts, first-ready time, the timeline), and
 //! what a rollout or a node drain of the workload looks like.
 
-use crate::inputs::Input;
-use crate::lint::read_input;
-use crate::yaml::{self, Limits};
+use super::ConfigArgs;
+use crate::error::{Error, UsageError};
+use crate::input::{Input, read_input};
 use probelint_policies::simulate::backoff::NodeSettings;
 use probelint_policies::simulate::fleet::{self, Budget, FleetOutcome, PodStartup, Rollout};
 use probelint_policies::simulate::{
     LoadingServer, Outcome, Scenario, Spread, assumptions, scenario_for_pod, secs, simulate, spread,
 };
 use probelint_policies::{Analysis, ContainerContext};
+use probelint_yaml::load::Limits;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A manifest file, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Model load time (default: probelint.io/model-load-seconds, else the policy's).
+    #[arg(long, value_name = "SECONDS")]
+    pub load_seconds: Option<f64>,
+    /// Simulate this container (default: every accelerator container).
+    #[arg(long, value_name = "NAME")]
+    pub container: Option<String>,
+    /// Cluster time to simulate, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800.0)]
+    pub duration: f64,
+    /// The server binds its port only after loading (default: it accepts TCP while loading).
+    #[arg(long)]
+    pub port_opens_after_load: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimulateFormat::Human)]
+    pub format: SimulateFormat,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// `simulate --format`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimulateFormat {
+    Human,
+    Json,
+}
 
 /// Which scenario to run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -84,12 +117,12 @@ impl Default for ModelArgs {
 }
 
 impl ModelArgs {
-    fn check(&self) -> Result<(), String> {
-        let seconds = |name: &str, v: f64| {
+    fn check(&self) -> Result<(), UsageError> {
+        let seconds = |name: &'static str, v: f64| {
             if v.is_finite() && v >= 0.0 {
                 Ok(())
             } else {
-                Err(format!("{name} must be a number of seconds ≥ 0"))
+                Err(UsageError::Seconds(name))
             }
         };
         seconds("--start-offset", self.start_offset)?;
@@ -98,7 +131,7 @@ impl ModelArgs {
             && !(m.is_finite() && (1.0..=300.0).contains(&m))
         {
             // The kubelet's configuration validation accepts 1 s to 300 s.
-            return Err("--max-container-restart-period must be 1 to 300 seconds".to_owned());
+            return Err(UsageError::MaxRestartPeriod);
         }
         Ok(())
     }
@@ -113,18 +146,6 @@ impl ModelArgs {
         }
         node
     }
-}
-
-/// What the user asked for.
-pub struct Request<'a> {
-    pub file: &'a str,
-    pub load_seconds: Option<f64>,
-    pub container: Option<&'a str>,
-    pub duration: f64,
-    pub json: bool,
-    pub port_opens_after_load: bool,
-    pub config: Option<&'a Path>,
-    pub model: &'a ModelArgs,
 }
 
 /// One simulated container.
@@ -145,31 +166,41 @@ struct Run {
 }
 
 /// Runs the subcommand; exit 0 when something was simulated.
-pub fn run(req: &Request<'_>) -> Result<u8, String> {
+///
+/// # Errors
+///
+/// Usage errors, a policy that cannot be used, a file that cannot be read or parsed or holds
+/// no container to simulate, a scenario the workload cannot run, and output that cannot be
+/// written.
+pub fn run(req: &Args) -> Result<u8, Error> {
     if !(req.duration.is_finite() && req.duration > 0.0) {
-        return Err("--duration must be a positive number of seconds".to_owned());
+        return Err(UsageError::Duration.into());
     }
     if req
         .load_seconds
         .is_some_and(|l| !(l.is_finite() && l >= 0.0))
     {
-        return Err("--load-seconds must be a number of seconds ≥ 0".to_owned());
+        return Err(UsageError::Seconds("--load-seconds").into());
     }
     req.model.check()?;
-    let policy = crate::config::load_or_discover(req.config)?;
+    let policy = req.config.load()?;
     let limits = Limits::default();
     let input = if req.file == "-" {
         Input::Stdin
     } else {
-        Input::File(PathBuf::from(req.file))
+        Input::File(PathBuf::from(&req.file))
     };
     let source = read_input(&input, &limits);
-    let bytes = source.bytes.map_err(|e| format!("{}: {e}", source.name))?;
-    let objects: Vec<Value> = yaml::parse_stream(&bytes, &limits)
-        .map_err(|e| format!("{}: {e}", source.name))?
-        .into_iter()
-        .map(|d| d.value)
-        .collect();
+    let name = source.name;
+    let bytes = source.bytes.map_err(|error| Error::Read {
+        name: name.clone(),
+        error,
+    })?;
+    // Through the one loader: a `kind: List` gives its items, as `check` and `mutate` see them.
+    let objects = crate::load::objects(&bytes, &limits).map_err(|error| Error::Parse {
+        name: name.clone(),
+        error,
+    })?;
     let analysis = Analysis::new(&objects, &policy);
     let server = if req.port_opens_after_load {
         LoadingServer::Refuses
@@ -183,7 +214,7 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
 
     let mut runs = Vec::new();
     for cx in analysis.containers() {
-        let selected = match req.container {
+        let selected = match req.container.as_deref() {
             Some(name) => cx.container.name == name,
             None => cx.container.is_accelerated(),
         };
@@ -251,13 +282,13 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
         });
     }
     if runs.is_empty() {
-        return Err(match req.container {
-            Some(name) => format!("{}: no container named {name:?}", source.name),
-            None => format!(
-                "{}: no accelerator container to simulate (use --container NAME for others)",
-                source.name
-            ),
-        });
+        let what = match req.container.as_deref() {
+            Some(container) => format!("no container named {container:?}"),
+            None => {
+                "no accelerator container to simulate (use --container NAME for others)".to_owned()
+            }
+        };
+        return Err(Error::Nothing { name, what });
     }
 
     if let Some(path) = &req.model.svg {
@@ -278,17 +309,16 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
                 });
             }
         }
-        let svg = crate::simulate_svg::render(&panels, req.duration)
-            .map_err(|e| format!("cannot draw the timeline: {e}"))?;
-        crate::atomic::write(path, svg.as_bytes())
-            .map_err(|e| format!("{}: cannot write the picture: {e}", path.display()))?;
+        let svg = crate::simulate_svg::render(&panels, req.duration).map_err(Error::Draw)?;
+        crate::atomic::write(path, svg.as_bytes()).map_err(|error| Error::Picture {
+            path: path.display().to_string(),
+            error,
+        })?;
     }
 
-    let text = if req.json {
+    let text = if req.format == SimulateFormat::Json {
         let containers: Vec<Value> = runs.iter().map(|r| json_of(r, req)).collect();
-        serde_json::to_string_pretty(&json!({ "containers": containers }))
-            .map_err(|e| e.to_string())?
-            + "\n"
+        serde_json::to_string_pretty(&json!({ "containers": containers }))? + "\n"
     } else {
         let mut text = String::new();
         for r in &runs {
@@ -296,10 +326,7 @@ pub fn run(req: &Request<'_>) -> Result<u8, String> {
         }
         text
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .map_err(|e| format!("cannot write output: {e}"))?;
+    super::print(&text)?;
     Ok(0)
 }
 
@@ -316,11 +343,11 @@ fn mutated_object(object: &Value, policy: &probelint_policies::Policy) -> Option
 
 /// The rollout or drain of the container's workload, when asked for.
 fn fleet_of(
-    req: &Request<'_>,
+    req: &Args,
     objects: &[Value],
     cx: &ContainerContext<'_, '_>,
     outcome: &Outcome,
-) -> Result<Option<FleetOutcome>, String> {
+) -> Result<Option<FleetOutcome>, Error> {
     let object = cx.workload.object;
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
     let pod = PodStartup::from_outcome(outcome);
@@ -330,13 +357,13 @@ fn fleet_of(
         ScenarioKind::Pod => Ok(None),
         ScenarioKind::Rollout => {
             if kind != "Deployment" {
-                return Err(format!(
+                return Err(Error::Scenario(format!(
                     "{}: --scenario rollout needs a Deployment (this is a {kind})",
                     cx.workload.object_ref
-                ));
+                )));
             }
             let r = Rollout::from_deployment(object)
-                .map_err(|e| format!("{}: {e}", cx.workload.object_ref))?;
+                .map_err(|e| Error::Scenario(format!("{}: {e}", cx.workload.object_ref)))?;
             Ok(Some(fleet::rollout(&r, &pod, horizon)))
         }
         ScenarioKind::Drain => {
@@ -346,7 +373,9 @@ fn fleet_of(
                 Some(v) => v
                     .as_u64()
                     .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| format!("{}: spec.replicas: {v}", cx.workload.object_ref))?,
+                    .ok_or_else(|| {
+                        Error::Scenario(format!("{}: spec.replicas: {v}", cx.workload.object_ref))
+                    })?,
             };
             let labels = object
                 .pointer("/spec/template/metadata/labels")
@@ -361,7 +390,7 @@ fn fleet_of(
             let budget = pdb
                 .map(|p| Budget::from_pdb(p, replicas))
                 .transpose()
-                .map_err(|e| format!("PodDisruptionBudget: {e}"))?;
+                .map_err(|e| Error::Scenario(format!("PodDisruptionBudget: {e}")))?;
             let on_node = req.model.pods_on_node.unwrap_or(replicas);
             Ok(Some(fleet::drain(replicas, on_node, budget, &pod, horizon)))
         }
@@ -448,7 +477,7 @@ fn summary(o: &Outcome, duration: f64) -> String {
     )
 }
 
-fn human(out: &mut String, r: &Run, req: &Request<'_>) {
+fn human(out: &mut String, r: &Run, req: &Args) {
     let o = &r.outcome;
     let _ = writeln!(
         out,
@@ -549,7 +578,7 @@ fn fleet_human(out: &mut String, f: &FleetOutcome, mutated: Option<&FleetOutcome
     }
 }
 
-fn json_of(r: &Run, req: &Request<'_>) -> Value {
+fn json_of(r: &Run, req: &Args) -> Value {
     let o = &r.outcome;
     let mut v = json!({
         "object": r.object,

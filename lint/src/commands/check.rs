@@ -1,0 +1,214 @@
+//! `probelint PATH...`, the default command: check files (or, with `--fix`, fix them first)
+//! and write the report in each format asked for.
+
+use super::{ColorChoice, ConfigArgs, FailOn, FormatArg, exit_code};
+use crate::commands::fix;
+use crate::error::{Error, UsageError};
+use crate::input::{self, Origin, Pending, Source};
+use crate::output::{self, Format};
+use clap::ArgAction;
+use probelint_policies::DEFAULT_POLICY_YAML;
+use probelint_yaml::load::Limits;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Files or directories to lint; `-` for standard input.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+
+    /// Output format; repeat to write several (pair each with --output).
+    #[arg(long, short = 'f', value_enum, action = ArgAction::Append)]
+    pub format: Vec<FormatArg>,
+
+    /// Write the preceding --format to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE", action = ArgAction::Append)]
+    pub output: Vec<PathBuf>,
+
+    /// Lowest severity that makes the run fail (exit 1).
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+
+    /// Skip paths matching GLOB (repeatable), e.g. 'charts/**'.
+    #[arg(long, value_name = "GLOB", action = ArgAction::Append)]
+    pub exclude: Vec<String>,
+
+    #[command(flatten)]
+    pub config: ConfigArgs,
+
+    /// Print the built-in policy and exit.
+    #[arg(long)]
+    pub policy_default: bool,
+
+    /// Render directories that contain kustomization.yaml with `kubectl kustomize` (or
+    /// `kustomize build`) and lint the result.
+    #[arg(long)]
+    pub kustomize: bool,
+
+    /// When to use colour in human output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Also list skipped documents and files.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// Apply safe fixes in place, keeping comments, key order and formatting; then report what
+    /// remains.
+    #[arg(long)]
+    pub fix: bool,
+
+    /// With --fix: show the changes as a unified diff instead of writing them.
+    #[arg(long, requires = "fix")]
+    pub dry_run: bool,
+}
+
+/// Pairs each `--output` with the `--format` written before it; formats without one go to
+/// stdout. `matches` gives the positions of the options on the command line.
+fn destinations(
+    args: &Args,
+    matches: &clap::ArgMatches,
+) -> Result<Vec<(Format, Option<PathBuf>)>, UsageError> {
+    let format_at: Vec<usize> = matches
+        .indices_of("format")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    let output_at: Vec<usize> = matches
+        .indices_of("output")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    let mut pairs: Vec<(Format, Option<PathBuf>)> = args
+        .format
+        .iter()
+        .map(|f| (Format::from(*f), None))
+        .collect();
+    if pairs.is_empty() {
+        pairs.push((Format::Human, None));
+    }
+    for (output, at) in args.output.iter().zip(output_at) {
+        // The last --format before this --output; an --output before any --format applies to
+        // the default (human) format.
+        let slot = format_at.iter().rposition(|f| *f < at).unwrap_or(0);
+        if pairs[slot].1.is_some() {
+            return Err(UsageError::OutputWithoutFormat(
+                output.display().to_string(),
+            ));
+        }
+        pairs[slot].1 = Some(output.clone());
+    }
+    if pairs.iter().filter(|(_, o)| o.is_none()).count() > 1 {
+        return Err(UsageError::SeveralToStdout);
+    }
+    Ok(pairs)
+}
+
+/// Runs the command.
+///
+/// # Errors
+///
+/// Usage errors, a policy that cannot be used, a report that would overwrite an input, and
+/// standard output that cannot be written; a file of the run that cannot be read is an error in
+/// the report instead (exit 2).
+pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
+    if args.policy_default {
+        print!("{DEFAULT_POLICY_YAML}");
+        return Ok(0);
+    }
+    let destinations = destinations(args, matches)?;
+    if args.paths.is_empty() {
+        return Err(UsageError::NoPaths.into());
+    }
+    if args.fix && args.paths.iter().any(|p| p == "-") {
+        return Err(UsageError::FixStdin.into());
+    }
+    let policy_path = args.config.path();
+    let policy = crate::config::load(policy_path.as_deref())?;
+    let excludes = input::exclude_set(&args.exclude)?;
+    let limits = Limits::default();
+
+    let mut sources: Vec<Pending> = Vec::new();
+    let mut paths = args.paths.clone();
+    if args.kustomize {
+        let (rendered, rest) = input::kustomize::render_all(&paths)?;
+        sources.extend(rendered.into_iter().map(Pending::from));
+        paths = rest;
+    }
+    let discovery = input::discover(&paths, &excludes);
+    // Before anything is read or written: no report may land on a file this run reads.
+    let writes = crate::overlap::Writes {
+        outputs: destinations
+            .iter()
+            .filter_map(|(_, o)| o.as_deref())
+            .collect(),
+        stdout: args.dry_run || destinations.iter().any(|(_, o)| o.is_none()),
+    };
+    crate::overlap::check(&writes, &discovery.inputs, policy_path.as_deref())?;
+    // Read by the workers that parse them.
+    sources.extend(discovery.inputs.into_iter().map(Pending::from));
+    sources.extend(discovery.errors.into_iter().map(|(name, why)| {
+        Pending::from(Source {
+            origin: Origin::File(PathBuf::from(&name)),
+            name,
+            bytes: Err(why),
+            stamp: None,
+        })
+    }));
+
+    let report = if args.fix {
+        let planned = fix::plan(sources, &policy, &limits);
+        let fixed = fix::apply(planned, args.dry_run, &policy, &limits);
+        fixed
+            .print(&mut std::io::stdout().lock(), &mut anstream::stderr())
+            .map_err(Error::Diff)?;
+        if args.dry_run {
+            // Like `ruff --diff`: the diff is the output; exit 1 when something would change.
+            return Ok(exit_code(
+                !fixed.report.errors.is_empty(),
+                fixed.files_changed() > 0,
+            ));
+        }
+        fixed.report
+    } else {
+        crate::check::run(sources, &policy, &limits)
+    };
+
+    // A report that cannot be written does not stop the others.
+    let mut unwritten = false;
+    for (format, path) in &destinations {
+        let options = output::Options {
+            color: args.color.colors(path.is_some()),
+            verbose: args.verbose,
+        };
+        match path {
+            None => {
+                let stdout = std::io::stdout();
+                let mut out = stdout.lock();
+                output::render(*format, &report, &options, &mut out)
+                    .and_then(|()| out.flush())
+                    .map_err(Error::Output)?;
+            }
+            Some(path) => {
+                let written = crate::atomic::write_with(path, |out| {
+                    output::render(*format, &report, &options, out)
+                });
+                if let Err(e) = written {
+                    unwritten = true;
+                    let _ = writeln!(
+                        anstream::stderr(),
+                        "probelint: error: cannot write the {} report to {}: {e}",
+                        format!("{format:?}").to_lowercase(),
+                        input::display_path(path)
+                    );
+                }
+            }
+        }
+    }
+
+    let threshold = args.fail_on.threshold();
+    let failing = report
+        .findings
+        .iter()
+        .any(|f| !f.finding.is_suppressed() && f.finding.severity >= threshold);
+    Ok(exit_code(!report.errors.is_empty() || unwritten, failing))
+}
