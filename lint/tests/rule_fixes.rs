@@ -35,7 +35,7 @@ fn probelint(dir: &Path, args: &[&str]) -> Output {
 
 /// Whether the engine offers a fix for every finding of `rule` in `text` (and finds one).
 fn every_finding_has_a_fix(text: &str, meta: &RuleMeta) -> bool {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).expect("fixture parses");
+    let docs = probelint_testkit::yaml::objects(text);
     let objects: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     let policy = Policy::with_user_yaml(policy_text(meta)).expect("example policy is valid");
     let of_rule: Vec<_> = evaluate(&objects, &policy)

@@ -19,8 +19,8 @@ fn engine_never_panics_and_findings_are_stable_on_the_real_corpus() {
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(path).expect("corpus file is UTF-8");
-        // The CLI has its own YAML 1.1 layer; here any YAML reader will do to feed the engine.
-        let docs: Vec<serde_json::Value> = match serde_saphyr::from_multiple(&text) {
+        // Read as the CLI reads it (YAML 1.1), so the engine judges the manifest users lint.
+        let docs: Vec<serde_json::Value> = match probelint_testkit::yaml::try_objects(&text) {
             Ok(docs) => docs
                 .into_iter()
                 .filter(|d: &serde_json::Value| d.is_object())

@@ -39,7 +39,7 @@ fn check_declarations(findings: &[Finding], seen: &mut BTreeMap<String, usize>) 
 
 fn objects(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("manifest is UTF-8");
-    serde_saphyr::from_multiple::<Value>(&text)
+    probelint_testkit::yaml::try_objects(&text)
         .map(|docs| docs.into_iter().filter(Value::is_object).collect())
         .unwrap_or_default()
 }
@@ -63,7 +63,7 @@ fn every_fix_a_rule_attaches_is_the_fix_it_declares() {
             None => Policy::default(),
         };
         for example in [meta.bad_example, meta.good_example] {
-            let docs: Vec<Value> = serde_saphyr::from_multiple(example).expect("example parses");
+            let docs = probelint_testkit::yaml::objects(example);
             check_declarations(&evaluate(&docs, &policy), &mut seen);
         }
     }

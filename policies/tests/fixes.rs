@@ -73,7 +73,7 @@ fn container_prefix(pointer: &str) -> String {
 }
 
 fn objects(yaml: &str) -> Vec<Value> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).unwrap();
+    let docs = probelint_testkit::yaml::objects(yaml);
     docs.into_iter().filter(Value::is_object).collect()
 }
 
@@ -337,7 +337,7 @@ fn fixes_hold_on_the_real_corpus() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let Ok(docs) = serde_saphyr::from_multiple::<Value>(&text) else {
+        let Ok(docs) = probelint_testkit::yaml::try_objects(&text) else {
             continue;
         };
         for object in docs.into_iter().filter(Value::is_object) {

@@ -116,7 +116,7 @@ fn on_the_real_corpus_no_fix_makes_a_workload_worse() {
     let mut changed = 0;
     for path in probelint_testkit::corpus::real_manifests() {
         let text = std::fs::read_to_string(&path).expect("corpus file is UTF-8");
-        let Ok(docs) = serde_saphyr::from_multiple::<Value>(&text) else {
+        let Ok(docs) = probelint_testkit::yaml::try_objects(&text) else {
             continue;
         };
         for doc in docs.iter().filter(|d| d.is_object()) {

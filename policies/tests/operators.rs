@@ -27,7 +27,7 @@ fn lint_with(name: &str, policy: &Policy) -> Vec<Finding> {
         .join("resources/operators")
         .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).expect("fixture parses");
+    let docs = probelint_testkit::yaml::objects(&text);
     evaluate(&docs, policy)
 }
 

@@ -31,8 +31,15 @@ fn policy_for(meta: &RuleMeta) -> Policy {
 
 fn lint(path: &Path, meta: &RuleMeta) -> Vec<Finding> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
-        .unwrap_or_else(|e| panic!("{}: not YAML: {e}", path.display()));
+    let docs = probelint_testkit::yaml::try_objects(&text).unwrap_or_else(|e| {
+        panic!(
+            "{}:{}:{}: not YAML: {}",
+            path.display(),
+            e.line,
+            e.column,
+            e.message
+        )
+    });
     let objects: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     evaluate(&objects, &policy_for(meta))
 }

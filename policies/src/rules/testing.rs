@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// Parses a (multi-document) YAML manifest into objects.
 pub fn objects(yaml: &str) -> Vec<Value> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).expect("test YAML parses");
+    let docs = probelint_testkit::yaml::objects(yaml);
     docs.into_iter().filter(|d| !d.is_null()).collect()
 }
 

@@ -193,7 +193,15 @@ impl ContainerSpec {
     }
 }
 
-/// Parses a one-object YAML manifest.
+/// Parses a one-object YAML manifest, as the CLI reads it (YAML 1.1).
 pub fn parse_manifest(yaml: &str) -> Result<Value, SpecError> {
-    serde_saphyr::from_str(yaml).map_err(|e| SpecError(format!("manifest: {e}")))
+    let error = |line, column, message| SpecError(format!("manifest:{line}:{column}: {message}"));
+    let mut documents = probelint_testkit::yaml::try_objects(yaml)
+        .map_err(|e| error(e.line, e.column, e.message))?;
+    match documents.len() {
+        1 => Ok(documents.remove(0)),
+        n => Err(SpecError(format!(
+            "manifest: {n} documents, expected one object"
+        ))),
+    }
 }

@@ -15,7 +15,8 @@ fn deploy_dir() -> PathBuf {
 fn load(name: &str) -> Vec<Value> {
     let path = deploy_dir().join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    probelint_testkit::yaml::try_objects(&text)
+        .unwrap_or_else(|e| panic!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
 }
 
 fn problems(objects: &[Value]) -> Vec<Finding> {
