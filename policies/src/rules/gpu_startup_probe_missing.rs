@@ -61,16 +61,27 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 )
             }
         };
-        // Which risk applies depends on whether anything can kill the container mid-load.
+        // Which risk applies depends on whether anything can kill the container mid-load, and
+        // on whether it does so before this load ends (liveness-restart-loop's question).
         let risk = match cx.container.probe(ProbeKind::Liveness) {
             Some(liveness)
                 if super::liveness_restart_loop::kill_during_load_is_real(&cx, liveness) =>
             {
-                format!(
-                    "its liveness probe ({}) runs from container start and can kill it \
-                     mid-load",
-                    liveness.budget_arithmetic()
-                )
+                if super::liveness_restart_loop::kills_before(liveness, load.seconds) {
+                    format!(
+                        "its liveness probe ({}) runs from container start and can kill it \
+                         mid-load",
+                        liveness.budget_arithmetic()
+                    )
+                } else {
+                    format!(
+                        "its liveness probe ({}) runs from container start; it outlasts this \
+                         load ({}), but a slower one (a cold cache, a slower volume) is killed \
+                         mid-load",
+                        liveness.budget_arithmetic(),
+                        load.short()
+                    )
+                }
             }
             Some(_) => "its liveness answers while the model loads, so nothing restarts a \
                         load that hangs"
