@@ -148,14 +148,16 @@ fn every_fixture_gets_the_verdict_its_name_says_and_its_findings_are_pinned() {
             ),
             None => panic!("{folder}/{file}: not named for its verdict"),
         }
+        // `probelint explain` and docs/rules/ print the good example as the thing to copy: it
+        // draws nothing above info from any rule.
         if file == "good.yaml" {
-            let errors: Vec<&Finding> = findings
+            let flagged: Vec<&Finding> = findings
                 .iter()
-                .filter(|f| f.severity == Severity::Error && !f.is_suppressed())
+                .filter(|f| f.severity != Severity::Info && !f.is_suppressed())
                 .collect();
             assert!(
-                errors.is_empty(),
-                "{folder}/good.yaml has errors: {errors:#?}"
+                flagged.is_empty(),
+                "{folder}/good.yaml has errors or warnings: {flagged:#?}"
             );
         }
         let shown: Vec<Value> = findings.iter().map(as_read).collect();
