@@ -695,11 +695,7 @@ fn a_rejected_credential_stops_the_audit_and_says_what_to_do() {
 #[test]
 fn an_unreachable_cluster_is_named_with_the_reason() {
     // A port nobody listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = probelint_testkit::net::free_port();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
@@ -830,11 +826,7 @@ fn the_kubeconfig_is_read_as_kubectl_reads_it() {
     };
     let ns = cluster.namespace("audit-contexts");
     apply(cluster, &ns, &liveness_only("llm", 1));
-    let down = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let down = probelint_testkit::net::free_port();
     let dir = tempfile::tempdir().unwrap();
     let admin = cluster.ca.client("contexts-admin", Some("system:masters"));
     let file = |name: &str, text: &str| {

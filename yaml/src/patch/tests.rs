@@ -1,4 +1,5 @@
 use super::*;
+use probelint_testkit::patch::{add, remove, replace};
 use proptest::prelude::*;
 use serde_json::json;
 use similar::{DiffOp, TextDiff};
@@ -25,27 +26,7 @@ macro_rules! assert_fixed {
 }
 
 fn pointer(path: &str) -> PointerBuf {
-    PointerBuf::parse(path).unwrap_or_default()
-}
-
-fn add(path: &str, value: Value) -> PatchOperation {
-    PatchOperation::Add(AddOperation {
-        path: pointer(path),
-        value,
-    })
-}
-
-fn replace(path: &str, value: Value) -> PatchOperation {
-    PatchOperation::Replace(ReplaceOperation {
-        path: pointer(path),
-        value,
-    })
-}
-
-fn remove(path: &str) -> PatchOperation {
-    PatchOperation::Remove(RemoveOperation {
-        path: pointer(path),
-    })
+    PointerBuf::parse(path).unwrap_or_else(|e| panic!("{path:?} is not a JSON Pointer: {e}"))
 }
 
 fn fix_at(
