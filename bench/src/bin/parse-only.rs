@@ -21,7 +21,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // As in lint/src/main.rs and lint/src/lint.rs: discover, then read and parse each input on
+    // As in lint/src/commands/check.rs and lint/src/check.rs: discover, then read and parse each input on
     // the rayon workers.
     let discovery = input::discover(&paths, &excludes);
     let (documents, errors) = discovery
