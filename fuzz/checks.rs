@@ -8,14 +8,13 @@
 use json_patch::jsonptr::{PointerBuf, Token};
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use probelint::commands::fix;
-use probelint::input::{Origin, Source};
+use probelint::input::Source;
 use probelint_policies::Analysis;
 use probelint_policies::simulate::{scenario_for, simulate};
 use probelint_policies::{Policy, evaluate};
 use probelint_yaml::load::{Limits, Span, parse_stream, parse_stream_partial};
 use probelint_yaml::patch::{ObjectPatch, apply};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::sync::LazyLock;
 
 static POLICY: LazyLock<Policy> = LazyLock::new(|| Policy::builtin().expect("built-in policy"));
@@ -180,12 +179,7 @@ pub fn engine_json(data: &[u8]) {
 }
 
 fn source(bytes: Vec<u8>) -> Source {
-    Source {
-        name: "fuzz.yaml".to_owned(),
-        origin: Origin::File(PathBuf::from("fuzz.yaml")),
-        bytes: Ok(bytes),
-        stamp: None,
-    }
+    Source::in_memory("fuzz.yaml", bytes)
 }
 
 /// `probelint --fix` on arbitrary manifest text, minus the file write: the engine's fixes of

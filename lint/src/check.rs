@@ -186,15 +186,10 @@ pub fn run<S: Into<Pending> + Send>(sources: Vec<S>, policy: &Policy, limits: &L
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{Origin, Source};
+    use crate::input::Source;
 
     fn source(name: &str, text: &str) -> Source {
-        Source {
-            name: name.to_owned(),
-            origin: Origin::File(name.into()),
-            bytes: Ok(text.as_bytes().to_vec()),
-            stamp: None,
-        }
+        Source::in_memory(name, text.as_bytes().to_vec())
     }
 
     const GPU: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llm}\nspec:\n  replicas: REPLICAS\n  template:\n    metadata: {labels: {app: llm}}\n    spec:\n      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.6.3\n          resources: {limits: {nvidia.com/gpu: 1}}\n";

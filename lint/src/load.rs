@@ -4,10 +4,12 @@
 //! manifests through it, so they agree on what a file holds.
 
 use crate::atomic::FileStamp;
-use crate::input::{Origin, Source, is_helm_template};
+use crate::error::Error;
+use crate::input::{Input, Origin, Source, is_helm_template, read_input};
 use crate::report::{InputError, Skipped};
 use probelint_yaml::load::{self as yaml, Limits, Locations, YamlError};
 use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// One Kubernetes object found in a file.
@@ -125,6 +127,30 @@ pub fn objects(bytes: &[u8], limits: &Limits) -> Result<Vec<Value>, YamlError> {
         .flat_map(|d| objects_in(d.value))
         .filter_map(|(_, object)| object)
         .collect())
+}
+
+/// The objects of the one manifest `mutate` and `simulate` read (`-` is standard input), with
+/// the name it is shown by; a `kind: List` gives its items.
+///
+/// # Errors
+///
+/// A file that cannot be read, or that does not parse.
+pub fn one_manifest(file: &str, limits: &Limits) -> Result<(String, Vec<Value>), Error> {
+    let input = if file == "-" {
+        Input::Stdin
+    } else {
+        Input::File(PathBuf::from(file))
+    };
+    let source = read_input(&input, limits);
+    let name = source.name;
+    let bytes = source.bytes.map_err(|error| Error::Read {
+        name: name.clone(),
+        error,
+    })?;
+    match objects(&bytes, limits) {
+        Ok(objects) => Ok((name, objects)),
+        Err(error) => Err(Error::Parse { name, error }),
+    }
 }
 
 /// The Kubernetes objects of a parsed document, in order: the document itself, or the items of

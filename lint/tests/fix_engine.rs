@@ -4,10 +4,11 @@
 //! hand; these use the rules' fixes, so they live with the crate that joins the two.
 
 use json_patch::PatchOperation;
+use probelint_testkit::text::changed_lines;
 use probelint_yaml::load::{Document, Limits, parse_stream};
 use probelint_yaml::patch::{ObjectPatch, apply};
 use serde_json::Value;
-use similar::{DiffOp, TextDiff};
+use similar::TextDiff;
 
 fn fix(text: &str, ops: &[PatchOperation]) -> String {
     let patch = ObjectPatch {
@@ -19,41 +20,6 @@ fn fix(text: &str, ops: &[PatchOperation]) -> String {
         Ok(out) => out,
         Err(e) => panic!("fix failed: {e}\n--- text:\n{text}"),
     }
-}
-
-/// The 0-based original lines the diff deletes or changes, and the number of lines it adds. A
-/// last line that only gains a line break (text inserted after it) is not a change.
-fn diff_lines(before: &str, after: &str) -> (Vec<usize>, usize) {
-    let terminated = |t: &str| {
-        if t.ends_with('\n') {
-            t.to_owned()
-        } else {
-            format!("{t}\n")
-        }
-    };
-    let (before, after) = (terminated(before), terminated(after));
-    let diff = TextDiff::from_lines(&before, &after);
-    let mut removed = Vec::new();
-    let mut added = 0;
-    for op in diff.ops() {
-        match *op {
-            DiffOp::Equal { .. } => {}
-            DiffOp::Delete {
-                old_index, old_len, ..
-            } => removed.extend(old_index..old_index + old_len),
-            DiffOp::Insert { new_len, .. } => added += new_len,
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_len,
-                ..
-            } => {
-                removed.extend(old_index..old_index + old_len);
-                added += new_len;
-            }
-        }
-    }
-    (removed, added)
 }
 
 #[test]
@@ -89,7 +55,7 @@ spec:
         "the engine has fixes for this"
     );
     let out = fix(text, &mutation.patch.0);
-    let (removed, _) = diff_lines(text, &out);
+    let (removed, _) = changed_lines(text, &out);
     assert!(
         removed.iter().all(|&l| (16..=17).contains(&l)),
         "only the tcpSocket lines change:\n{}",
@@ -223,7 +189,7 @@ fn every_fix_in_the_real_corpus_applies_or_is_refused_clearly() {
                 TextDiff::from_lines(text.as_str(), out.as_str()).unified_diff()
             );
         }
-        let (removed, added) = diff_lines(&text, &out);
+        let (removed, added) = changed_lines(&text, &out);
         assert!(added > 0, "{name}: the fix changed nothing");
         for line in removed {
             assert!(

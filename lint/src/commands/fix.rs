@@ -310,12 +310,7 @@ mod tests {
         "apiVersion: v1\nkind: Service\nmetadata: {name: llm}\nspec: {ports: [{port: 80}]}\n";
 
     fn source(name: &str, text: &str) -> Source {
-        Source {
-            name: name.to_owned(),
-            origin: Origin::File(name.into()),
-            bytes: Ok(text.as_bytes().to_vec()),
-            stamp: None,
-        }
+        Source::in_memory(name, text.as_bytes().to_vec())
     }
 
     /// What `--fix --dry-run` prints is the summary's: the diff of each changed file on one

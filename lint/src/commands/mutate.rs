@@ -2,12 +2,10 @@
 
 use super::ConfigArgs;
 use crate::error::Error;
-use crate::input::{Input, read_input};
 use probelint_policies::ObjectRef;
 use probelint_policies::{mutate, mutation_patch};
 use probelint_yaml::load::Limits;
 use serde_json::json;
-use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -30,19 +28,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<u8, Error> {
     let policy = args.config.load()?;
     let limits = Limits::default();
-    let input = if args.file == "-" {
-        Input::Stdin
-    } else {
-        Input::File(PathBuf::from(&args.file))
-    };
-    let source = read_input(&input, &limits);
-    let name = source.name;
-    let bytes = source.bytes.map_err(|error| Error::Read {
-        name: name.clone(),
-        error,
-    })?;
-    let objects =
-        crate::load::objects(&bytes, &limits).map_err(|error| Error::Parse { name, error })?;
+    let (_, objects) = crate::load::one_manifest(&args.file, &limits)?;
 
     let mut out = String::new();
     let mut patches = Vec::new();

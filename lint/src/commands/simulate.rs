@@ -4,7 +4,6 @@
 
 use super::ConfigArgs;
 use crate::error::{Error, UsageError};
-use crate::input::{Input, read_input};
 use probelint_policies::simulate::backoff::NodeSettings;
 use probelint_policies::simulate::fleet::{self, Budget, FleetOutcome, PodStartup, Rollout};
 use probelint_policies::simulate::{
@@ -185,22 +184,8 @@ pub fn run(req: &Args) -> Result<u8, Error> {
     req.model.check()?;
     let policy = req.config.load()?;
     let limits = Limits::default();
-    let input = if req.file == "-" {
-        Input::Stdin
-    } else {
-        Input::File(PathBuf::from(&req.file))
-    };
-    let source = read_input(&input, &limits);
-    let name = source.name;
-    let bytes = source.bytes.map_err(|error| Error::Read {
-        name: name.clone(),
-        error,
-    })?;
     // Through the one loader: a `kind: List` gives its items, as `check` and `mutate` see them.
-    let objects = crate::load::objects(&bytes, &limits).map_err(|error| Error::Parse {
-        name: name.clone(),
-        error,
-    })?;
+    let (name, objects) = crate::load::one_manifest(&req.file, &limits)?;
     let analysis = Analysis::new(&objects, &policy);
     let server = if req.port_opens_after_load {
         LoadingServer::Refuses

@@ -48,6 +48,19 @@ pub struct Source {
     pub stamp: Option<FileStamp>,
 }
 
+impl Source {
+    /// Text that was never on disk (tests, fuzzing), linted as a file named `name`.
+    #[must_use]
+    pub fn in_memory(name: &str, bytes: Vec<u8>) -> Self {
+        Source {
+            name: name.to_owned(),
+            origin: Origin::File(name.into()),
+            bytes: Ok(bytes),
+            stamp: None,
+        }
+    }
+}
+
 /// Reads an input, refusing files over the size limit before reading them.
 pub fn read_input(input: &Input, limits: &Limits) -> Source {
     let name = input.display_name();

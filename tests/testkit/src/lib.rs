@@ -12,6 +12,7 @@ pub mod pki;
 pub mod process;
 pub mod python;
 pub mod secret;
+pub mod text;
 pub mod webhook;
 pub mod yaml;
 

@@ -1,8 +1,9 @@
 use super::*;
 use probelint_testkit::patch::{add, remove, replace};
+use probelint_testkit::text::changed_lines;
 use proptest::prelude::*;
 use serde_json::json;
-use similar::{DiffOp, TextDiff};
+use similar::TextDiff;
 
 thread_local! {
     /// Units written in batches by this thread's `apply` calls (see `Region::batch`).
@@ -50,44 +51,9 @@ fn fix(text: &str, ops: &[PatchOperation]) -> String {
     }
 }
 
-/// The 0-based original lines the diff deletes or changes, and the number of lines it adds. A
-/// last line that only gains a line break (text inserted after it) is not a change.
-fn diff_lines(before: &str, after: &str) -> (Vec<usize>, usize) {
-    let terminated = |t: &str| {
-        if t.ends_with('\n') {
-            t.to_owned()
-        } else {
-            format!("{t}\n")
-        }
-    };
-    let (before, after) = (terminated(before), terminated(after));
-    let diff = TextDiff::from_lines(&before, &after);
-    let mut removed = Vec::new();
-    let mut added = 0;
-    for op in diff.ops() {
-        match *op {
-            DiffOp::Equal { .. } => {}
-            DiffOp::Delete {
-                old_index, old_len, ..
-            } => removed.extend(old_index..old_index + old_len),
-            DiffOp::Insert { new_len, .. } => added += new_len,
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_len,
-                ..
-            } => {
-                removed.extend(old_index..old_index + old_len);
-                added += new_len;
-            }
-        }
-    }
-    (removed, added)
-}
-
 /// Every original line is still there, in order: the fix only inserted lines.
 fn assert_only_inserted(before: &str, after: &str) {
-    let (removed, added) = diff_lines(before, after);
+    let (removed, added) = changed_lines(before, after);
     assert!(
         removed.is_empty(),
         "lines {removed:?} changed:\n{}",
@@ -213,7 +179,7 @@ fn replace_changes_only_the_scalar_and_keeps_its_comment() {
                 - name: sidecar
                   image: busybox
         ");
-    let (removed, added) = diff_lines(DEPLOYMENT, &out);
+    let (removed, added) = changed_lines(DEPLOYMENT, &out);
     assert_eq!((removed.len(), added), (1, 1));
 }
 
@@ -1391,7 +1357,7 @@ fn every_object_of_the_real_corpus_takes_an_annotation_and_a_rename() {
                 Some(text.get(..loc.value.start)?.matches('\n').count())
             })
             .collect();
-        let (removed, added) = diff_lines(&text, &out);
+        let (removed, added) = changed_lines(&text, &out);
         assert!(added > 0, "{name}: nothing was added");
         for line in removed {
             assert!(
