@@ -163,7 +163,7 @@ NOTES=$WORK/notes.md
   or with its Service). The file name says what is in it.
 - **Linter**: \`probelint DIR\` (human output to /dev/null, as pre-commit runs it) against
   \`parse-only DIR\` (\`bench/src/bin/parse-only.rs\`): the CLI's own discovery, reads and
-  rayon-parallel YAML parsing (\`probelint::yaml::parse_stream_partial\`), nothing else.
+  rayon-parallel YAML parsing (\`probelint_yaml::load::parse_stream_partial\`), nothing else.
   $RUNS interleaved runs each after a warm-up, median wall time; peak RSS from \`wait4\`.
   µs/file is (lint time − \`probelint --version\` time) / files.
 - **Fixes and findings per file**: one Pod with N GPU containers whose readiness probe only

@@ -64,10 +64,8 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         // Which risk applies depends on whether anything can kill the container mid-load, and
         // on whether it does so before this load ends (liveness-restart-loop's question).
         let risk = match cx.container.probe(ProbeKind::Liveness) {
-            Some(liveness)
-                if super::liveness_restart_loop::kill_during_load_is_real(&cx, liveness) =>
-            {
-                if super::liveness_restart_loop::kills_before(liveness, load.seconds) {
+            Some(liveness) if super::support::kill_during_load_is_real(&cx, liveness) => {
+                if super::support::kills_before(liveness, load.seconds) {
                     format!(
                         "its liveness probe ({}) runs from container start and can kill it \
                          mid-load",

@@ -1,11 +1,11 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::rest_on;
-use crate::analysis::context::{Analysis, ContainerContext};
+use super::support::{kill_during_load_is_real, kills_before, rest_on};
+use crate::analysis::context::Analysis;
 use crate::fix::probes::startup_probe;
 use crate::model::finding::{Applicability, Severity};
-use crate::model::probe::{Handler, Probe, ProbeKind};
+use crate::model::probe::ProbeKind;
 
 static META: RuleMeta = RuleMeta {
     id: "liveness-restart-loop",
@@ -72,33 +72,6 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         );
         finding.fix = fix;
         rest_on(load, finding);
-    }
-}
-
-/// Whether `liveness`, running from container start with no startupProbe to gate it, can kill
-/// the container before a load of `load_seconds` ends. The F-th failure in a row kills it,
-/// somewhere in [delay + (F − 1) × period, delay + F × period) depending on the probe's phase
-/// (`pkg/kubelet/prober/worker.go`): only a tolerance whose earliest kill comes after the load
-/// is safe for every phase.
-pub(crate) fn kills_before(liveness: &Probe<'_>, load_seconds: f64) -> bool {
-    ((liveness.budget_seconds() - liveness.period()) as f64) < load_seconds
-}
-
-/// Whether this liveness probe can fail while the model loads. Not for a container that loads
-/// no model at start (a Ray node's liveness checks its raylet; a headless worker serves nothing;
-/// Ollama loads models on first request), nor for an httpGet on a path the server answers
-/// during the load (NIM's /v1/health/live, MLServer's /v2/health/live). Where the server's
-/// behaviour is unknown, the kill is assumed real.
-pub(crate) fn kill_during_load_is_real(
-    cx: &ContainerContext<'_, '_>,
-    liveness: &Probe<'_>,
-) -> bool {
-    if !cx.container.loads_model_at_start() {
-        return false;
-    }
-    match (cx.container.server, &liveness.handler) {
-        (Some(server), Handler::HttpGet { path, .. }) => !server.answers_during_load(path),
-        _ => true,
     }
 }
 

@@ -1,8 +1,8 @@
 //! `lws-kill-recreates-group`: in a LeaderWorkerSet that recreates its group on any restart, a
 //! probe that can kill one member costs every node of the group a full reload.
 
-use super::liveness_restart_loop::{kill_during_load_is_real, kills_before};
 use super::rule::{Report, Rule, RuleMeta};
+use super::support::{kill_during_load_is_real, kills_before};
 use crate::analysis::context::Analysis;
 use crate::model::budget::required_startup_seconds;
 use crate::model::finding::Severity;

@@ -1,5 +1,6 @@
-//! Helpers that several rules share: what a generation endpoint is, and how a finding that
-//! rests on a guessed load time is worded and graded.
+//! Helpers that several rules share: what a generation endpoint is, whether a liveness probe
+//! kills a container mid-load, and how a finding that rests on a guessed load time is worded
+//! and graded.
 
 use crate::analysis::context::ContainerContext;
 use crate::model::finding::{Finding, Severity};
@@ -34,5 +35,32 @@ pub(crate) fn rest_on(load: &LoadTime, finding: &mut Finding) {
             " — a warning, not an error: the load time is the policy's default, since nothing in \
              the manifest says how big the model is (declare it with probelint.io/model-load-seconds)",
         );
+    }
+}
+
+/// Whether `liveness`, running from container start with no startupProbe to gate it, can kill
+/// the container before a load of `load_seconds` ends. The F-th failure in a row kills it,
+/// somewhere in [delay + (F − 1) × period, delay + F × period) depending on the probe's phase
+/// (`pkg/kubelet/prober/worker.go`): only a tolerance whose earliest kill comes after the load
+/// is safe for every phase.
+pub(crate) fn kills_before(liveness: &Probe<'_>, load_seconds: f64) -> bool {
+    ((liveness.budget_seconds() - liveness.period()) as f64) < load_seconds
+}
+
+/// Whether this liveness probe can fail while the model loads. Not for a container that loads
+/// no model at start (a Ray node's liveness checks its raylet; a headless worker serves nothing;
+/// Ollama loads models on first request), nor for an httpGet on a path the server answers
+/// during the load (NIM's /v1/health/live, MLServer's /v2/health/live). Where the server's
+/// behaviour is unknown, the kill is assumed real.
+pub(crate) fn kill_during_load_is_real(
+    cx: &ContainerContext<'_, '_>,
+    liveness: &Probe<'_>,
+) -> bool {
+    if !cx.container.loads_model_at_start() {
+        return false;
+    }
+    match (cx.container.server, &liveness.handler) {
+        (Some(server), Handler::HttpGet { path, .. }) => !server.answers_during_load(path),
+        _ => true,
     }
 }

@@ -42,14 +42,7 @@ impl Binaries {
         if binaries.all_present() {
             return Ok(binaries);
         }
-        std::fs::create_dir_all(&cache)
-            .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-        // Several test binaries may start at once: one builds, the others wait for it.
-        let lock_path = cache.join(".build.lock");
-        let lock = File::create(&lock_path)
-            .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
-        lock.lock()
-            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+        let _lock = build_lock(&cache, ".build.lock")?;
         if binaries.all_present() {
             return Ok(binaries);
         }
@@ -199,6 +192,19 @@ pub fn target_dir() -> PathBuf {
                 .and_then(|deps| deps.parent()?.parent().map(Path::to_path_buf))
         })
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+}
+
+/// Creates `cache` and takes the lock file `name` in it, held until the returned file is dropped.
+/// Several test binaries may start at once: one builds, the others wait here, then find the
+/// binaries present.
+pub(crate) fn build_lock(cache: &Path, name: &str) -> Result<File, String> {
+    std::fs::create_dir_all(cache)
+        .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    let path = cache.join(name);
+    let lock = File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+    Ok(lock)
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! containerd, its runc shim, `ctr`, runc, the CNI plugins and the sandbox's pause process (from
 //! `go/node`), built once per machine and version into `<target>/k8s/node-<versions>/`.
 
-use crate::binaries::{KUBE_MODULE, go_build_with, required_version, target_dir, version_ldflags};
-use std::fs::File;
+use crate::binaries::{
+    KUBE_MODULE, build_lock, go_build_with, required_version, target_dir, version_ldflags,
+};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -61,13 +62,7 @@ impl NodeBinaries {
         if binaries.all_present() {
             return Ok(binaries);
         }
-        std::fs::create_dir_all(&cache)
-            .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-        let lock_path = cache.join(".node-build.lock");
-        let lock = File::create(&lock_path)
-            .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
-        lock.lock()
-            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+        let _lock = build_lock(&cache, ".node-build.lock")?;
         if binaries.all_present() {
             return Ok(binaries);
         }
