@@ -1,6 +1,8 @@
 //! `pdb-blocks-gpu-drains`: a PodDisruptionBudget over GPU serving pods that no drain can
 //! satisfy, or that stalls drains on pods still loading their model.
 
+use std::collections::HashMap;
+
 use super::rule::{Report, Rule, RuleMeta};
 use crate::analysis::facts::{ObjectFacts, Role, selects};
 use crate::model::finding::Severity;
@@ -45,7 +47,90 @@ fn scaled(value: &Value, of: i64, round_up: bool) -> Option<i64> {
 
 pub(crate) static RULE: Rule = Rule::relations(&META, check);
 
+/// The replicated GPU serving workloads a budget may select, in input order, and the HPAs that
+/// scale them: a repository of thousands of budgets and workloads in one namespace would
+/// otherwise compare every budget with every object.
+struct Candidates<'a> {
+    /// By namespace and one of their pod labels (a string value).
+    by_label: HashMap<(Option<&'a str>, &'a str, &'a str), Vec<&'a ObjectFacts>>,
+    /// By namespace, for selectors without a string `matchLabels` entry.
+    by_namespace: HashMap<Option<&'a str>, Vec<&'a ObjectFacts>>,
+    /// The `minReplicas` of the first HPA for each namespace, target kind and name.
+    hpa_min: HashMap<(Option<&'a str>, &'a str, &'a str), i64>,
+}
+
+impl<'a> Candidates<'a> {
+    fn new(objects: &'a [ObjectFacts]) -> Self {
+        let mut candidates = Candidates {
+            by_label: HashMap::new(),
+            by_namespace: HashMap::new(),
+            hpa_min: HashMap::new(),
+        };
+        for object in objects {
+            let namespace = object.object_ref.namespace.as_deref();
+            match &object.role {
+                Role::GpuServing {
+                    replicated: Some(replicated),
+                    ..
+                } => {
+                    candidates
+                        .by_namespace
+                        .entry(namespace)
+                        .or_default()
+                        .push(object);
+                    for (key, value) in &replicated.labels {
+                        if let Some(value) = value.as_str() {
+                            candidates
+                                .by_label
+                                .entry((namespace, key, value))
+                                .or_default()
+                                .push(object);
+                        }
+                    }
+                }
+                Role::Autoscaler {
+                    target_kind,
+                    target_name,
+                    min_replicas,
+                    ..
+                } => {
+                    candidates
+                        .hpa_min
+                        .entry((namespace, target_kind, target_name))
+                        .or_insert(*min_replicas);
+                }
+                _ => {}
+            }
+        }
+        candidates
+    }
+
+    /// Every workload in `namespace` that `selector` may select: all that `selects` accepts,
+    /// and a few more, in input order.
+    fn for_selector(&self, namespace: Option<&'a str>, selector: &'a Value) -> &[&'a ObjectFacts] {
+        let first = selector
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .and_then(|m| m.iter().next())
+            .and_then(|(k, v)| Some((k.as_str(), v.as_str()?)));
+        let found = match first {
+            Some((key, value)) => self.by_label.get(&(namespace, key, value)),
+            None => self.by_namespace.get(&namespace),
+        };
+        found.map_or(&[], Vec::as_slice)
+    }
+
+    fn hpa_min(&self, workload: &ObjectFacts) -> Option<i64> {
+        let name = workload.object_ref.name.as_deref()?;
+        let namespace = workload.object_ref.namespace.as_deref();
+        self.hpa_min
+            .get(&(namespace, workload.object_ref.kind.as_str(), name))
+            .copied()
+    }
+}
+
 fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
+    let candidates = Candidates::new(objects);
     for pdb in objects {
         let Role::DisruptionBudget {
             selector: Some(selector),
@@ -56,11 +141,8 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
         else {
             continue;
         };
-        let namespace = &pdb.object_ref.namespace;
-        for workload in objects
-            .iter()
-            .filter(|o| o.object_ref.namespace == *namespace)
-        {
+        let namespace = pdb.object_ref.namespace.as_deref();
+        for &workload in candidates.for_selector(namespace, selector) {
             let Role::GpuServing {
                 replicated: Some(replicated),
                 load,
@@ -73,20 +155,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
                 continue;
             }
             let replicas = replicated.replicas;
-            let hpa_min = objects.iter().find_map(|o| match &o.role {
-                Role::Autoscaler {
-                    target_kind,
-                    target_name,
-                    min_replicas,
-                    ..
-                } if o.object_ref.namespace == *namespace
-                    && *target_kind == workload.object_ref.kind
-                    && workload.object_ref.name.as_deref() == Some(target_name) =>
-                {
-                    Some(*min_replicas)
-                }
-                _ => None,
-            });
+            let hpa_min = candidates.hpa_min(workload);
             let blocked = match (max_unavailable, min_available) {
                 (Some(max), _) if scaled(max, replicas, false) == Some(0) => Some((
                     "/spec/maxUnavailable",

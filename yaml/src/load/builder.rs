@@ -7,14 +7,17 @@
 //! ([`budget`](super::budget)). Where saphyr's spans fall short of what `--fix` needs, they are
 //! repaired from the text ([`spans`]).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 
+use hashbrown::HashTable;
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as RawSpan, Tag};
 use serde_json::{Map, Value};
 
 use super::budget::Budget;
 use super::error::{YamlError, YamlErrorKind};
-use super::location::{Children, Entry, LocNode, Locations, NONE, Span};
+use super::location::{Children, LocNode, Locations, MapEntry, NONE, Span};
 use super::resolve::{self, CORE_TAG_PREFIX, Scalar};
 use super::source::SourceMap;
 use super::spans;
@@ -111,26 +114,46 @@ enum Pending {
     Value {
         key: String,
         span: Span,
+        /// The slot that already holds this key (a merged one), which the value replaces.
+        existing: Option<usize>,
     },
     /// The value of a `<<` merge key.
     Merge,
 }
 
+/// Mappings with more keys than this find a key through a hash index; smaller ones compare
+/// the few keys they have, which is cheaper than hashing.
+const INDEX_FROM_KEYS: usize = 16;
+
 enum Body {
-    Seq {
-        items: Vec<Value>,
-        locs: Vec<u32>,
-    },
+    Seq,
     Map {
-        map: Map<String, Value>,
-        entries: HashMap<String, Entry>,
         pending: Pending,
+        /// Slot indices by key hash, once the mapping outgrows a linear search.
+        index: Option<HashTable<usize>>,
     },
+}
+
+/// A child of an open collection, kept on the builder's one stack of children until its
+/// collection closes and takes its children at once. A sequence item has an empty key.
+struct Slot {
+    key: String,
+    value: Value,
+    /// The node that provides the value, or [`NONE`] (a merged key whose node is unknown).
+    node: u32,
+    /// The value came from a merge key.
+    merged: bool,
+    /// The node whose key span is the explicit `key:` in this mapping, or [`NONE`] when the key
+    /// only came from merges. Kept even when a later merge overrides the value, so that a
+    /// repeated explicit key is still reported against the first one.
+    explicit: u32,
 }
 
 /// An open collection.
 struct Frame {
     body: Body,
+    /// Where this collection's children start on [`Builder::slots`].
+    base: usize,
     anchor: usize,
     /// Span of the collection's start event; its end is fixed when the collection closes.
     start: Span,
@@ -170,6 +193,10 @@ struct Builder<'s, 'a> {
     /// starts (used to find `-` indicators and block scalar headers).
     prev_end: usize,
     stack: Vec<Frame>,
+    /// The children of every open collection, innermost last.
+    slots: Vec<Slot>,
+    /// Hashes keys for the index of large mappings (keyed per stream: keys are input).
+    hasher: RandomState,
     anchors: HashMap<usize, Anchor>,
     locations: Locations,
     root: Option<(Value, u32)>,
@@ -182,6 +209,8 @@ impl<'s, 'a> Builder<'s, 'a> {
             budget: Budget::new(limits),
             prev_end: 0,
             stack: Vec::new(),
+            slots: Vec::new(),
+            hasher: RandomState::new(),
             anchors: HashMap::new(),
             locations: Locations::default(),
             root: None,
@@ -190,6 +219,7 @@ impl<'s, 'a> Builder<'s, 'a> {
 
     fn begin_document(&mut self, span: RawSpan) {
         self.stack.clear();
+        self.slots.clear();
         // Anchors are local to a document. saphyr-parser only forgets anchor names between
         // documents in its `load()` API, not when iterated, so an alias in a later document
         // can arrive with the id of an earlier document's anchor; it finds nothing here.
@@ -221,7 +251,7 @@ impl<'s, 'a> Builder<'s, 'a> {
     fn event(&mut self, event: Event<'_>, span: RawSpan) -> Result<(), YamlError> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                self.scalar(&text, style, anchor, tag.as_deref(), span)?;
+                self.scalar(text, style, anchor, tag.as_deref(), span)?;
                 self.prev_end = span.end.index();
             }
             Event::Alias(id) => {
@@ -259,7 +289,7 @@ impl<'s, 'a> Builder<'s, 'a> {
     fn item_indicator(&self, node_start: usize, node_is_empty: bool) -> Option<Span> {
         match self.stack.last() {
             Some(Frame {
-                body: Body::Seq { .. },
+                body: Body::Seq,
                 flow: false,
                 ..
             }) => spans::item_indicator(self.source, self.prev_end, node_start, node_is_empty),
@@ -269,7 +299,7 @@ impl<'s, 'a> Builder<'s, 'a> {
 
     fn scalar(
         &mut self,
-        text: &str,
+        text: Cow<'_, str>,
         style: ScalarStyle,
         anchor: usize,
         tag: Option<&Tag>,
@@ -286,6 +316,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         // empty sequence item that span is the `-` itself.
         let empty = text.is_empty() && style == ScalarStyle::Plain;
         let item = self.item_indicator(start, empty);
+        let text_bytes = text.len();
         let scalar = resolve::resolve(text, style == ScalarStyle::Plain, tag)
             .map_err(|m| self.error(YamlErrorKind::InvalidValue, m, start))?;
         let value_span = if empty {
@@ -302,7 +333,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     loc,
                     nodes: 1,
                     height: 0,
-                    bytes: text.len(),
+                    bytes: text_bytes,
                 },
             );
         }
@@ -313,7 +344,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             loc,
             nodes: 1,
             height: 0,
-            bytes: text.len(),
+            bytes: text_bytes,
             via_alias: false,
             item,
             index: start,
@@ -322,7 +353,7 @@ impl<'s, 'a> Builder<'s, 'a> {
 
     fn key_scalar(
         &mut self,
-        text: &str,
+        text: Cow<'_, str>,
         style: ScalarStyle,
         anchor: usize,
         tag: Option<&str>,
@@ -338,6 +369,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             self.set_pending(Pending::Merge, key_span.end, text.len());
             return Ok(());
         }
+        let text_bytes = text.len();
         let scalar = resolve::resolve(text, style == ScalarStyle::Plain, tag)
             .map_err(|m| self.error(YamlErrorKind::InvalidValue, m, start))?;
         if anchor != 0 {
@@ -349,7 +381,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     loc,
                     nodes: 1,
                     height: 0,
-                    bytes: text.len(),
+                    bytes: text_bytes,
                 },
             );
         }
@@ -358,19 +390,39 @@ impl<'s, 'a> Builder<'s, 'a> {
         self.expect_value(key, key_span, start)
     }
 
+    /// The slot of the innermost mapping that holds `key`, if any.
+    fn find_key(&self, key: &str) -> Option<usize> {
+        let frame = self.stack.last()?;
+        let Body::Map { index, .. } = &frame.body else {
+            return None;
+        };
+        match index {
+            Some(table) => table
+                .find(self.hasher.hash_one(key), |&i| {
+                    self.slots.get(i).is_some_and(|s| s.key == key)
+                })
+                .copied(),
+            None => self
+                .slots
+                .get(frame.base..)?
+                .iter()
+                .position(|s| s.key == key)
+                .map(|i| frame.base + i),
+        }
+    }
+
     /// Records a key (checking it is not a repeat) and waits for its value.
     fn expect_value(&mut self, key: String, span: Span, index: usize) -> Result<(), YamlError> {
-        if let Some(Frame {
-            body: Body::Map { entries, .. },
-            ..
-        }) = self.stack.last()
-            && let Some(first) = entries.get(&key).filter(|e| e.explicit != NONE)
+        let existing = self.find_key(&key);
+        if let Some(first) = existing
+            .and_then(|i| self.slots.get(i))
+            .filter(|s| s.explicit != NONE)
         {
             let at = self
                 .locations
                 .nodes
                 .get(first.explicit as usize)
-                .and_then(|n| n.key)
+                .and_then(LocNode::key)
                 .map_or_else(String::new, |k| {
                     format!(" (first defined at line {}, column {})", k.line, k.column)
                 });
@@ -381,7 +433,15 @@ impl<'s, 'a> Builder<'s, 'a> {
             ));
         }
         let bytes = key.len();
-        self.set_pending(Pending::Value { key, span }, span.end, bytes);
+        self.set_pending(
+            Pending::Value {
+                key,
+                span,
+                existing,
+            },
+            span.end,
+            bytes,
+        );
         Ok(())
     }
 
@@ -506,18 +566,15 @@ impl<'s, 'a> Builder<'s, 'a> {
         );
         let body = if is_map {
             Body::Map {
-                map: Map::new(),
-                entries: HashMap::new(),
                 pending: Pending::Key,
+                index: None,
             }
         } else {
-            Body::Seq {
-                items: Vec::new(),
-                locs: Vec::new(),
-            }
+            Body::Seq
         };
         self.stack.push(Frame {
             body,
+            base: self.slots.len(),
             anchor,
             start: start_span,
             item,
@@ -562,9 +619,37 @@ impl<'s, 'a> Builder<'s, 'a> {
             end: end.max(frame.start.start),
             ..frame.start
         };
+        let base = frame.base.min(self.slots.len());
         let (value, children) = match frame.body {
-            Body::Seq { items, locs } => (Value::Array(items), Children::Seq(locs)),
-            Body::Map { map, entries, .. } => (Value::Object(map), Children::Map(entries)),
+            Body::Seq => {
+                let start = self.locations.items.len();
+                let len = self.slots.len() - base;
+                self.locations.items.reserve(len);
+                let mut items = Vec::with_capacity(len);
+                for slot in self.slots.drain(base..) {
+                    self.locations.items.push(slot.node);
+                    items.push(slot.value);
+                }
+                (Value::Array(items), Children::Seq { start, len })
+            }
+            Body::Map { .. } => {
+                let start = self.locations.entries.len();
+                let len = self.slots.len() - base;
+                self.locations.entries.reserve(len);
+                let mut map = Map::with_capacity(len);
+                for slot in self.slots.drain(base..) {
+                    let key_start = self.locations.keys.len();
+                    self.locations.keys.push_str(&slot.key);
+                    self.locations.entries.push(MapEntry {
+                        key_start,
+                        key_len: slot.key.len(),
+                        node: slot.node,
+                        merged: slot.merged,
+                    });
+                    map.insert(slot.key, slot.value);
+                }
+                (Value::Object(map), Children::Map { start, len })
+            }
         };
         let children_index = u32::try_from(self.locations.children.len()).unwrap_or(NONE);
         self.locations.children.push(children);
@@ -619,42 +704,55 @@ impl<'s, 'a> Builder<'s, 'a> {
         frame.nodes = frame.nodes.saturating_add(done.nodes);
         frame.height = frame.height.max(done.height);
         frame.bytes = frame.bytes.saturating_add(done.bytes);
-        let node_span = self.locations.nodes.get(done.loc as usize).map(|n| n.value);
+        let node_span = self
+            .locations
+            .nodes
+            .get(done.loc as usize)
+            .map(LocNode::value);
         if let Some(node_span) = node_span {
             frame.end = frame.end.max(node_span.end);
         }
         match &mut frame.body {
-            Body::Seq { items, locs } => {
-                items.push(done.value);
-                locs.push(done.loc);
+            Body::Seq => {
                 if let Some(node) = self.locations.nodes.get_mut(done.loc as usize) {
-                    node.item = done.item;
+                    node.set_item(done.item);
                 }
+                self.slots.push(Slot {
+                    key: String::new(),
+                    value: done.value,
+                    node: done.loc,
+                    merged: false,
+                    explicit: NONE,
+                });
                 Ok(())
             }
-            Body::Map {
-                map,
-                entries,
-                pending,
-            } => match std::mem::replace(pending, Pending::Key) {
-                Pending::Value { key, span } => {
+            Body::Map { pending, .. } => match std::mem::replace(pending, Pending::Key) {
+                Pending::Value {
+                    key,
+                    span,
+                    existing,
+                } => {
                     if let Some(node) = self.locations.nodes.get_mut(done.loc as usize) {
-                        node.key = Some(span);
+                        node.set_key(span);
                     }
-                    entries.insert(
-                        key.clone(),
-                        Entry {
-                            node: done.loc,
-                            merged: false,
-                            explicit: done.loc,
-                        },
-                    );
-                    map.insert(key, done.value);
+                    let slot = Slot {
+                        key,
+                        value: done.value,
+                        node: done.loc,
+                        merged: false,
+                        explicit: done.loc,
+                    };
+                    match existing.and_then(|i| self.slots.get_mut(i)) {
+                        // An explicit key after a merge that brought it: the key keeps its
+                        // place in the mapping, the value is the explicit one.
+                        Some(merged) => *merged = slot,
+                        None => self.push_key(slot),
+                    }
                     Ok(())
                 }
                 Pending::Merge => {
                     let index = done.index;
-                    merge(&self.locations, map, entries, done).map_err(|()| {
+                    self.merge(done).map_err(|()| {
                         self.error(
                             YamlErrorKind::InvalidMerge,
                             "a merge key (`<<`) needs a mapping, an alias of a mapping, or a \
@@ -671,67 +769,109 @@ impl<'s, 'a> Builder<'s, 'a> {
             },
         }
     }
-}
 
-/// Applies a merge key's value to a mapping, as go-yaml v2 does when not strict: keys are set
-/// in the order the `<<` appears among the mapping's keys (a later explicit key wins, and a
-/// `<<` after an explicit key overrides it); in a sequence, earlier mappings win.
-fn merge(
-    locations: &Locations,
-    map: &mut Map<String, Value>,
-    entries: &mut HashMap<String, Entry>,
-    done: Done,
-) -> Result<(), ()> {
-    let children = |loc: u32| {
-        locations
-            .nodes
-            .get(loc as usize)
-            .and_then(|n| locations.children.get(n.children as usize))
-    };
-    match done.value {
-        Value::Object(source) => {
-            merge_one(map, entries, source, children(done.loc));
-            Ok(())
-        }
-        Value::Array(items) if !done.via_alias && items.iter().all(Value::is_object) => {
-            let item_locs: Vec<u32> = match children(done.loc) {
-                Some(Children::Seq(locs)) => locs.clone(),
-                _ => Vec::new(),
-            };
-            for (i, item) in items.into_iter().enumerate().rev() {
-                if let Value::Object(source) = item {
-                    let item_children = item_locs.get(i).and_then(|&l| children(l));
-                    merge_one(map, entries, source, item_children);
-                }
-            }
-            Ok(())
-        }
-        _ => Err(()),
-    }
-}
-
-fn merge_one(
-    map: &mut Map<String, Value>,
-    entries: &mut HashMap<String, Entry>,
-    source: Map<String, Value>,
-    source_children: Option<&Children>,
-) {
-    for (key, value) in source {
-        let node = match source_children {
-            Some(Children::Map(source_entries)) => {
-                source_entries.get(&key).map_or(NONE, |e| e.node)
-            }
-            _ => NONE,
+    /// Adds a key that the innermost mapping does not hold yet, indexing the mapping once it
+    /// grows past [`INDEX_FROM_KEYS`].
+    fn push_key(&mut self, slot: Slot) {
+        let at = self.slots.len();
+        let Some(Frame {
+            body: Body::Map { index, .. },
+            base,
+            ..
+        }) = self.stack.last_mut()
+        else {
+            return;
         };
-        let explicit = entries.get(&key).map_or(NONE, |e| e.explicit);
-        entries.insert(
-            key.clone(),
-            Entry {
-                node,
-                merged: true,
-                explicit,
-            },
-        );
-        map.insert(key, value);
+        let hasher = &self.hasher;
+        let slots = &self.slots;
+        let rehash = |&i: &usize| slots.get(i).map_or(0, |s| hasher.hash_one(&s.key));
+        match index {
+            Some(table) => {
+                table.insert_unique(hasher.hash_one(&slot.key), at, rehash);
+            }
+            None if at - *base >= INDEX_FROM_KEYS => {
+                let mut table = HashTable::with_capacity(2 * INDEX_FROM_KEYS);
+                for i in *base..at {
+                    table.insert_unique(rehash(&i), i, rehash);
+                }
+                table.insert_unique(hasher.hash_one(&slot.key), at, rehash);
+                *index = Some(table);
+            }
+            None => {}
+        }
+        self.slots.push(slot);
+    }
+
+    /// Applies a merge key's value to the innermost mapping, as go-yaml v2 does when not
+    /// strict: keys are set in the order the `<<` appears among the mapping's keys (a later
+    /// explicit key wins, and a `<<` after an explicit key overrides it); in a sequence,
+    /// earlier mappings win.
+    fn merge(&mut self, done: Done) -> Result<(), ()> {
+        match done.value {
+            Value::Object(source) => {
+                let nodes = self.entry_nodes(done.loc);
+                self.merge_one(source, &nodes);
+                Ok(())
+            }
+            Value::Array(items) if !done.via_alias && items.iter().all(Value::is_object) => {
+                let item_locs: Vec<u32> = match self.children_of(done.loc) {
+                    Some(Children::Seq { start, len }) => self
+                        .locations
+                        .items
+                        .get(start..start + len)
+                        .unwrap_or_default()
+                        .to_vec(),
+                    _ => Vec::new(),
+                };
+                for (i, item) in items.into_iter().enumerate().rev() {
+                    if let Value::Object(source) = item {
+                        let nodes = item_locs
+                            .get(i)
+                            .map_or_else(Vec::new, |&l| self.entry_nodes(l));
+                        self.merge_one(source, &nodes);
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(()),
+        }
+    }
+
+    fn children_of(&self, loc: u32) -> Option<Children> {
+        let node = self.locations.nodes.get(loc as usize)?;
+        self.locations.children.get(node.children as usize).copied()
+    }
+
+    /// The nodes of a built mapping's values, in its order (its JSON object's order too).
+    fn entry_nodes(&self, loc: u32) -> Vec<u32> {
+        match self.children_of(loc) {
+            Some(Children::Map { start, len }) => self
+                .locations
+                .map_entries(start, len)
+                .iter()
+                .map(|e| e.node)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn merge_one(&mut self, source: Map<String, Value>, nodes: &[u32]) {
+        for (i, (key, value)) in source.into_iter().enumerate() {
+            let node = nodes.get(i).copied().unwrap_or(NONE);
+            match self.find_key(&key).and_then(|at| self.slots.get_mut(at)) {
+                Some(slot) => {
+                    slot.value = value;
+                    slot.node = node;
+                    slot.merged = true;
+                }
+                None => self.push_key(Slot {
+                    key,
+                    value,
+                    node,
+                    merged: true,
+                    explicit: NONE,
+                }),
+            }
+        }
     }
 }

@@ -5,8 +5,6 @@
 //! its text, and no map keyed by full pointer strings (whose total size grows with depth times
 //! node count) is ever built. A lookup walks one pointer token per level.
 
-use std::collections::HashMap;
-
 use json_patch::jsonptr::Token;
 
 /// A stretch of the source file.
@@ -44,10 +42,12 @@ pub struct NodeLocation {
 /// Sentinel for "no children entry" (scalars and aliases of scalars).
 pub(super) const NONE: u32 = u32::MAX;
 
+/// A node's place in the file, kept compact: a document has one per node, and at 160 bytes
+/// (three `Option<Span>` of `usize`s) these were most of what parsing wrote to memory.
 pub(super) struct LocNode {
-    pub(super) key: Option<Span>,
-    pub(super) value: Span,
-    pub(super) item: Option<Span>,
+    pub(super) key: Packed,
+    pub(super) value: Packed,
+    pub(super) item: Packed,
     /// Index into `Locations::children`, or [`NONE`]. Alias nodes share their anchor's entry.
     pub(super) children: u32,
     /// This node is an alias (`*name`).
@@ -59,32 +59,95 @@ pub(super) struct LocNode {
 impl LocNode {
     pub(super) fn leaf(value: Span) -> Self {
         LocNode {
-            key: None,
-            value,
-            item: None,
+            key: Packed::ABSENT,
+            value: Packed::from(value),
+            item: Packed::ABSENT,
             children: NONE,
             alias: false,
             aliased: false,
         }
     }
+
+    pub(super) fn key(&self) -> Option<Span> {
+        self.key.span()
+    }
+
+    pub(super) fn value(&self) -> Span {
+        self.value.span().unwrap_or_default()
+    }
+
+    pub(super) fn item(&self) -> Option<Span> {
+        self.item.span()
+    }
+
+    pub(super) fn set_key(&mut self, key: Span) {
+        self.key = Packed::from(key);
+    }
+
+    pub(super) fn set_item(&mut self, item: Option<Span>) {
+        self.item = item.map_or(Packed::ABSENT, Packed::from);
+    }
 }
 
+/// A [`Span`] in 32-bit fields. Files are far below 4 GiB ([`super::Limits::max_file_bytes`]
+/// is capped there, [`super::HARD_MAX_FILE_BYTES`]), so nothing is lost; line 0 marks an absent span (lines count from 1).
+#[derive(Clone, Copy)]
+pub(super) struct Packed {
+    line: u32,
+    column: u32,
+    start: u32,
+    end: u32,
+}
+
+impl Packed {
+    const ABSENT: Packed = Packed {
+        line: 0,
+        column: 0,
+        start: 0,
+        end: 0,
+    };
+
+    fn span(self) -> Option<Span> {
+        (self.line != 0).then_some(Span {
+            line: self.line as usize,
+            column: self.column as usize,
+            start: self.start as usize,
+            end: self.end as usize,
+        })
+    }
+}
+
+impl From<Span> for Packed {
+    fn from(span: Span) -> Self {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Packed {
+            line: narrow(span.line).max(1),
+            column: narrow(span.column),
+            start: narrow(span.start),
+            end: narrow(span.end),
+        }
+    }
+}
+
+/// The children of one collection: a range of [`Locations::items`] or of
+/// [`Locations::entries`]. Every collection of a document shares those two arrays, so a
+/// collection costs no allocation of its own.
+#[derive(Clone, Copy)]
 pub(super) enum Children {
-    Seq(Vec<u32>),
-    Map(HashMap<String, Entry>),
+    Seq { start: usize, len: usize },
+    Map { start: usize, len: usize },
 }
 
-/// One key of a mapping.
+/// One key of a mapping, in the mapping's order (the order of its JSON object too).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Entry {
-    /// The node that provides the key's value.
+pub(super) struct MapEntry {
+    /// The key's text: a range of [`Locations::keys`].
+    pub(super) key_start: usize,
+    pub(super) key_len: usize,
+    /// The node that provides the key's value, or [`NONE`].
     pub(super) node: u32,
     /// The value came from a merge key (`<<`), so its text lives elsewhere.
     pub(super) merged: bool,
-    /// The node whose key span is the explicit `key:` in this mapping, or [`NONE`] when the key
-    /// only came from merges. Kept even when a later merge overrides the value, so that a
-    /// repeated explicit key is still reported against the first one.
-    pub(super) explicit: u32,
 }
 
 /// The locations of one document's nodes.
@@ -92,6 +155,12 @@ pub(super) struct Entry {
 pub struct Locations {
     pub(super) nodes: Vec<LocNode>,
     pub(super) children: Vec<Children>,
+    /// The items of every sequence, each sequence's contiguous.
+    pub(super) items: Vec<u32>,
+    /// The keys of every mapping, each mapping's contiguous.
+    pub(super) entries: Vec<MapEntry>,
+    /// The text of every key in `entries`, end to end.
+    pub(super) keys: String,
     pub(super) root: Option<u32>,
     /// Where the document starts (its `---`, or its first token).
     pub(super) start: Span,
@@ -146,11 +215,21 @@ impl Locations {
             };
         };
         NodeLocation {
-            key: n.key,
-            value: n.value,
-            item: n.item,
+            key: n.key(),
+            value: n.value(),
+            item: n.item(),
             shared: shared || n.alias || n.aliased,
         }
+    }
+
+    pub(super) fn map_entries(&self, start: usize, len: usize) -> &[MapEntry] {
+        self.entries.get(start..start + len).unwrap_or_default()
+    }
+
+    pub(super) fn key(&self, entry: &MapEntry) -> &str {
+        self.keys
+            .get(entry.key_start..entry.key_start + entry.key_len)
+            .unwrap_or_default()
     }
 
     /// Follows `pointer` as far as nodes exist.
@@ -185,13 +264,17 @@ impl Locations {
             let next = match Token::from_encoded(raw).as_ref().map(Token::decoded) {
                 Err(_) => None,
                 Ok(token) => match self.children.get(current.children as usize) {
-                    Some(Children::Seq(items)) => {
-                        parse_index(&token).and_then(|i| items.get(i).copied())
-                    }
-                    Some(Children::Map(entries)) => entries.get(token.as_ref()).map(|e| {
-                        shared |= e.merged;
-                        e.node
-                    }),
+                    Some(&Children::Seq { start, len }) => parse_index(&token)
+                        .filter(|&i| i < len)
+                        .and_then(|i| self.items.get(start + i).copied()),
+                    Some(&Children::Map { start, len }) => self
+                        .map_entries(start, len)
+                        .iter()
+                        .find(|e| self.key(e) == token.as_ref())
+                        .map(|e| {
+                            shared |= e.merged;
+                            e.node
+                        }),
                     None => None,
                 },
             };

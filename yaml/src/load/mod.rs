@@ -46,7 +46,8 @@ pub use location::{Locations, NodeLocation, Span};
 /// Bounds on what one file may cost. The defaults are far above any real manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest file accepted, in bytes; checked before anything else. Default 32 MiB.
+    /// Largest file accepted, in bytes; checked before anything else. Default 32 MiB. Values
+    /// above 4 GiB act as 4 GiB: locations are kept in 32 bits.
     pub max_file_bytes: usize,
     /// Most documents (`---` separated) in one file, empty ones included. Default 10,000.
     pub max_documents: usize,
@@ -69,6 +70,9 @@ pub struct Limits {
 
 /// Ceiling on [`Limits::max_depth`].
 const HARD_MAX_DEPTH: usize = 1_000;
+
+/// Ceiling on [`Limits::max_file_bytes`].
+const HARD_MAX_FILE_BYTES: usize = u32::MAX as usize;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -126,13 +130,14 @@ pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
         documents: Vec::new(),
         error: Some(error),
     };
-    if src.len() > limits.max_file_bytes {
+    let max_file_bytes = limits.max_file_bytes.min(HARD_MAX_FILE_BYTES);
+    if src.len() > max_file_bytes {
         return failed(YamlError {
             kind: YamlErrorKind::TooLarge,
             message: format!(
                 "the file is {} bytes, more than the {}-byte limit",
                 src.len(),
-                limits.max_file_bytes
+                max_file_bytes
             ),
             line: 1,
             column: 1,

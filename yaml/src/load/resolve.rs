@@ -7,6 +7,8 @@
 //! `resolve()` (including Go's `strconv.ParseInt(s, 0, 64)` number syntax: `0x`, `0o`, `0b`
 //! prefixes and leading-zero octal) and sigs.k8s.io/yaml's conversion of keys to strings.
 
+use std::borrow::Cow;
+
 use serde_json::{Number, Value};
 
 /// The long form of `!!` (the YAML core tag prefix).
@@ -40,29 +42,35 @@ impl Scalar {
 ///
 /// `plain` is whether it was unquoted (plain style); `tag` is its full tag (`!!int` arrives as
 /// `tag:yaml.org,2002:int`). Untagged non-plain scalars (quoted, `|`, `>`) are always strings.
-/// The error is a message for an explicit tag the text does not satisfy.
-pub(super) fn resolve(text: &str, plain: bool, tag: Option<&str>) -> Result<Scalar, String> {
+/// The error is a message for an explicit tag the text does not satisfy. The text is taken by
+/// value: the parser hands over an owned string per scalar, which becomes the JSON string
+/// without another copy.
+pub(super) fn resolve(
+    text: Cow<'_, str>,
+    plain: bool,
+    tag: Option<&str>,
+) -> Result<Scalar, String> {
     let Some(tag) = tag else {
         return Ok(if plain {
             implicit(text)
         } else {
-            Scalar::Str(text.to_owned())
+            Scalar::Str(text.into_owned())
         });
     };
     // Non-core tags (`!`, `!foo`, `!<urn:x>`) are not resolvable in go-yaml: the text is kept.
     let Some(wanted) = tag.strip_prefix(CORE_TAG_PREFIX) else {
-        return Ok(Scalar::Str(text.to_owned()));
+        return Ok(Scalar::Str(text.into_owned()));
     };
     match wanted {
-        "str" => Ok(Scalar::Str(text.to_owned())),
-        "binary" => decode_base64(text)
+        "str" => Ok(Scalar::Str(text.into_owned())),
+        "binary" => decode_base64(&text)
             .map(|bytes| Scalar::Str(String::from_utf8_lossy(&bytes).into_owned()))
             .ok_or_else(|| "!!binary value contains invalid base64 data".to_owned()),
         // go-yaml keeps timestamps as their text when decoding into interface{}; Go's layout
         // check is not reproduced beyond its quick "YYYY-" test.
-        "timestamp" if looks_like_timestamp(text) => Ok(Scalar::Str(text.to_owned())),
+        "timestamp" if looks_like_timestamp(&text) => Ok(Scalar::Str(text.into_owned())),
         "null" | "bool" | "int" | "float" | "timestamp" => {
-            let got = implicit(text);
+            let got = implicit(Cow::Borrowed(&text));
             match (&got, wanted) {
                 (Scalar::Int(i), "float") => Ok(Scalar::Float(*i as f64)),
                 (Scalar::UInt(u), "float") => Ok(Scalar::Float(*u as f64)),
@@ -74,12 +82,12 @@ pub(super) fn resolve(text: &str, plain: bool, tag: Option<&str>) -> Result<Scal
             }
         }
         // `!!map`, `!!seq`, `!!merge`, unknown core tags: not resolvable, text kept.
-        _ => Ok(Scalar::Str(text.to_owned())),
+        _ => Ok(Scalar::Str(text.into_owned())),
     }
 }
 
 /// go-yaml v2's `resolve("", text)` for a plain scalar.
-fn implicit(text: &str) -> Scalar {
+fn implicit(text: Cow<'_, str>) -> Scalar {
     // go-yaml only looks further when the first byte hints at a non-string.
     let hint = match text.as_bytes().first() {
         None => b'N',
@@ -87,22 +95,22 @@ fn implicit(text: &str) -> Scalar {
         Some(b'0'..=b'9') => b'D',
         Some(b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O' | b'~') => b'M',
         Some(b'.') => b'.',
-        Some(_) => return Scalar::Str(text.to_owned()),
+        Some(_) => return Scalar::Str(text.into_owned()),
     };
-    if let Some(known) = known_value(text) {
+    if let Some(known) = known_value(&text) {
         return known;
     }
     match hint {
         b'.' => {
-            if let Some(f) = go_dot_float(text) {
+            if let Some(f) = go_dot_float(&text) {
                 return Scalar::Float(f);
             }
         }
         b'D' | b'S' => {
-            let plain: std::borrow::Cow<'_, str> = if text.contains('_') {
+            let plain: Cow<'_, str> = if text.contains('_') {
                 text.replace('_', "").into()
             } else {
-                text.into()
+                Cow::Borrowed(&text)
             };
             if let Some(i) = go_parse_int(&plain) {
                 return Scalar::Int(i);
@@ -119,7 +127,7 @@ fn implicit(text: &str) -> Scalar {
         }
         _ => {}
     }
-    Scalar::Str(text.to_owned())
+    Scalar::Str(text.into_owned())
 }
 
 /// go-yaml v2's table of exact spellings (YAML 1.1 booleans, nulls, special floats).
@@ -411,7 +419,7 @@ mod tests {
     use super::*;
 
     fn plain(text: &str) -> Scalar {
-        implicit(text)
+        implicit(Cow::Borrowed(text))
     }
 
     #[test]

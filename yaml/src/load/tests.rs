@@ -304,6 +304,61 @@ fn repeated_explicit_key_is_a_duplicate_even_with_a_merge_between() {
     assert_eq!((e.line, e.column), (5, 3));
 }
 
+/// Mappings past a dozen keys find their keys through a hash index instead of comparing them
+/// one by one: keys, merges, duplicates and locations must come out the same either way.
+#[test]
+fn large_mappings_keep_keys_merges_duplicates_and_locations() {
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    let mut src = String::from("d: &d {k3: merged, extra: merged}\nm:\n");
+    for (i, key) in keys.iter().enumerate() {
+        src.push_str(&format!("  {key}: {i}\n"));
+        if i == 20 {
+            src.push_str("  <<: *d\n");
+        }
+    }
+    src.push_str("  k30: late\n");
+    let e = error(&src);
+    assert_eq!(e.kind, YamlErrorKind::DuplicateKey);
+    assert_eq!((e.line, e.column), (44, 3));
+    assert!(e.message.contains("\"k30\""), "{e}");
+    assert!(e.message.contains("line 34, column 3"), "{e}");
+
+    let src = src.replace("  k30: late\n", "  extra: explicit\n");
+    let doc = one(&src);
+    let m = doc.value["m"].as_object().expect("mapping");
+    let order: Vec<&str> = m.keys().map(String::as_str).collect();
+    let mut expected: Vec<&str> = keys.iter().map(String::as_str).collect();
+    expected.insert(21, "extra");
+    assert_eq!(order, expected, "a key keeps the place where it first came");
+    assert_eq!(
+        m["k3"],
+        json!("merged"),
+        "a merge after an explicit key overrides it"
+    );
+    assert_eq!(
+        m["extra"],
+        json!("explicit"),
+        "an explicit key after a merge wins"
+    );
+    for (i, key) in keys.iter().enumerate() {
+        let loc = doc.locations.get(&format!("/m/{key}")).expect("key");
+        if key == "k3" {
+            assert!(loc.shared, "k3's value is the merged one");
+            continue;
+        }
+        let line = 3 + i + usize::from(i > 20);
+        assert_eq!(
+            loc.key.map(|k| (k.line, k.column)),
+            Some((line, 3)),
+            "{key}"
+        );
+        assert!(!loc.shared, "{key}");
+    }
+    let extra = doc.locations.get("/m/extra").expect("extra");
+    assert_eq!(extra.key.map(|k| k.line), Some(44));
+    assert!(!extra.shared);
+}
+
 #[test]
 fn recursive_alias_is_refused() {
     let e = error("a: &x [1, *x]\n");
