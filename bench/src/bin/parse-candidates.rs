@@ -4,9 +4,15 @@
 //! - `probelint-yaml`: our whole loader (saphyr-parser's events, the tree with spans, YAML 1.1
 //!   resolution, the limits): what `parse-only` and the linter pay per byte;
 //! - `saphyr-parser events`: the event stream our loader is built on, drained;
-//! - `rlsp-yaml-parser events`: a candidate event stream (issue 24), drained.
+//! - `rlsp-yaml-parser events`: a candidate event stream (issue 24), drained;
+//! - `rlsp-yaml-parser loader`: that crate's own tree with spans (YAML 1.2 core schema, aliases
+//!   kept), a data point for what a tree costs on top of its events; it is not our tree.
 //!
-//! The three are interleaved round by round (this machine is noisy) and each figure is the
+//! Event rows also say events per second: each parser's node and document events (stream
+//! start/end and rlsp's comment events left out, so the two counts measure the same thing), as
+//! counted once before timing.
+//!
+//! The four are interleaved round by round (this machine is noisy) and each figure is the
 //! median of the rounds. A file a parser refuses is counted and named, not timed away: a
 //! faster parser that refuses manifests kubectl reads is no candidate.
 
@@ -17,8 +23,9 @@ use std::time::Instant;
 
 const ROUNDS: usize = 9;
 
-/// A parser by name, and a run of it over one text: whether it read the text.
-type Candidate = (&'static str, fn(&str) -> bool);
+/// A parser by name, a run of it over one text (whether it read the text), and for event
+/// streams a count of the events it yields.
+type Candidate = (&'static str, fn(&str) -> bool, Option<fn(&str) -> usize>);
 
 fn main() -> ExitCode {
     let paths: Vec<String> = std::env::args().skip(1).collect();
@@ -44,12 +51,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
 
-    let candidates: [Candidate; 3] = [
-        ("probelint-yaml (whole loader)", ours),
-        ("saphyr-parser events", saphyr_events),
-        ("rlsp-yaml-parser events", rlsp_events),
+    let candidates: [Candidate; 4] = [
+        ("probelint-yaml (whole loader)", ours, None),
+        ("saphyr-parser events", saphyr_events, Some(saphyr_count)),
+        ("rlsp-yaml-parser events", rlsp_events, Some(rlsp_count)),
+        ("rlsp-yaml-parser loader", rlsp_loader, None),
     ];
-    for (name, parse) in &candidates {
+    let events: Vec<Option<usize>> = candidates
+        .iter()
+        .map(|(_, _, count)| count.map(|count| texts.iter().map(|(_, t)| count(t)).sum()))
+        .collect();
+    for (name, parse, _) in &candidates {
         let refused: Vec<String> = texts
             .iter()
             .filter(|(_, t)| !parse(t))
@@ -66,7 +78,7 @@ fn main() -> ExitCode {
 
     let mut seconds = vec![Vec::with_capacity(ROUNDS); candidates.len()];
     for _ in 0..ROUNDS {
-        for (i, (_, parse)) in candidates.iter().enumerate() {
+        for (i, (_, parse, _)) in candidates.iter().enumerate() {
             let start = Instant::now();
             for (_, text) in &texts {
                 std::hint::black_box(parse(std::hint::black_box(text)));
@@ -80,9 +92,12 @@ fn main() -> ExitCode {
         texts.len(),
         bytes as f64 / 1e6
     );
-    for ((name, _), secs) in candidates.iter().zip(&medians) {
+    for (((name, _, _), secs), count) in candidates.iter().zip(&medians).zip(&events) {
+        let rate = count.map_or_else(String::new, |n| {
+            format!("  {:>6.2} M events/s ({n} events)", n as f64 / secs / 1e6)
+        });
         println!(
-            "  {name:<32} {:>8.2} ms  {:>7.1} MB/s  {:.2}x the whole loader's time",
+            "  {name:<32} {:>8.2} ms  {:>7.1} MB/s  {:.2}x the whole loader's time{rate}",
             secs * 1e3,
             bytes as f64 / secs / 1e6,
             secs / medians[0]
@@ -118,6 +133,33 @@ fn rlsp_events(text: &str) -> bool {
         }
     }
     true
+}
+
+fn rlsp_loader(text: &str) -> bool {
+    std::hint::black_box(rlsp_yaml_parser::load(text)).is_ok()
+}
+
+/// Node and document events only: what a tree is built from.
+fn saphyr_count(text: &str) -> usize {
+    use saphyr_parser::Event;
+    saphyr_parser::Parser::new_from_str(text)
+        .map_while(Result::ok)
+        .filter(|(e, _)| !matches!(e, Event::StreamStart | Event::StreamEnd | Event::Nothing))
+        .count()
+}
+
+/// As [`saphyr_count`]: comment events, which saphyr does not emit, are left out.
+fn rlsp_count(text: &str) -> usize {
+    use rlsp_yaml_parser::Event;
+    rlsp_yaml_parser::parse_events(text)
+        .map_while(Result::ok)
+        .filter(|(e, _)| {
+            !matches!(
+                e,
+                Event::StreamStart | Event::StreamEnd | Event::Comment { .. }
+            )
+        })
+        .count()
 }
 
 fn collect(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
