@@ -77,6 +77,15 @@ timeout 600 "$BIN/bench-run" lint \
     --runs "$RUNS" --small "$SMALL" --small-runs "$SMALL_RUNS" \
     --out "$RESULTS/lint.json"
 
+step "YAML parsers side by side (one thread): 1,000 generated files, then the real-world corpus"
+# Not a ratio with a target: it says where parse-only's time goes (the parser's events against
+# the whole loader) and what another parser would change.
+{
+    "$BIN/parse-candidates" "$CORPUS/n1000"
+    echo
+    "$BIN/parse-candidates" "$ROOT/tests/corpus"
+} | tee "$WORK/parsers.txt" >&2
+
 step "linter: --fix and human output on one file of 500 / 1,000 / 2,000 / 8,000 fixable containers"
 timeout 300 "$BIN/bench-run" fix --probelint "$BIN/probelint" \
     --containers 500,1000,2000,8000 --runs 3 --out "$RESULTS/fix.json"
@@ -192,6 +201,20 @@ NOTES=$WORK/notes.md
   $WEBHOOK_REPS repetitions, the three servers interleaved, medians.
 - **Engine**: criterion (\`bench/benches/engine.rs\`), \`evaluate_one\` on a GPU Deployment
   and \`fix::mutate\` on a GPU Pod, each beside serde_json parsing the same object.
+
+EOF
+    cat <<EOF
+## YAML parsers side by side
+
+\`parse-candidates DIR\` (\`bench/src/bin/parse-candidates.rs\`) on the same 1,000 generated
+files and on \`tests/corpus\` (real-world manifests and the peer tools' examples): our whole
+loader (saphyr-parser's events, the tree with every node's location, YAML 1.1 resolution, the
+limits), saphyr-parser's event stream alone, rlsp-yaml-parser's event stream and its own loader;
+one thread, 9 interleaved rounds, medians. Every file a parser refuses is named.
+
+\`\`\`text
+$(cat "$WORK/parsers.txt")
+\`\`\`
 
 EOF
     if [ -f "$ROOT/bench/profile-notes.md" ]; then

@@ -971,12 +971,12 @@ fn report(a: &ReportArgs) -> Result<(), String> {
                 baseline: format!("parse-only {}", fmt_ms(f(&s["parse_only_ms"]))),
                 ratio: format!("{ratio:.2}x"),
                 target: if is_largest {
-                    "≤ 1.5x".into()
+                    "≤ 1.3x".into()
                 } else {
                     "(info)".into()
                 },
                 verdict: if is_largest {
-                    verdict(ratio <= 1.5)
+                    verdict(ratio <= 1.3)
                 } else {
                     "info"
                 },
