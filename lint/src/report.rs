@@ -126,8 +126,8 @@ impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> Self {
         let bytes = text.as_bytes();
         let mut starts = vec![if text.starts_with('\u{feff}') { 3 } else { 0 }];
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            if bytes.get(i) == Some(&b'\n') || bytes.get(i + 1) != Some(&b'\n') {
                 starts.push(i + 1);
             }
         }
