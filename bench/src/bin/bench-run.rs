@@ -1267,7 +1267,7 @@ fn report(a: &ReportArgs) -> Result<(), String> {
             .collect();
         if !passes.is_empty() {
             notes.push(format!(
-                "Webhook latency rates ({} req/s) as shares of each server's own max throughput: {}.",
+                "Webhook latency rates ({} req/s) as shares of each server's own max throughput (the closed loop's): {}.",
                 passes
                     .iter()
                     .map(|(_, rate, _)| format!("{rate:.0}"))
