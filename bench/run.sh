@@ -114,7 +114,7 @@ else
         for n in 1000 2000; do
             if [ "$n" = 2000 ]; then
                 # 2,000 files only when the run can afford one more Checkov run (~1 min) and
-                # still leave the webhook its ~2 minutes.
+                # still leave the webhook its ~3 minutes.
                 case "$CHECKOV_2000" in
                     0 | no) continue ;;
                     auto) [ "$(measured)" -lt $((BUDGET_S - 300)) ] || {
@@ -150,7 +150,7 @@ step "webhook: /validate and /mutate against the echo server (HTTPS, loopback)"
 # TMPDIR: the run's certificate goes under $WORK, removed whatever happens.
 TMPDIR=$WORK timeout 600 "$BIN/bench-run" webhook \
     --webhook "$BIN/probelint-webhook" --echo "$BIN/echo-server" \
-    --reps "$WEBHOOK_REPS" --warmup-s 1 --closed-s 4 --open-s 6 \
+    --reps "$WEBHOOK_REPS" --warmup-s 1 --closed-s 4 --open-s 4 --open-fractions 0.25,0.5,0.75 \
     --connections 16 --open-connections 64 --client-threads 1 \
     --out "$RESULTS/webhook.json"
 
@@ -195,10 +195,13 @@ NOTES=$WORK/notes.md
   (\`bench/src/loadgen.rs\`, hyper + tokio-rustls, HTTP/1.1 keep-alive, one client thread)
   sends three real AdmissionReviews in turn: a GPU Deployment with findings, a clean one and a
   GPU Pod that \`/mutate\` patches. Max throughput: 16 connections in a closed loop, 4 s after
-  1 s of warm-up. Latency: a fixed rate of half the echo server's max, 64 pooled connections,
-  6 s after 1 s of warm-up, latency from when the request was issued (queueing included);
-  then, for context, 4 s at half the slowest server's max.
-  $WEBHOOK_REPS repetitions, the three servers interleaved, medians.
+  1 s of warm-up. Latency: fixed rates of 25 %, 50 % (the target's) and 75 % of the echo
+  server's max, 64 pooled connections, 4 s each after 1 s of warm-up, latency from when the
+  request was issued (queueing included). CPU per request: the server process's user + system
+  time (\`/proc/PID/stat\`) from when the connections are up to the end of the run, warm-up
+  included, over the requests it answered; the load generator's the same way.
+  $WEBHOOK_REPS repetitions, each going through the rates and, at each, the three servers in
+  turn; medians.
 - **Engine**: criterion (\`bench/benches/engine.rs\`), \`evaluate_one\` on a GPU Deployment
   and \`fix::mutate\` on a GPU Pod, each beside serde_json parsing the same object.
 

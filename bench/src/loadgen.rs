@@ -10,7 +10,12 @@
 //!
 //! Every answer must be `200` with a JSON object body; anything else, a transport error or a
 //! request that never completes counts as an error.
+//!
+//! Both also count the CPU time the server process (when [`Target::server_pid`] names it) and
+//! this process used from when the connections were up to the end, per answered request,
+//! warm-up included: a figure the other load on the machine disturbs far less than a rate.
 
+use crate::process::cpu_time;
 use crate::stats::percentile_sorted;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -32,6 +37,8 @@ pub struct Target {
     pub addr: SocketAddr,
     pub path: String,
     pub tls: Arc<ClientConfig>,
+    /// The process that serves it, whose CPU time is counted.
+    pub server_pid: Option<u32>,
 }
 
 /// What one load run measured.
@@ -46,6 +53,42 @@ pub struct LoadResult {
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// Requests answered without error over the whole run, warm-up included.
+    pub served: u64,
+    /// CPU time of the server process per served request, in µs (NaN when not known).
+    pub server_cpu_us: f64,
+    /// CPU time of the load generator (this process) per served request, in µs.
+    pub client_cpu_us: f64,
+}
+
+/// CPU time of the server and of this process, read when the connections are up and again at
+/// the end of a run.
+struct CpuClock {
+    server_pid: Option<u32>,
+    server: Option<Duration>,
+    client: Option<Duration>,
+}
+
+impl CpuClock {
+    fn start(target: &Target) -> CpuClock {
+        CpuClock {
+            server_pid: target.server_pid,
+            server: target.server_pid.and_then(cpu_time),
+            client: cpu_time(std::process::id()),
+        }
+    }
+
+    /// (server, client) µs of CPU per request over `served` requests.
+    fn per_request(&self, served: u64) -> (f64, f64) {
+        let per = |before: Option<Duration>, now: Option<Duration>| match (before, now) {
+            (Some(b), Some(n)) if served > 0 => (n - b).as_secs_f64() * 1e6 / served as f64,
+            _ => f64::NAN,
+        };
+        (
+            per(self.server, self.server_pid.and_then(cpu_time)),
+            per(self.client, cpu_time(std::process::id())),
+        )
+    }
 }
 
 type Sender = SendRequest<Full<Bytes>>;
@@ -101,16 +144,27 @@ pub async fn post(sender: &mut Sender, path: &str, body: &Bytes) -> Result<Bytes
     Ok(bytes)
 }
 
-fn summarize(mut latencies_us: Vec<u32>, completed: u64, errors: u64, seconds: f64) -> LoadResult {
+struct Counts {
+    completed: u64,
+    errors: u64,
+    seconds: f64,
+    served: u64,
+}
+
+fn summarize(mut latencies_us: Vec<u32>, counts: Counts, cpu: &CpuClock) -> LoadResult {
     latencies_us.sort_unstable();
+    let (server_cpu_us, client_cpu_us) = cpu.per_request(counts.served);
     LoadResult {
-        completed,
-        errors,
-        seconds,
-        rate: completed as f64 / seconds,
+        completed: counts.completed,
+        errors: counts.errors,
+        seconds: counts.seconds,
+        rate: counts.completed as f64 / counts.seconds,
         p50_us: percentile_sorted(&latencies_us, 50.0),
         p99_us: percentile_sorted(&latencies_us, 99.0),
         max_us: latencies_us.last().copied().unwrap_or(0).into(),
+        served: counts.served,
+        server_cpu_us,
+        client_cpu_us,
     }
 }
 
@@ -131,6 +185,7 @@ pub async fn closed_loop(
     for _ in 0..connections {
         senders.push(connect(target).await?);
     }
+    let cpu = CpuClock::start(target);
     let start = Instant::now();
     let measure_from = start + warmup;
     let end = measure_from + duration;
@@ -142,7 +197,7 @@ pub async fn closed_loop(
         let errors = errors.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            let mut completed = 0u64;
+            let (mut completed, mut served) = (0u64, 0u64);
             let mut i = c;
             loop {
                 let sent = Instant::now();
@@ -159,6 +214,7 @@ pub async fn closed_loop(
                 let done = Instant::now();
                 match result {
                     Ok(Ok(_)) => {
+                        served += 1;
                         if done >= measure_from && done < end {
                             completed += 1;
                             latencies.push(micros(done - sent));
@@ -176,22 +232,24 @@ pub async fn closed_loop(
                     }
                 }
             }
-            (latencies, completed)
+            (latencies, completed, served)
         }));
     }
     let mut latencies = Vec::new();
-    let mut completed = 0;
+    let (mut completed, mut served) = (0, 0);
     for t in tasks {
-        let (l, c) = t.await.map_err(|e| e.to_string())?;
+        let (l, c, s) = t.await.map_err(|e| e.to_string())?;
         latencies.extend(l);
         completed += c;
+        served += s;
     }
-    Ok(summarize(
-        latencies,
+    let counts = Counts {
         completed,
-        errors.load(Ordering::Relaxed),
-        duration.as_secs_f64(),
-    ))
+        errors: errors.load(Ordering::Relaxed),
+        seconds: duration.as_secs_f64(),
+        served,
+    };
+    Ok(summarize(latencies, counts, &cpu))
 }
 
 struct Ticket {
@@ -213,16 +271,23 @@ pub async fn open_loop(
     for _ in 0..connections {
         senders.push(connect(target).await?);
     }
+    let cpu = CpuClock::start(target);
     let (tx, rx) = mpsc::unbounded_channel::<Ticket>();
     let rx = Arc::new(Mutex::new(rx));
+    let served = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let measure_from = start + warmup;
     let total = ((warmup + duration).as_secs_f64() * rate).round() as u64;
     let errors = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for mut sender in senders {
-        let (rx, bodies, target, errors) =
-            (rx.clone(), bodies.clone(), target.clone(), errors.clone());
+        let (rx, bodies, target, errors, served) = (
+            rx.clone(),
+            bodies.clone(),
+            target.clone(),
+            errors.clone(),
+            served.clone(),
+        );
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             loop {
@@ -237,6 +302,7 @@ pub async fn open_loop(
                 let measured = ticket.issued >= measure_from;
                 match result {
                     Ok(Ok(_)) => {
+                        served.fetch_add(1, Ordering::Relaxed);
                         if measured {
                             latencies.push(micros(ticket.issued.elapsed()));
                         }
@@ -286,10 +352,11 @@ pub async fn open_loop(
     let errors = errors.load(Ordering::Relaxed);
     // Requests issued in the window that neither completed nor failed never came back.
     let lost = measured_issued.saturating_sub(completed + errors);
-    Ok(summarize(
-        latencies,
+    let counts = Counts {
         completed,
-        errors + lost,
-        duration.as_secs_f64(),
-    ))
+        errors: errors + lost,
+        seconds: duration.as_secs_f64(),
+        served: served.load(Ordering::Relaxed),
+    };
+    Ok(summarize(latencies, counts, &cpu))
 }

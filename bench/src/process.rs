@@ -78,3 +78,46 @@ pub fn run_checked(program: &str, args: &[&str], ok: &[i32]) -> Result<Run, Stri
         r.code
     ))
 }
+
+/// The CPU time (user + system, all threads) that process `pid` has used so far, from
+/// `/proc/PID/stat`; `None` when it cannot be read (the process is gone, or not Linux).
+/// Resolution: one clock tick (10 ms at the usual 100 Hz), so read it over seconds of work.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: fields are counted
+    // after its closing parenthesis, where field 3 (the state) comes first.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks <= 0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(
+        (utime + stime) as f64 / ticks as f64,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_time_of_this_process_grows_with_work() {
+        let before = cpu_time(std::process::id()).expect("own /proc/PID/stat");
+        // Work until the clock moves (one tick of CPU), or give up after a long while.
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        let mut after = before;
+        while after <= before && start.elapsed() < Duration::from_secs(30) {
+            for _ in 0..1_000_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            after = cpu_time(std::process::id()).expect("own /proc/PID/stat");
+        }
+        assert!(after > before, "{before:?} -> {after:?}");
+        assert_eq!(cpu_time(u32::MAX), None);
+    }
+}

@@ -566,9 +566,17 @@ struct WebhookArgs {
     /// Seconds of the closed loop.
     #[arg(long = "closed-s", default_value = "4", value_parser = seconds)]
     closed: Duration,
-    /// Seconds of the open loop.
+    /// Seconds of the open loop, at each rate.
     #[arg(long = "open-s", default_value = "6", value_parser = seconds)]
     open: Duration,
+    /// The open loop's rates, as fractions of the echo server's max throughput (comma-separated;
+    /// 0.5 is the one the latency target is set at).
+    #[arg(
+        long = "open-fractions",
+        value_delimiter = ',',
+        default_value = "0.25,0.5,0.75"
+    )]
+    open_fractions: Vec<f64>,
     /// Connections of the closed loop.
     #[arg(long, default_value_t = 16)]
     connections: usize,
@@ -692,6 +700,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         ],
         "echo-server",
     )?;
+    let (webhook_pid, echo_pid) = (webhook.child.id(), echo.child.id());
     let mut servers = [webhook, echo];
 
     let runtime = if args.client_threads <= 1 {
@@ -706,15 +715,16 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
     }
     .map_err(|e| e.to_string())?;
     let client = tls::client_config(ca.pem.as_bytes())?;
-    let target = |addr: SocketAddr, path: &str| Target {
+    let target = |addr: SocketAddr, path: &str, pid: u32| Target {
         addr,
         path: path.to_owned(),
         tls: client.clone(),
+        server_pid: Some(pid),
     };
     let targets = [
-        ("echo", target(echo_addr, "/echo")),
-        ("validate", target(webhook_addr, "/validate")),
-        ("mutate", target(webhook_addr, "/mutate")),
+        ("echo", target(echo_addr, "/echo", echo_pid)),
+        ("validate", target(webhook_addr, "/validate", webhook_pid)),
+        ("mutate", target(webhook_addr, "/mutate", webhook_pid)),
     ];
     let bodies = review::bodies();
     let payloads: Arc<Vec<Bytes>> =
@@ -745,45 +755,52 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         .await?;
         let median_rate =
             |runs: &[LoadResult]| median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>());
-        let open_pass = async |servers: &mut [Server], rate: f64, duration: Duration| {
-            let label = format!("open loop at {rate:.0}/s");
-            pass(&label, &targets, args.reps, servers, async |t| {
-                let (pool, warmup) = (args.open_connections, args.warmup);
-                loadgen::open_loop(t, payloads.clone(), rate, pool, warmup, duration).await
-            })
-            .await
-        };
-        let rate = (median_rate(&closed["echo"]) / 2.0).max(1.0);
-        let open = open_pass(&mut servers, rate, args.open).await?;
-        // For context (no target): latency where all three keep up, at half the slowest one's
-        // max, so that the webhook's own latency shows and not only its queue.
-        let slowest = closed
-            .values()
-            .map(|runs| median_rate(runs))
-            .fold(f64::INFINITY, f64::min);
-        let sustainable_rate = (slowest / 2.0).max(1.0);
-        let sustainable_s = args.open.mul_f64(2.0 / 3.0);
-        let sustainable = open_pass(&mut servers, sustainable_rate, sustainable_s).await?;
+        // Latency at fixed rates, fractions of the echo's max: one rate does not show whether a
+        // p99 is the server's own or its queue's (at half the echo's max a slower server is
+        // nearer its own limit than the echo is).
+        let echo_max = median_rate(&closed["echo"]);
+        let rates: Vec<(f64, f64)> = args
+            .open_fractions
+            .iter()
+            .map(|&fraction| (fraction, (echo_max * fraction).max(1.0)))
+            .collect();
+        let open = open_passes(&targets, &rates, args.reps, &mut servers, async |t, rate| {
+            let (pool, warmup) = (args.open_connections, args.warmup);
+            loadgen::open_loop(t, payloads.clone(), rate, pool, warmup, args.open).await
+        })
+        .await?;
         let summary = |runs: &[LoadResult]| {
+            let med = |get: fn(&LoadResult) -> f64| median(&runs.iter().map(get).collect::<Vec<_>>());
             json!({
                 "rate": median_rate(runs),
-                "p50_us": median(&runs.iter().map(|r| r.p50_us).collect::<Vec<_>>()),
-                "p99_us": median(&runs.iter().map(|r| r.p99_us).collect::<Vec<_>>()),
+                "p50_us": med(|r| r.p50_us),
+                "p99_us": med(|r| r.p99_us),
                 "max_us": runs.iter().map(|r| r.max_us).fold(0.0, f64::max),
                 "errors": runs.iter().map(|r| r.errors).sum::<u64>(),
                 "completed": runs.iter().map(|r| r.completed).sum::<u64>(),
+                "server_cpu_us": med(|r| r.server_cpu_us),
+                "client_cpu_us": med(|r| r.client_cpu_us),
                 "runs_rate": runs.iter().map(|r| r.rate).collect::<Vec<_>>(),
                 "runs_p99_us": runs.iter().map(|r| r.p99_us).collect::<Vec<_>>(),
+                "runs_server_cpu_us": runs.iter().map(|r| r.server_cpu_us).collect::<Vec<_>>(),
             })
         };
-        let mut closed_json = serde_json::Map::new();
-        let mut open_json = serde_json::Map::new();
-        let mut sustainable_json = serde_json::Map::new();
-        for (name, _) in &targets {
-            closed_json.insert((*name).to_owned(), summary(&closed[name]));
-            open_json.insert((*name).to_owned(), summary(&open[name]));
-            sustainable_json.insert((*name).to_owned(), summary(&sustainable[name]));
-        }
+        let by_target = |results: &BTreeMap<&'static str, Vec<LoadResult>>| {
+            let mut map = serde_json::Map::new();
+            for (name, _) in &targets {
+                map.insert((*name).to_owned(), summary(&results[name]));
+            }
+            Value::Object(map)
+        };
+        let open_json: Vec<Value> = rates
+            .iter()
+            .zip(&open)
+            .map(|((fraction, rate), results)| {
+                json!({"fraction": fraction, "rate": rate, "servers": by_target(results)})
+            })
+            .collect();
+        // The target's rate, under the names the report has always read.
+        let half = rates.iter().position(|(fraction, _)| *fraction == 0.5);
         Ok::<Value, String>(json!({
             "reps": args.reps,
             "connections": args.connections,
@@ -792,13 +809,12 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
             "warmup_s": args.warmup.as_secs_f64(),
             "closed_s": args.closed.as_secs_f64(),
             "open_s": args.open.as_secs_f64(),
-            "open_rate": rate,
             "bodies": bodies.iter().map(|b| json!({"name": b.name, "bytes": b.json.len()})).collect::<Vec<_>>(),
             "responses": sanity,
-            "closed": closed_json,
-            "open": open_json,
-            "sustainable_rate": sustainable_rate,
-            "sustainable": sustainable_json,
+            "closed": by_target(&closed),
+            "open_rate": half.map(|i| rates[i].1),
+            "open": half.map(|i| by_target(&open[i])),
+            "open_rates": open_json,
         }))
     });
     drop(servers);
@@ -818,15 +834,43 @@ async fn pass(
     for rep in 1..=reps {
         for (name, t) in targets {
             let r = one(t).await?;
-            eprintln!(
-                "  {label} {rep}/{reps} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}",
-                r.rate, r.p50_us, r.p99_us, r.max_us, r.errors
-            );
+            log_run(label, rep, reps, name, &r);
             results.entry(name).or_default().push(r);
         }
         all_alive(servers)?;
     }
     Ok(results)
+}
+
+/// Runs `one` on every target at every rate, `reps` times: each repetition goes through the
+/// rates and, at each, the targets in turn (so that a disturbance hits them alike); after each
+/// repetition, fails if a server has exited. One map of results per rate, in `rates`' order.
+async fn open_passes(
+    targets: &[(&'static str, Target)],
+    rates: &[(f64, f64)],
+    reps: usize,
+    servers: &mut [Server],
+    one: impl AsyncFn(&Target, f64) -> Result<LoadResult, String>,
+) -> Result<Vec<BTreeMap<&'static str, Vec<LoadResult>>>, String> {
+    let mut results = vec![BTreeMap::new(); rates.len()];
+    for rep in 1..=reps {
+        for ((_, rate), at_rate) in rates.iter().zip(&mut results) {
+            for (name, t) in targets {
+                let r = one(t, *rate).await?;
+                log_run(&format!("open loop at {rate:.0}/s"), rep, reps, name, &r);
+                at_rate.entry(*name).or_insert_with(Vec::new).push(r);
+            }
+        }
+        all_alive(servers)?;
+    }
+    Ok(results)
+}
+
+fn log_run(label: &str, rep: usize, reps: usize, name: &str, r: &LoadResult) {
+    eprintln!(
+        "  {label} {rep}/{reps} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}, CPU/request server {:5.1} us, client {:5.1} us",
+        r.rate, r.p50_us, r.p99_us, r.max_us, r.errors, r.server_cpu_us, r.client_cpu_us
+    );
 }
 
 /// Each endpoint answers each body as it should before anything is timed.
@@ -1170,25 +1214,81 @@ fn report(a: &ReportArgs) -> Result<(), String> {
                 verdict: verdict(ratio >= 0.8),
             });
         }
-        // Latency at a fixed rate: half the echo's max (the target), then half the slowest
-        // server's max (for context).
-        for (pass, rate, note, targeted) in [
-            ("open", "open_rate", "", true),
-            (
-                "sustainable",
-                "sustainable_rate",
-                " (half the slowest max)",
-                false,
-            ),
-        ] {
-            let Some(echo) = wh.get(pass).map(|p| &p["echo"]) else {
+        // CPU per request in the closed loop: what the throughput ratio comes from, and far
+        // steadier than a rate when other work shares the machine.
+        for ep in ["validate", "mutate"] {
+            let c = &wh["closed"][ep];
+            let (ours, echo) = (f(&c["server_cpu_us"]), f(&echo_c["server_cpu_us"]));
+            if ours.is_nan() || echo.is_nan() {
                 continue;
+            }
+            rows.push(Row {
+                figure: format!("webhook /{ep} server CPU per request (closed loop)"),
+                value: format!("{ours:.1} µs"),
+                baseline: format!(
+                    "echo {echo:.1} µs (load generator {:.1} µs)",
+                    f(&echo_c["client_cpu_us"])
+                ),
+                ratio: format!("{:.2}x", ours / echo),
+                target: "(report)".into(),
+                verdict: "info",
+            });
+        }
+        // Latency at fixed rates, fractions of the echo's max; the target is set at half.
+        // (Files from before the rates were several hold one rate, and one for context at half
+        // the slowest server's max.)
+        let passes: Vec<(Value, f64, Option<f64>)> = match wh["open_rates"].as_array() {
+            Some(rates) => rates
+                .iter()
+                .map(|r| (r["servers"].clone(), f(&r["rate"]), r["fraction"].as_f64()))
+                .collect(),
+            None => [
+                ("open", "open_rate", Some(0.5)),
+                ("sustainable", "sustainable_rate", None),
+            ]
+            .into_iter()
+            .filter_map(|(pass, rate, fraction)| {
+                Some((wh.get(pass)?.clone(), f(&wh[rate]), fraction))
+            })
+            .collect(),
+        };
+        // Where each rate falls against each server's own max: past it, a p99 is only how long
+        // the queue grew in the window.
+        let shares: Vec<String> = ["echo", "validate", "mutate"]
+            .iter()
+            .map(|name| {
+                let max = f(&wh["closed"][name]["rate"]);
+                let each: Vec<String> = passes
+                    .iter()
+                    .map(|(_, rate, _)| format!("{:.0} %", rate / max * 100.0))
+                    .collect();
+                format!("{name} {}", each.join(" / "))
+            })
+            .collect();
+        if !passes.is_empty() {
+            notes.push(format!(
+                "Webhook latency rates ({} req/s) as shares of each server's own max throughput (the closed loop's): {}.",
+                passes
+                    .iter()
+                    .map(|(_, rate, _)| format!("{rate:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                shares.join("; ")
+            ));
+        }
+        for (servers, rate, fraction) in passes {
+            let targeted = fraction == Some(0.5);
+            let note = match fraction {
+                Some(_) if targeted => String::new(),
+                Some(fraction) => format!(" ({:.0} % of the echo's max)", fraction * 100.0),
+                None => " (half the slowest max)".to_owned(),
             };
+            let echo = &servers["echo"];
             for ep in ["validate", "mutate"] {
-                let o = &wh[pass][ep];
+                let o = &servers[ep];
                 let ratio = f(&o["p99_us"]) / f(&echo["p99_us"]);
                 rows.push(Row {
-                    figure: format!("webhook /{ep} p99 at {:.0} req/s{note}", f(&wh[rate])),
+                    figure: format!("webhook /{ep} p99 at {rate:.0} req/s{note}"),
                     value: latency(o),
                     baseline: format!("echo {}", latency(echo)),
                     ratio: format!("{ratio:.2}x"),
