@@ -83,7 +83,7 @@ step "YAML parsers side by side (one thread): 1,000 generated files, then the re
 {
     "$BIN/parse-candidates" "$CORPUS/n1000"
     echo
-    "$BIN/parse-candidates" "$ROOT/tests/corpus"
+    "$BIN/parse-candidates" tests/corpus
 } | tee "$WORK/parsers.txt" >&2
 
 step "linter: --fix and human output on one file of 500 / 1,000 / 2,000 / 8,000 fixable containers"

@@ -799,8 +799,6 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
                 json!({"fraction": fraction, "rate": rate, "servers": by_target(results)})
             })
             .collect();
-        // The target's rate, under the names the report has always read.
-        let half = rates.iter().position(|(fraction, _)| *fraction == 0.5);
         Ok::<Value, String>(json!({
             "reps": args.reps,
             "connections": args.connections,
@@ -812,8 +810,6 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
             "bodies": bodies.iter().map(|b| json!({"name": b.name, "bytes": b.json.len()})).collect::<Vec<_>>(),
             "responses": sanity,
             "closed": by_target(&closed),
-            "open_rate": half.map(|i| rates[i].1),
-            "open": half.map(|i| by_target(&open[i])),
             "open_rates": open_json,
         }))
     });
@@ -1235,23 +1231,12 @@ fn report(a: &ReportArgs) -> Result<(), String> {
             });
         }
         // Latency at fixed rates, fractions of the echo's max; the target is set at half.
-        // (Files from before the rates were several hold one rate, and one for context at half
-        // the slowest server's max.)
-        let passes: Vec<(Value, f64, Option<f64>)> = match wh["open_rates"].as_array() {
-            Some(rates) => rates
-                .iter()
-                .map(|r| (r["servers"].clone(), f(&r["rate"]), r["fraction"].as_f64()))
-                .collect(),
-            None => [
-                ("open", "open_rate", Some(0.5)),
-                ("sustainable", "sustainable_rate", None),
-            ]
+        let passes: Vec<(&Value, f64, f64)> = wh["open_rates"]
+            .as_array()
             .into_iter()
-            .filter_map(|(pass, rate, fraction)| {
-                Some((wh.get(pass)?.clone(), f(&wh[rate]), fraction))
-            })
-            .collect(),
-        };
+            .flatten()
+            .map(|r| (&r["servers"], f(&r["rate"]), f(&r["fraction"])))
+            .collect();
         // Where each rate falls against each server's own max: past it, a p99 is only how long
         // the queue grew in the window.
         let shares: Vec<String> = ["echo", "validate", "mutate"]
@@ -1277,11 +1262,11 @@ fn report(a: &ReportArgs) -> Result<(), String> {
             ));
         }
         for (servers, rate, fraction) in passes {
-            let targeted = fraction == Some(0.5);
-            let note = match fraction {
-                Some(_) if targeted => String::new(),
-                Some(fraction) => format!(" ({:.0} % of the echo's max)", fraction * 100.0),
-                None => " (half the slowest max)".to_owned(),
+            let targeted = fraction == 0.5;
+            let note = if targeted {
+                String::new()
+            } else {
+                format!(" ({:.0} % of the echo's max)", fraction * 100.0)
             };
             let echo = &servers["echo"];
             for ep in ["validate", "mutate"] {
