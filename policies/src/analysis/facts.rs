@@ -321,6 +321,17 @@ fn replicated(w: &Workload<'_>) -> Option<Replicated> {
     })
 }
 
+/// A selector's first `matchLabels` entry with a string value: a label every pod it selects
+/// carries, by which selectors and pods can be indexed. `None` for selectors of expressions
+/// only (or whose first entry is not a string), which must be checked against every pod.
+pub(crate) fn first_match_label(selector: &Value) -> Option<(&str, &str)> {
+    selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .and_then(|m| m.iter().next())
+        .and_then(|(k, v)| Some((k.as_str(), v.as_str()?)))
+}
+
 /// Whether a label selector (matchLabels + matchExpressions) selects `labels`.
 /// An empty selector selects everything, as in policy/v1.
 pub(crate) fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {

@@ -1,7 +1,7 @@
 //! `gpu-serving-without-pdb`: replicated GPU serving with no PodDisruptionBudget.
 
 use super::rule::{Report, Rule, RuleMeta};
-use crate::analysis::facts::{ObjectFacts, Role, selects};
+use crate::analysis::facts::{ObjectFacts, Role, first_match_label, selects};
 use crate::model::finding::Severity;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -48,12 +48,7 @@ impl<'a> SelectorIndex<'a> {
                 continue;
             };
             let namespace = object.object_ref.namespace.as_deref();
-            let first = selector
-                .get("matchLabels")
-                .and_then(Value::as_object)
-                .and_then(|m| m.iter().next())
-                .and_then(|(k, v)| Some((k.as_str(), v.as_str()?)));
-            match first {
+            match first_match_label(selector) {
                 Some((key, value)) => index
                     .by_label
                     .entry((namespace, key, value))

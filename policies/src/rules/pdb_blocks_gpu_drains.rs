@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::rule::{Report, Rule, RuleMeta};
-use crate::analysis::facts::{ObjectFacts, Role, selects};
+use crate::analysis::facts::{ObjectFacts, Role, first_match_label, selects};
 use crate::model::finding::Severity;
 use serde_json::Value;
 
@@ -108,12 +108,7 @@ impl<'a> Candidates<'a> {
     /// Every workload in `namespace` that `selector` may select: all that `selects` accepts,
     /// and a few more, in input order.
     fn for_selector(&self, namespace: Option<&'a str>, selector: &'a Value) -> &[&'a ObjectFacts] {
-        let first = selector
-            .get("matchLabels")
-            .and_then(Value::as_object)
-            .and_then(|m| m.iter().next())
-            .and_then(|(k, v)| Some((k.as_str(), v.as_str()?)));
-        let found = match first {
+        let found = match first_match_label(selector) {
             Some((key, value)) => self.by_label.get(&(namespace, key, value)),
             None => self.by_namespace.get(&namespace),
         };
