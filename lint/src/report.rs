@@ -124,13 +124,8 @@ impl<'a> LineIndex<'a> {
     /// Indexes `text` in one pass.
     #[must_use]
     pub fn new(text: &'a str) -> Self {
-        let bytes = text.as_bytes();
         let mut starts = vec![if text.starts_with('\u{feff}') { 3 } else { 0 }];
-        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
-            if bytes.get(i) == Some(&b'\n') || bytes.get(i + 1) != Some(&b'\n') {
-                starts.push(i + 1);
-            }
-        }
+        starts.extend(probelint_yaml::load::line_starts(text));
         LineIndex { text, starts }
     }
 

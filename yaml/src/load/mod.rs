@@ -42,6 +42,7 @@ mod tests;
 
 pub use error::{YamlError, YamlErrorKind};
 pub use location::{Locations, NodeLocation, Span};
+pub use source::line_starts;
 
 /// Bounds on what one file may cost. The defaults are far above any real manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -139,6 +139,16 @@ fn is_continuation(b: u8) -> bool {
     b & 0xc0 == 0x80
 }
 
+/// Byte offset of the start of every line after the first: lines end at `\n`, `\r\n` or a lone
+/// `\r`, as go-yaml and editors count them. The one definition of a line for locations and for
+/// quoting source lines.
+pub fn line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes();
+    memchr::memchr2_iter(b'\n', b'\r', bytes)
+        .filter(move |&i| bytes.get(i) == Some(&b'\n') || bytes.get(i + 1) != Some(&b'\n'))
+        .map(|i| i + 1)
+}
+
 /// Positions in one source text, built in a single pass over its bytes.
 pub(super) struct SourceMap<'a> {
     pub(super) text: &'a str,
@@ -162,11 +172,7 @@ impl<'a> SourceMap<'a> {
         let mut lines = vec![first];
         let mut checkpoints = Vec::new();
         if ascii {
-            for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
-                if bytes.get(i) == Some(&b'\n') || bytes.get(i + 1) != Some(&b'\n') {
-                    lines.push((i + 1, i + 1));
-                }
-            }
+            lines.extend(line_starts(text).map(|i| (i, i)));
         } else {
             checkpoints.reserve(bytes.len() / CHECKPOINT_STRIDE + 1);
             let mut chars = 0;
