@@ -86,8 +86,8 @@ fn exit_codes_follow_fail_on() {
     let run = |args: &[&str]| probelint().current_dir(dir.path()).args(args).assert();
     run(&["good.yaml"]).code(0);
     run(&["bad.yaml"]).code(1);
-    // The good manifest has an info finding (no PDB? no: one replica) — warnings decide here.
-    let warn = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: nginx\n      readinessProbe: {tcpSocket: {port: 80}}\n";
+    // A warning alone: --fail-on decides. (A TGI server on CPU whose readiness is a port check.)
+    let warn = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: ghcr.io/huggingface/text-embeddings-inference:cpu-1.5\n      readinessProbe: {tcpSocket: {port: 80}}\n";
     write(dir.path(), "warn.yaml", warn);
     run(&["warn.yaml"]).code(0);
     run(&["--fail-on", "warning", "warn.yaml"]).code(1);
@@ -113,7 +113,8 @@ fn json_and_list_documents_are_linted() {
     let list = format!(
         "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{}]}}",
         r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-  "spec": {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}"#
+  "spec": {"containers": [{"name": "m", "image": "vllm/vllm-openai:v0.10.1",
+    "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}"#
     );
     write(dir.path(), "list.json", &list);
     let (code, json) = json_run(dir.path(), &["list.json"]);
@@ -563,18 +564,24 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
         .output()
         .unwrap();
     let human = text(&out);
+    assert!(human.contains(arithmetic), "{human}");
+    // The container's one error about its startupProbe carries the liveness risk.
     assert!(
-        human.contains(&format!("loading takes {arithmetic}")),
+        human.contains("runs from container start and can kill it mid-load"),
+        "{human}"
+    );
+    assert!(
+        human.contains("= serves a model: runs vLLM (the image's entrypoint)"),
         "{human}"
     );
     // JSON: the estimate's inputs as properties.
     let (code, json) = json_run(dir.path(), &["llama.yaml"]);
     assert_eq!(code, 1, "an estimated load is evidence: errors");
-    let restart_loop = array(&json, "findings")
+    let startup = array(&json, "findings")
         .iter()
-        .find(|f| f["rule"] == "liveness-restart-loop")
-        .expect("liveness-restart-loop");
-    let load = &restart_loop["load"];
+        .find(|f| f["rule"] == "gpu-startup-probe-missing")
+        .expect("gpu-startup-probe-missing");
+    let load = &startup["load"];
     assert_eq!(load["seconds"], 760.0);
     assert_eq!(load["confidence"], "estimated");
     assert_eq!(
@@ -599,9 +606,13 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
     let results = sarif["runs"][0]["results"].as_array().unwrap();
     let result = results
         .iter()
-        .find(|r| r["ruleId"] == "liveness-restart-loop")
+        .find(|r| r["ruleId"] == "gpu-startup-probe-missing")
         .expect("result");
     assert_eq!(result["properties"]["load"]["confidence"], "estimated");
+    assert_eq!(
+        result["properties"]["evidence"],
+        "runs vLLM (the image's entrypoint)"
+    );
     // simulate: without --load-seconds it uses the estimate and says where it came from.
     let out = probelint()
         .current_dir(dir.path())
@@ -614,7 +625,8 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
         timeline.contains(&format!("note: model load {arithmetic}")),
         "{timeline}"
     );
-    // Without a model the default is a warning that says so.
+    // Without a model the load is unknown: no finding rests on the default, and the one error
+    // is the missing startupProbe, which says so and carries the load it could not estimate.
     let unknown = LLAMA_70B.replace(
         r#"          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
 "#,
@@ -622,14 +634,21 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
     );
     write(dir.path(), "unknown.yaml", &unknown);
     let (_, json) = json_run(dir.path(), &["unknown.yaml"]);
-    let restart_loop = array(&json, "findings")
+    let findings = array(&json, "findings");
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f["rule"] == "liveness-restart-loop")
+    );
+    let startup = findings
         .iter()
-        .find(|f| f["rule"] == "liveness-restart-loop")
-        .expect("liveness-restart-loop");
-    assert_eq!(restart_loop["severity"], "warning");
-    assert_eq!(restart_loop["load"]["confidence"], "assumed");
+        .find(|f| f["rule"] == "gpu-startup-probe-missing")
+        .expect("gpu-startup-probe-missing");
+    assert_eq!(startup["severity"], "error");
+    assert_eq!(startup["evidence"], "runs vLLM (the image's entrypoint)");
+    assert_eq!(startup["load"]["confidence"], "assumed");
     assert_eq!(
-        restart_loop["load"]["why"],
+        startup["load"]["why"],
         "no model named in the container's command, args or env"
     );
 }

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 static REGISTRY: &[&Rule] = &[
     &rules::gpu_startup_probe_missing::RULE,
     &rules::gpu_readiness_probe_missing::RULE,
+    &rules::gpu_serving_role_unknown::RULE,
     &rules::readiness_port_open::RULE,
     &rules::startup_budget_too_short::RULE,
     &rules::startup_shorter_than_operator::RULE,

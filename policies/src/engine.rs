@@ -150,6 +150,7 @@ fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
                 suppressed: None,
                 fix: None,
                 load: None,
+                evidence: None,
             });
         };
         match rule.target {

@@ -79,12 +79,16 @@ fn objects(yaml: &str) -> Vec<Value> {
 
 #[test]
 fn every_fixable_bad_example_is_fixed() {
-    let policy = Policy::default();
     for rule in registry() {
         let m = rule.meta();
         if m.fix.is_none() {
             continue;
         }
+        // Under the policy its examples are shown with.
+        let policy = match m.example_policy {
+            Some(p) => Policy::with_user_yaml(p).expect("example policy"),
+            None => Policy::default(),
+        };
         for object in objects(m.bad_example) {
             let fixed = check_properties(&object, &policy, m.id);
             let before = evaluate_one(&object, &policy)
@@ -128,19 +132,33 @@ fn startup_probe_reuses_liveness_with_its_timeout_and_covers_the_load() {
 }
 
 #[test]
-fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
-    // Two GPU containers without a startupProbe and with a short liveness budget: each gets
-    // gpu-startup-probe-missing and liveness-restart-loop, whose fixes must be one patch (both
-    // rules build it with the same builder, and the mutation applies it once, for both).
+fn a_liveness_that_kills_mid_load_is_one_error_and_one_startup_probe() {
+    // Two GPU containers without a startupProbe and with a liveness budget shorter than their
+    // declared load: one problem each, so one error each (gpu-startup-probe-missing, whose
+    // message carries the liveness risk) and one startupProbe each in the mutation. With
+    // gpu-startup-probe-missing turned off, liveness-restart-loop reports it with the same fix.
     let container = |name: &str, port: u16| {
         json!({"name": name, "image": "registry.example.com/server:1",
             "resources": {"limits": {"nvidia.com/gpu": 1}},
             "livenessProbe": {"httpGet": {"path": "/alive", "port": port}}})
     };
-    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p",
+            "annotations": {"probelint.io/model-load-seconds": "600"}},
         "spec": {"containers": [container("a", 9000), container("b", 9001)]}});
     let findings = probelint_policies::evaluate_one(&object, &Policy::default());
+    let off = Policy::with_user_yaml("rules:\n  gpu-startup-probe-missing: off\n").unwrap();
+    let alone = probelint_policies::evaluate_one(&object, &off);
     for name in ["a", "b"] {
+        let rules = |findings: &[probelint_policies::Finding]| -> Vec<String> {
+            findings
+                .iter()
+                .filter(|f| f.container.as_deref() == Some(name))
+                .filter(|f| f.rule.contains("startup") || f.rule.contains("liveness"))
+                .map(|f| f.rule.clone())
+                .collect()
+        };
+        assert_eq!(rules(&findings), ["gpu-startup-probe-missing"], "{name}");
+        assert_eq!(rules(&alone), ["liveness-restart-loop"], "{name}");
         let fix_of = |rule: &str| {
             findings
                 .iter()
@@ -149,7 +167,11 @@ fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
                 .unwrap_or_else(|| panic!("{rule} on {name} has no fix: {findings:#?}"))
         };
         let fix = fix_of("gpu-startup-probe-missing");
-        assert_eq!(fix, fix_of("liveness-restart-loop"));
+        let same = alone
+            .iter()
+            .find(|f| f.rule == "liveness-restart-loop" && f.container.as_deref() == Some(name))
+            .and_then(|f| f.fix.clone());
+        assert_eq!(Some(&fix), same.as_ref());
         assert!(
             serde_json::to_string(&fix.patch)
                 .unwrap()
@@ -180,12 +202,10 @@ fn both_rules_that_add_a_startup_probe_offer_the_same_fix_for_each_container() {
         .map(|a| (a.rule.as_str(), a.container.as_deref()))
         .collect();
     for container in ["a", "b"] {
-        for rule in ["gpu-startup-probe-missing", "liveness-restart-loop"] {
-            assert!(
-                applied.contains(&(rule, Some(container))),
-                "{rule} on {container} not recorded as fixed: {applied:?}"
-            );
-        }
+        assert!(
+            applied.contains(&("gpu-startup-probe-missing", Some(container))),
+            "{container} not recorded as fixed: {applied:?}"
+        );
     }
 }
 
@@ -244,11 +264,9 @@ fn known_server_gets_its_real_endpoints_and_unknown_servers_get_no_fix() {
         "no probe to reuse and no known server: no fix, {:?}",
         m.patch
     );
-    assert!(
-        m.findings
-            .iter()
-            .any(|f| f.rule == "gpu-startup-probe-missing" && f.fix.is_none())
-    );
+    // Nothing shows that it serves a model: one info asking, no model-serving error.
+    let rules: Vec<_> = m.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(rules, ["gpu-serving-role-unknown"]);
 }
 
 #[test]

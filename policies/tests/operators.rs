@@ -139,18 +139,26 @@ fn kserve_injected_readiness_is_judged_as_the_port_check_it_is() {
 #[test]
 fn a_servingruntime_of_a_known_server_is_a_gpu_serving_container() {
     let tgi = lint("fires-servingruntime-tgi-liveness-restart-loop.yaml");
-    // A warning: no model is named, so the load is the policy's default (issue 16).
+    // No model is named, so the load is unknown and liveness-restart-loop (which compares the
+    // liveness with a load) says nothing; the one error is the missing startupProbe, which says
+    // what the liveness kills.
+    assert!(!tgi.iter().any(|f| f.rule == "liveness-restart-loop"));
     assert!(has(
         &tgi,
-        "liveness-restart-loop",
-        Severity::Warning,
+        "gpu-startup-probe-missing",
+        Severity::Error,
         "kserve-container"
     ));
     let f = tgi
         .iter()
-        .find(|f| f.rule == "liveness-restart-loop")
+        .find(|f| f.rule == "gpu-startup-probe-missing")
         .unwrap();
     assert!(f.message.contains("in a ServingRuntime"), "{}", f.message);
+    assert!(
+        f.message.contains("kills any load that takes longer"),
+        "{}",
+        f.message
+    );
 }
 
 #[test]

@@ -584,7 +584,8 @@ mod tests {
 
     #[test]
     fn rule_lists_are_written_comma_separated_without_repeats() {
-        // Three findings from the engine, one of them suppressed by annotation.
+        // Three findings from the engine, one of them suppressed by annotation (the liveness
+        // risk, reported as its own rule where gpu-startup-probe-missing is off).
         let review = crate::testing::fixture_json("deny-gpu-deployment-without-probes");
         let mut object = review["request"]["object"].clone();
         object["metadata"]["annotations"] = serde_json::json!({
@@ -594,9 +595,18 @@ mod tests {
         let policy = probelint_policies::Policy::builtin().expect("built-in policy");
         let mut engine = probelint_policies::evaluate_one(&object, &policy);
         engine.sort_by(|a, b| a.rule.cmp(&b.rule));
-        let [ready, start, loop_] = &engine[..] else {
+        let [ready, start] = &engine[..] else {
             panic!("{engine:#?}")
         };
+        let alone = probelint_policies::Policy::with_user_yaml(
+            "rules:\n  gpu-startup-probe-missing: off\n",
+        )
+        .expect("policy");
+        let engine_alone = probelint_policies::evaluate_one(&object, &alone);
+        let loop_ = engine_alone
+            .iter()
+            .find(|f| f.rule == "liveness-restart-loop")
+            .unwrap_or_else(|| panic!("{engine_alone:#?}"));
         assert!(loop_.is_suppressed() && !ready.is_suppressed() && !start.is_suppressed());
         let findings = [
             ready.clone(),

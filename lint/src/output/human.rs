@@ -123,6 +123,13 @@ fn finding_group<'a>(lines: &SourceLines<'a>, located: &'a LocatedFinding) -> Gr
             )
             .element(Level::NOTE.message(format!("in {context}"))),
     };
+    if let Some(evidence) = &finding.evidence {
+        group = group.element(
+            Level::NOTE
+                .with_name("serves a model")
+                .message(sanitize(evidence)),
+        );
+    }
     if !finding.help.trim().is_empty() {
         group = group.element(Level::HELP.message(sanitize(&finding.help)));
     }

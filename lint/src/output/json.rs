@@ -6,7 +6,8 @@
 //!  "findings": [{"rule", "severity", "message", "help", "file", "line", "column",
 //!                "object": {"apiVersion", "kind", "namespace", "name"},
 //!                "container", "pointer", "suppressed"?: {"source", "reason"},
-//!                "load"?: {…} (the load time it rests on: `output/load.rs`)}],
+//!                "load"?: {…} (the load time it rests on: `output/load.rs`),
+//!                "evidence"?: "…" (what shows that the container serves a model)}],
 //!  "errors": [{"file", "line", "column", "message"}],
 //!  "skipped": [{"file", "reason"}],
 //!  "summary": {"files", "objects", "errors", "warnings", "infos", "suppressed"}}
@@ -51,6 +52,9 @@ struct Finding<'a> {
     suppressed: Option<Suppressed<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     load: Option<super::load::Load<'a>>,
+    /// What shows that the container serves a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evidence: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -122,6 +126,7 @@ pub(super) fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                         reason: &s.reason,
                     }),
                     load: f.load.as_ref().map(super::load::Load::of),
+                    evidence: f.evidence.as_deref(),
                 }
             })
             .collect(),

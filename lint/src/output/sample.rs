@@ -92,6 +92,7 @@ pub(super) fn finding(
             suppressed: None,
             fix: None,
             load: None,
+            evidence: None,
         },
         file: at.file.to_owned(),
         line: at.line,

@@ -121,6 +121,9 @@ struct ResultProperties<'a> {
     /// The load time the finding rests on (`output/load.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     load: Option<super::load::Load<'a>>,
+    /// What shows that the container serves a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evidence: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -346,6 +349,7 @@ fn result(located: &LocatedFinding, rule_index: Option<usize>) -> SarifResult<'_
             container: finding.container.clone(),
             pointer: finding.pointer.clone(),
             load: finding.load.as_ref().map(super::load::Load::of),
+            evidence: finding.evidence.as_deref(),
         },
     }
 }

@@ -154,10 +154,12 @@ impl ObjectFacts {
                         }),
                 }
             }
-            _ if workload
-                .pod_specs
-                .iter()
-                .any(|p| p.serving && p.has_accelerator()) =>
+            _ if workload.pod_specs.iter().any(|p| {
+                p.serving
+                    && p.containers
+                        .iter()
+                        .any(|c| c.is_accelerated() && c.serves_model())
+            }) =>
             {
                 Role::GpuServing {
                     replicated: replicated(workload),

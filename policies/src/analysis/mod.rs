@@ -8,3 +8,4 @@ pub mod context;
 pub mod facts;
 pub mod layout;
 pub mod object;
+pub mod serving;

@@ -2,7 +2,8 @@
 //! about each: accelerator or not, serving or batch, expected model load time, known server.
 
 use crate::analysis::layout::{builtin_layout, expand};
-use crate::model::annotations::LOAD_SECONDS_ANNOTATION;
+use crate::analysis::serving::{self, Serving};
+use crate::model::annotations::{LOAD_SECONDS_ANNOTATION, ROLE_ANNOTATION};
 use crate::model::fields::{self, pick};
 use crate::model::finding::ObjectRef;
 use crate::model::load::LoadTime;
@@ -118,6 +119,8 @@ pub struct Container<'a> {
     /// carry the policy default.
     pub load: LoadTime,
     pub role: Role,
+    /// Whether it serves a model, and the evidence ([`crate::analysis::serving`]).
+    pub serving: Serving,
     /// The operator config that fills in the probes this container's spec lacks, when an
     /// operator builds its pod (`policy::operators`).
     pub operator: Option<Arc<OperatorDefault>>,
@@ -165,9 +168,28 @@ impl<'a> Container<'a> {
     /// models lazily on first request).
     pub fn loads_model_at_start(&self) -> bool {
         self.role == Role::Serving
+            && matches!(self.serving, Serving::Model(_))
             && self
                 .server
                 .is_none_or(|s| s.during_load != crate::model::servers::DuringLoad::Lazy)
+    }
+
+    /// Whether there is evidence that it serves a model (a model-serving verdict needs it).
+    pub fn serves_model(&self) -> bool {
+        matches!(self.serving, Serving::Model(_))
+    }
+
+    /// Whether it serves model traffic at all: a model server, or a multi-model runtime that
+    /// starts empty and loads models on demand.
+    pub fn serves_model_traffic(&self) -> bool {
+        matches!(self.serving, Serving::Model(_) | Serving::StartsEmpty(_))
+    }
+
+    /// Whether the generic probe checks (liveness that checks readiness, port-open readiness,
+    /// short readiness timeouts, exec cost) judge this container: a model server, or any
+    /// container where the policy asks for `genericChecks`.
+    pub fn gets_generic_checks(&self, policy: &Policy) -> bool {
+        policy.generic_checks || matches!(self.serving, Serving::Model(_))
     }
 
     /// The declared `ports`, in order.
@@ -243,7 +265,7 @@ impl<'a> Workload<'a> {
             .iter()
             .filter(|p| p.serving)
             .flat_map(|p| &p.containers)
-            .filter(|c| c.is_accelerated())
+            .filter(|c| c.is_accelerated() && c.serves_model())
     }
 
     pub fn analyse(index: usize, object: &'a Value, policy: &Policy) -> Self {
@@ -347,6 +369,11 @@ fn analyse_pod_spec<'a>(
             .iter()
             .any(|a| crate::model::glob::matches(a, rc))
     });
+    let pod_facts = PodFacts {
+        declared_role: declared_role(template_annotations, object_annotations),
+        restart_policy: restart_policy.and_then(Value::as_str),
+        accelerator_runtime_class: runtime_class,
+    };
     let container_list = container_list.and_then(Value::as_array);
     let mut containers = Vec::with_capacity(container_list.map_or(0, Vec::len));
     let mut add = |ptr: String,
@@ -371,8 +398,8 @@ fn analyse_pod_spec<'a>(
             value,
             sidecar,
             default_name,
-            runtime_class.filter(|_| !sidecar),
             &placement,
+            &pod_facts,
             policy,
         ));
     };
@@ -466,8 +493,8 @@ fn analyse_container<'a>(
     value: &'a Value,
     sidecar: bool,
     default_name: &str,
-    accelerator_runtime_class: Option<&str>,
     placement: &Placement<'_>,
+    pod: &PodFacts<'a>,
     policy: &Policy,
 ) -> Container<'a> {
     let [
@@ -493,7 +520,9 @@ fn analyse_container<'a>(
         ],
     );
     let mut accelerators = accelerator_resources(resources, policy);
-    if let Some(rc) = accelerator_runtime_class {
+    // The pod's accelerator runtime class makes its containers accelerator containers, not its
+    // native sidecars.
+    if let Some(rc) = pod.accelerator_runtime_class.filter(|_| !sidecar) {
         accelerators.push(AcceleratorReason::RuntimeClass(rc.to_owned()));
     }
     // A NIMService's spec is its container: `image: {repository, tag}`, and each probe is
@@ -564,30 +593,44 @@ fn analyse_container<'a>(
     {
         accelerators.push(AcceleratorReason::ServingRuntime(server.name));
     }
+    let ports = if nim {
+        // The operator declares the container's port as `api`, on spec.expose.service.port.
+        let port = pointer::resolve(value, "/expose/service/port")
+            .and_then(Value::as_i64)
+            .unwrap_or(8000);
+        vec![ContainerPort {
+            name: Some("api"),
+            number: Some(port),
+            protocol: "TCP",
+        }]
+    } else {
+        ports
+            .and_then(Value::as_array)
+            .map(|p| p.iter().map(ContainerPort::from_value).collect())
+            .unwrap_or_default()
+    };
+    let serving = serving::judge(&serving::Inputs {
+        container: value,
+        server,
+        accelerated: !accelerators.is_empty(),
+        role,
+        placement: &placement,
+        probes: &probes,
+        ports: &ports,
+        declared_role: pod.declared_role,
+        trust_annotations: policy.allow_annotation_exemptions,
+        restart_policy: pod.restart_policy,
+    });
     Container {
         name,
         server,
         role,
+        serving,
         operator,
         operator_probes,
         image,
         probes,
-        ports: if nim {
-            // The operator declares the container's port as `api`, on spec.expose.service.port.
-            let port = pointer::resolve(value, "/expose/service/port")
-                .and_then(Value::as_i64)
-                .unwrap_or(8000);
-            vec![ContainerPort {
-                name: Some("api"),
-                number: Some(port),
-                protocol: "TCP",
-            }]
-        } else {
-            ports
-                .and_then(Value::as_array)
-                .map(|p| p.iter().map(ContainerPort::from_value).collect())
-                .unwrap_or_default()
-        },
+        ports,
         lifecycle,
         load: LoadTime {
             seconds: policy.model_load_seconds,
@@ -613,13 +656,7 @@ fn role(value: &Value, server: Option<&'static KnownServer>, at: &Placement<'_>)
         return Role::RayNode;
     }
     let [command, args] = pick(value, ["command", "args"]);
-    let text: Vec<&str> = [command, args]
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let text = fields::command_words(command, args);
     let runs = |needle: &str| text.iter().any(|w| w.contains(needle));
     // vLLM's examples/online_serving/multi-node-serving.sh `worker` runs `ray start --address`
     // and blocks: the group's API server runs on the leader.
@@ -644,6 +681,23 @@ fn role(value: &Value, server: Option<&'static KnownServer>, at: &Placement<'_>)
         );
     }
     Role::Serving
+}
+
+/// What every container of a pod spec shares, for [`serving::judge`].
+struct PodFacts<'a> {
+    declared_role: Option<&'a str>,
+    restart_policy: Option<&'a str>,
+    /// The pod's runtimeClassName, when it is an accelerator runtime class.
+    accelerator_runtime_class: Option<&'a str>,
+}
+
+/// `probelint.io/role` from the pod template, else the object.
+fn declared_role<'a>(
+    template: Option<&'a serde_json::Map<String, Value>>,
+    object: Option<&'a serde_json::Map<String, Value>>,
+) -> Option<&'a str> {
+    let role = |a: &'a serde_json::Map<String, Value>| a.get(ROLE_ANNOTATION)?.as_str();
+    template.and_then(role).or_else(|| object.and_then(role))
 }
 
 /// `probelint.io/model-load-seconds` from the pod template, else the object: its seconds, or

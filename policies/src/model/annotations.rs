@@ -11,3 +11,7 @@ pub const IGNORE_REASON_ANNOTATION: &str = "probelint.io/ignore-reason";
 pub const LOAD_SECONDS_ANNOTATION: &str = "probelint.io/model-load-seconds";
 /// Annotation the webhook writes on a mutated object: `rule:container` pairs, comma-separated.
 pub const MUTATED_ANNOTATION: &str = "probelint.io/mutated";
+/// What a container does at pod start, where the manifest does not show it: `server` (it serves
+/// a model loaded at start), `batch` or `interactive` (it serves no model traffic; honoured only
+/// where the policy honours annotation exemptions, since it silences findings).
+pub const ROLE_ANNOTATION: &str = "probelint.io/role";

@@ -46,6 +46,17 @@ pub(crate) fn get<'a>(object: &'a Value, name: &str) -> Option<&'a Value> {
     found
 }
 
+/// The strings of a container's `command` then `args`, as written (a `sh -c` script is one).
+pub fn command_words<'a>(command: Option<&'a Value>, args: Option<&'a Value>) -> Vec<&'a str> {
+    [command, args]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

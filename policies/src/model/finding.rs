@@ -141,6 +141,10 @@ pub struct Finding {
     /// The load time the finding rests on, with its inputs and arithmetic.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::model::load::LoadTime>,
+    /// What shows that the container serves a model, for the findings about one that does
+    /// (`runs vLLM (the image's entrypoint)`, `declares containerPort 8000`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 impl Finding {

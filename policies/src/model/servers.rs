@@ -474,12 +474,8 @@ impl KnownServer {
     /// Shell variables (`--port $PORT`) are not resolved.
     pub fn explicit_port(&self, container: &Value) -> Option<u16> {
         let [command, args, env] = pick(container, ["command", "args", "env"]);
-        let words: Vec<&str> = [command, args]
+        let words: Vec<&str> = crate::model::fields::command_words(command, args)
             .into_iter()
-            .flatten()
-            .filter_map(Value::as_array)
-            .flatten()
-            .filter_map(Value::as_str)
             .flat_map(str::split_whitespace)
             .map(|w| w.trim_matches(|c| c == '"' || c == '\'' || c == '\\'))
             .collect();

@@ -143,6 +143,27 @@ pub struct AcceleratorsFile {
     pub runtime_class_names: Option<Vec<String>>,
 }
 
+/// `startupProbe:` in the policy file.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StartupProbeFile {
+    /// `modelServers` (default): accelerator containers with evidence that they serve a model
+    /// loaded at start; `allAccelerated`: every accelerator container of a pod that serves,
+    /// whatever it runs.
+    pub require: Option<StartupProbeRequirement>,
+}
+
+/// Which accelerator containers must carry a startupProbe.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StartupProbeRequirement {
+    /// Containers with evidence that they serve a model loaded at start.
+    #[default]
+    ModelServers,
+    /// Every accelerator container of a pod that serves, whatever it runs.
+    AllAccelerated,
+}
+
 /// The policy file as written: every key optional, unknown keys refused.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -153,7 +174,7 @@ pub struct PolicyFile {
     pub kubernetes_version: Option<String>,
     /// Load time (seconds) assumed for an accelerator container when no
     /// probelint.io/model-load-seconds annotation declares one and the manifest does not say
-    /// enough to estimate it (`modelLoad`); findings that rest on it are warnings. Default 300.
+    /// enough to estimate it (`modelLoad`); no finding compares a deadline with it (fixes still size what they add by it). Default 300.
     pub model_load_seconds: Option<f64>,
     /// Extra startup budget over the load time, as a fraction (0.25 = 25 %). Default 0.25.
     pub startup_margin: Option<f64>,
@@ -164,6 +185,13 @@ pub struct PolicyFile {
     pub accelerators: Option<AcceleratorsFile>,
     /// Whether probelint.io/ignore annotations exempt findings. Default true; false is strict mode.
     pub allow_annotation_exemptions: Option<bool>,
+    /// Which accelerator containers must carry a startupProbe.
+    pub startup_probe: Option<StartupProbeFile>,
+    /// Whether the generic probe checks (liveness-checks-readiness, readiness-port-open,
+    /// readiness-timeout-too-short, readiness-drops-every-replica, exec-probe-heavy) judge every
+    /// container, as kube-score does, rather than only the containers that serve a model.
+    /// Default false.
+    pub generic_checks: Option<bool>,
     /// Severity per rule id: off, info, warning or error.
     #[serde(default)]
     pub rules: BTreeMap<String, RuleLevel>,

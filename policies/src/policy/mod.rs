@@ -11,8 +11,8 @@ pub mod file;
 pub mod operators;
 
 pub use file::{
-    DEFAULT_POLICY_YAML, Exemption, KubernetesVersion, PolicyFile, RuleLevel, WorkloadSpec,
-    json_schema,
+    DEFAULT_POLICY_YAML, Exemption, KubernetesVersion, PolicyFile, RuleLevel,
+    StartupProbeRequirement, WorkloadSpec, json_schema,
 };
 
 use crate::model::finding::Severity;
@@ -33,6 +33,10 @@ pub struct Policy {
     pub accelerator_resources: Vec<String>,
     pub accelerator_runtime_classes: Vec<String>,
     pub allow_annotation_exemptions: bool,
+    /// Which accelerator containers must carry a startupProbe (`startupProbe.require`).
+    pub startup_probe_required: StartupProbeRequirement,
+    /// Whether the generic probe checks judge every container (`genericChecks`).
+    pub generic_checks: bool,
     pub rule_levels: BTreeMap<String, RuleLevel>,
     pub exemptions: Vec<Exemption>,
     pub workloads: Vec<WorkloadSpec>,
@@ -208,6 +212,12 @@ impl Policy {
                 .allow_annotation_exemptions
                 .or(base.allow_annotation_exemptions)
                 .unwrap_or(true),
+            startup_probe_required: user
+                .startup_probe
+                .and_then(|s| s.require)
+                .or(base.startup_probe.and_then(|s| s.require))
+                .unwrap_or_default(),
+            generic_checks: user.generic_checks.or(base.generic_checks).unwrap_or(false),
             rule_levels,
             exemptions,
             workloads,

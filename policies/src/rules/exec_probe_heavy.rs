@@ -25,6 +25,9 @@ pub(crate) static RULE: Rule = Rule::object(&META, check);
 
 fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
     for cx in analysis.accelerated_containers() {
+        if !cx.container.gets_generic_checks(analysis.policy) {
+            continue;
+        }
         for probe in cx.container.probes() {
             let Handler::Exec { command } = &probe.handler else {
                 continue;

@@ -23,7 +23,8 @@ pub(crate) static RULE: Rule = Rule::object(&META, check);
 
 fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
     for cx in analysis.accelerated_containers() {
-        if !cx.pod.serving || cx.container.sidecar {
+        // Only a container that serves models has in-flight generations to lose.
+        if !cx.pod.serving || cx.container.sidecar || !cx.container.serves_model_traffic() {
             continue;
         }
         let grace = cx.pod.termination_grace_period();

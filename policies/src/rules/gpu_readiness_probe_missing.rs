@@ -25,8 +25,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
     for cx in analysis.accelerated_containers() {
         // A Ray node's or a headless worker's readiness does not gate model traffic; a
         // readiness the operator injects is readiness-port-open's to judge.
+        // Only a model server receives traffic before its model is loaded: not a Ray node or a
+        // headless worker, not a multi-model runtime that starts empty, not an idle shell, a
+        // notebook or a stress test, and not a container with no evidence either way.
         if !cx.pod.serving
             || cx.container.role != crate::analysis::object::Role::Serving
+            || !cx.container.serves_model()
             || cx.container.runs_probe(ProbeKind::Readiness)
         {
             continue;

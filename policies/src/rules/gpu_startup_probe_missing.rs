@@ -3,9 +3,11 @@
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
 use crate::analysis::context::Analysis;
 use crate::fix::probes::{STARTUP_PERIOD_SECONDS, StartupBudget, startup_probe};
+use crate::model::annotations::LOAD_SECONDS_ANNOTATION;
 use crate::model::budget::required_arithmetic;
 use crate::model::finding::{Applicability, Severity};
 use crate::model::probe::ProbeKind;
+use crate::policy::StartupProbeRequirement;
 
 static META: RuleMeta = RuleMeta {
     id: "gpu-startup-probe-missing",
@@ -39,10 +41,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         // Ray nodes, headless workers and lazily loading servers load no model at start;
         // an operator's startupProbe (KServe's LLMInferenceService configs, the NIM
         // Operator) is in the pod that runs.
-        if !cx.pod.serving
-            || !cx.container.loads_model_at_start()
-            || cx.container.runs_probe(ProbeKind::Startup)
-        {
+        let required = match analysis.policy.startup_probe_required {
+            StartupProbeRequirement::ModelServers => cx.container.loads_model_at_start(),
+            StartupProbeRequirement::AllAccelerated => true,
+        };
+        if !cx.pod.serving || !required || cx.container.runs_probe(ProbeKind::Startup) {
             continue;
         }
         let load = &cx.container.load;
@@ -62,39 +65,57 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             }
         };
         // Which risk applies depends on whether anything can kill the container mid-load, and
-        // on whether it does so before this load ends (liveness-restart-loop's question).
-        let risk = match cx.container.probe(ProbeKind::Liveness) {
-            Some(liveness) if super::support::kill_during_load_is_real(&cx, liveness) => {
-                if super::support::kills_before(liveness, load.seconds) {
-                    format!(
-                        "its liveness probe ({}) runs from container start and can kill it \
-                         mid-load",
-                        liveness.budget_arithmetic()
-                    )
-                } else {
-                    format!(
-                        "its liveness probe ({}) runs from container start; it outlasts this \
-                         load ({}), but a slower one (a cold cache, a slower volume) is killed \
-                         mid-load",
-                        liveness.budget_arithmetic(),
-                        load.short()
-                    )
-                }
+        // on whether it does so before this load ends. This one error carries that risk and the
+        // fix; liveness-restart-loop leaves the container to it (one problem, one error).
+        let liveness = cx
+            .container
+            .probe(ProbeKind::Liveness)
+            .filter(|l| super::support::kill_during_load_is_real(&cx, l));
+        let risk = match (liveness, cx.container.probe(ProbeKind::Liveness)) {
+            (Some(liveness), _) if !super::support::accuses_on(load) => format!(
+                "its liveness probe ({}) runs from container start and kills any load that \
+                 takes longer",
+                liveness.budget_arithmetic()
+            ),
+            (Some(liveness), _) if super::support::kills_before(liveness, load.seconds) => {
+                format!(
+                    "its liveness probe ({}) runs from container start and can kill it \
+                     mid-load",
+                    liveness.budget_arithmetic()
+                )
             }
-            Some(_) => "its liveness answers while the model loads, so nothing restarts a \
-                        load that hangs"
+            (Some(liveness), _) => format!(
+                "its liveness probe ({}) runs from container start; it outlasts this load ({}), \
+                 but a slower one (a cold cache, a slower volume) is killed mid-load",
+                liveness.budget_arithmetic(),
+                load.short()
+            ),
+            (None, Some(_)) => "its liveness answers while the model loads, so nothing restarts \
+                                a load that hangs"
                 .to_owned(),
-            None => "nothing restarts a load that hangs, and a liveness probe added later \
-                     will kill it mid-load"
+            (None, None) => "nothing restarts a load that hangs, and a liveness probe added \
+                             later will kill it mid-load"
                 .to_owned(),
+        };
+        // What a budget must cover: the load the manifest shows, or, where it shows none, a
+        // plea for the number rather than a guess stated as a need.
+        let needs = if super::support::accuses_on(load) {
+            format!(
+                "a startup budget needs {}",
+                required_arithmetic(load, margin)
+            )
+        } else {
+            format!(
+                "its load time is unknown ({}); declare {LOAD_SECONDS_ANNOTATION}",
+                load.derivation()
+            )
         };
         let finding = report.container(
             &cx,
             cx.container.pointer.clone(),
             format!(
-                "{} has no startupProbe: {risk} (a startup budget needs {})",
+                "{} has no startupProbe: {risk} ({needs})",
                 cx.container.describe(),
-                required_arithmetic(load, margin)
             ),
             help,
         );
@@ -120,11 +141,18 @@ mod tests {
             "{}",
             f.message
         );
+        // No model named: no need is stated from a guess.
         assert!(
-            f.message
-                .contains("375 s (load 300 s by policy default + 25 %; no model named"),
+            f.message.contains(
+                "its load time is unknown (no model named in the container's command, args or \
+                 env); declare probelint.io/model-load-seconds"
+            ),
             "{}",
             f.message
+        );
+        assert_eq!(
+            f.evidence.as_deref(),
+            Some("runs vLLM (the image's entrypoint)")
         );
         // No liveness: the risk is a hang nothing restarts, not a kill.
         assert!(

@@ -1,7 +1,7 @@
 //! `hpa-scale-up-outpaces-load`: an HPA that adds GPU pods again before the last ones loaded.
 
 use super::rule::{Report, Rule, RuleMeta};
-use super::support::rest_on;
+use super::support::accuses_on;
 use crate::analysis::facts::{GpuTargets, ObjectFacts, Role};
 use crate::model::finding::Severity;
 
@@ -17,8 +17,8 @@ with no stabilisation window. It overshoots, claims GPUs it does not need, and s
 5-minute scale-down window. Resource and Pods metrics are not flagged: for those the HPA counts pods that \
 report no metric yet as idle when it scales up (kubernetes pkg/controller/podautoscaler/\
 replica_calculator.go, calcPlainMetricReplicas). Limit scale-up to a period at least as long as the load \
-(behavior.scaleUp.policies with periodSeconds ≥ the load, at most 1800). The load is declared, estimated \
-(docs/load-time.md) or the policy default (then a warning says so). Only HPAs and workloads in the same \
+(behavior.scaleUp.policies with periodSeconds ≥ the load, at most 1800). The load is declared or estimated \
+(docs/load-time.md); with neither, the rule says nothing. Only HPAs and workloads in the same \
 input are seen.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/hpa-scale-up-outpaces-load/bad.yaml"),
@@ -51,7 +51,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
         else {
             continue;
         };
-        if *scale_up_every_seconds as f64 >= load.seconds {
+        if !accuses_on(load) || *scale_up_every_seconds as f64 >= load.seconds {
             continue;
         }
         let every = if *scale_up_written {
@@ -80,7 +80,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
                  value: 1, periodSeconds: {period}}}]"
             ),
         );
-        rest_on(load, finding);
+        finding.load = Some(load.clone());
     }
 }
 

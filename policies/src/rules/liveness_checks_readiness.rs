@@ -1,10 +1,13 @@
 //! `liveness-checks-readiness`: liveness asks "can you serve?" instead of "are you alive?".
 
 use super::rule::{Report, Rule, RuleMeta};
-use crate::analysis::context::Analysis;
+use crate::analysis::context::{Analysis, ContainerContext};
+use crate::fix::probes::GENERATION_TIMEOUT_SECONDS;
 use crate::model::finding::Severity;
 use crate::model::probe::{Handler, ProbeKind};
-use crate::model::servers::{GENERIC_READY_PATHS, KNOWN_SERVERS, is_inference_path, strip_query};
+use crate::model::servers::{
+    DuringLoad, GENERIC_READY_PATHS, KNOWN_SERVERS, KnownServer, is_inference_path, strip_query,
+};
 
 static META: RuleMeta = RuleMeta {
     id: "liveness-checks-readiness",
@@ -59,18 +62,62 @@ fn readiness_like(path: &str) -> Option<&'static str> {
 
 pub(crate) static RULE: Rule = Rule::object(&META, check);
 
+/// What to point liveness at, held to a fix's invariant: advice that would add a restart is not
+/// given. A liveness endpoint that fails while the model loads (llama.cpp's /health answers 503,
+/// vLLM's port is closed) kills the container mid-load unless a startupProbe that waits for the
+/// model gates it; a tcpSocket startupProbe on a server that opens its port before the model is
+/// loaded does not. And an endpoint that runs a generation (SGLang's /health) needs the generous
+/// timeout a generation takes, or the kubelet's 1 s default fails it under load.
+fn advice(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> String {
+    let fails_during_load = cx.container.loads_model_at_start()
+        && matches!(
+            server.during_load,
+            DuringLoad::PortClosed | DuringLoad::Unavailable | DuringLoad::Unknown
+        )
+        && !server.answers_during_load(server.live_path);
+    let gated = match cx.container.probe(ProbeKind::Startup) {
+        Some(startup) => match &startup.handler {
+            // The port is open while llama.cpp or SGLang loads: this gate opens too early.
+            Handler::TcpSocket { .. } => server.during_load == DuringLoad::PortClosed,
+            Handler::Invalid => false,
+            _ => true,
+        },
+        None => cx.container.runs_probe(ProbeKind::Startup),
+    };
+    let timeout = if server.live_runs_generation {
+        format!(" with timeoutSeconds: {GENERATION_TIMEOUT_SECONDS} (it runs a generation)")
+    } else {
+        String::new()
+    };
+    if fails_during_load && !gated {
+        return format!(
+            "first make the startupProbe an httpGet {} sized to the model load (it fails while \
+             {} loads, and would then gate liveness); then point liveness at {}{timeout} ({}'s \
+             liveness endpoint). Pointing liveness there without that gate would kill the \
+             server mid-load",
+            server.ready_path, server.name, server.live_path, server.name
+        );
+    }
+    format!(
+        "point liveness at {}{timeout} ({}'s liveness endpoint)",
+        server.live_path, server.name
+    )
+}
+
 fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
     for cx in analysis.containers() {
+        // "A busy model gets restarted" means nothing on redis or a web frontend: a generic
+        // smell, judged on model servers unless the policy asks for genericChecks.
+        if !cx.container.gets_generic_checks(analysis.policy) {
+            continue;
+        }
         let Some(liveness) = cx.container.probe(ProbeKind::Liveness) else {
             continue;
         };
         let readiness = cx.container.probe(ProbeKind::Readiness);
         // Built only for a finding.
         let live_help = || match cx.container.server {
-            Some(s) => format!(
-                "point liveness at {} ({}'s liveness endpoint)",
-                s.live_path, s.name
-            ),
+            Some(s) => advice(&cx, s),
             None => "point liveness at a cheap endpoint that only fails when the process is wedged"
                 .to_owned(),
         };
@@ -120,7 +167,6 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::fired;
 
     const ID: &str = "liveness-checks-readiness";
 
@@ -129,7 +175,58 @@ mod tests {
     }
 
     #[test]
+    fn advice_that_would_add_a_restart_is_not_given() {
+        let llama = include_str!(
+            "../../resources/rules/liveness-checks-readiness/fires-llama-cpp-advice-needs-a-startup-gate.yaml"
+        );
+        let f = &crate::rules::testing::findings_of(llama, ID)[0];
+        assert!(
+            f.help
+                .starts_with("first make the startupProbe an httpGet /health"),
+            "{}",
+            f.help
+        );
+        // With a startupProbe that waits for the model, the plain advice is safe.
+        let gated = llama.replace(
+            "startupProbe: {tcpSocket: {port: 8080}, failureThreshold: 30}",
+            "startupProbe: {httpGet: {path: /health, port: 8080}, failureThreshold: 30}",
+        );
+        let f = &crate::rules::testing::findings_of(&gated, ID)[0];
+        assert!(
+            f.help.starts_with("point liveness at /health"),
+            "{}",
+            f.help
+        );
+        // SGLang's /health runs a generation: the advice carries the timeout it needs.
+        let sglang = include_str!(
+            "../../resources/rules/liveness-checks-readiness/fires-liveness-on-generation-and-ready-endpoints.yaml"
+        );
+        let f = &crate::rules::testing::findings_of(sglang, ID)[0];
+        assert!(f.help.contains("timeoutSeconds: 10"), "{}", f.help);
+    }
+
+    #[test]
     fn agrees_with_kube_score_on_identical_probes() {
+        // kube-score judges every container; probelint does with genericChecks, and by default
+        // only the containers that serve a model ("a busy model" means nothing on nginx).
+        let generic = crate::Policy::with_user_yaml("genericChecks: true\n").unwrap();
+        let fired = |yaml: &str, id: &str| -> Vec<(Option<String>, String)> {
+            crate::rules::testing::lint_with(yaml, &generic)
+                .into_iter()
+                .filter(|f| f.rule == id)
+                .map(|f| (f.container, f.pointer))
+                .collect()
+        };
+        for name in [
+            "pod-probes-identical-http.yaml",
+            "pod-probes-identical-tcp.yaml",
+            "pod-probes-identical-exec.yaml",
+        ] {
+            assert!(
+                crate::rules::testing::fired(&peer(name), ID).is_empty(),
+                "{name}"
+            );
+        }
         for name in [
             "pod-probes-identical-http.yaml",
             "pod-probes-identical-tcp.yaml",

@@ -1,7 +1,7 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::{kill_during_load_is_real, kills_before, rest_on};
+use super::support::liveness_restart_loop_reports;
 use crate::analysis::context::Analysis;
 use crate::fix::probes::startup_probe;
 use crate::model::finding::{Applicability, Severity};
@@ -16,10 +16,15 @@ static META: RuleMeta = RuleMeta {
 kills the server mid-load, every time: a restart loop that never serves, burns GPU time and, with many \
 replicas reloading weights at once, can saturate the node's disk and network. Add a startupProbe (which \
 gates liveness until the model is loaded) rather than stretching initialDelaySeconds, which also delays \
-detection of real hangs. The load time is declared (probelint.io/model-load-seconds), estimated from the \
-model the server is given (docs/load-time.md), or the policy's default, in which case the finding is a \
-warning.",
-    example_policy: None,
+detection of real hangs. The load time is declared (probelint.io/model-load-seconds) or estimated from the \
+model the server is given (docs/load-time.md); where the manifest shows neither, this rule says nothing and \
+gpu-startup-probe-missing reports the missing startupProbe. In a pod that serves, gpu-startup-probe-missing \
+reports the missing startupProbe with this risk in its message, and this rule stays quiet (one problem, one \
+error); it speaks for batch pods (a Job that runs a model server) and where that rule is turned off, with \
+the same fix.",
+    // Shown on its own: by default gpu-startup-probe-missing reports a serving container's
+    // missing startupProbe, this risk included.
+    example_policy: Some("rules:\n  gpu-startup-probe-missing: off\n"),
     bad_example: include_str!("../../resources/rules/liveness-restart-loop/bad.yaml"),
     good_example: include_str!("../../resources/rules/liveness-restart-loop/good.yaml"),
     fix: Some(FixMeta {
@@ -45,13 +50,22 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         else {
             continue;
         };
-        if !kill_during_load_is_real(&cx, liveness) {
+        if !liveness_restart_loop_reports(&cx, liveness) {
+            continue;
+        }
+        // One problem, one error: where gpu-startup-probe-missing reports this container's
+        // missing startupProbe, its error already says that liveness kills it mid-load and
+        // carries the fix. This rule speaks where that one does not: a batch pod, or a policy
+        // that turns it off.
+        if cx.pod.serving
+            && analysis
+                .policy
+                .severity_for("gpu-startup-probe-missing", Severity::Error)
+                .is_some()
+        {
             continue;
         }
         let load = &cx.container.load;
-        if !kills_before(liveness, load.seconds) {
-            continue;
-        }
         // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
         let fix = (cx.workload.object_ref.kind != "NIMService")
             .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))
@@ -71,7 +85,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 .to_owned(),
         );
         finding.fix = fix;
-        rest_on(load, finding);
+        finding.load = Some(load.clone());
     }
 }
 
@@ -79,11 +93,19 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
 mod tests {
     use crate::rules::testing::findings_of;
 
+    /// Findings under the rule's example policy (gpu-startup-probe-missing off).
+    fn of(yaml: &str, rule: &str) -> Vec<crate::Finding> {
+        crate::rules::testing::lint_example(&super::META, yaml)
+            .into_iter()
+            .filter(|f| f.rule == rule)
+            .collect()
+    }
+
     const ID: &str = "liveness-restart-loop";
 
     #[test]
     fn message_compares_tolerance_and_load() {
-        let f = &findings_of(super::META.bad_example, ID)[0];
+        let f = &of(super::META.bad_example, ID)[0];
         assert!(
             f.message.contains("60 s (30 s delay + 3 × 10 s)"),
             "{}",
@@ -104,13 +126,13 @@ mod tests {
     }
 
     #[test]
-    fn an_estimated_load_is_evidence_and_an_assumed_one_makes_a_warning() {
+    fn an_estimated_load_is_evidence_and_an_assumed_one_accuses_nothing() {
         // Llama-3.1-8B from the Hub: 16 GB / 200 MB/s = 80 s + 60 s vLLM start = 140 s, which a
         // 60 s liveness tolerance cannot cover.
         let estimated = include_str!(
             "../../resources/rules/liveness-restart-loop/fires-estimated-load-from-the-hub.yaml"
         );
-        let f = &findings_of(estimated, ID)[0];
+        let f = &of(estimated, ID)[0];
         assert_eq!(f.severity, crate::Severity::Error);
         assert!(
             f.message.contains(
@@ -127,12 +149,20 @@ mod tests {
             "      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n",
             "",
         );
-        let f = &findings_of(&assumed, ID)[0];
-        assert_eq!(f.severity, crate::Severity::Warning);
+        // No model named: the 300 s default is a guess, so this rule says nothing; the
+        // container's one error is the missing startupProbe, which says the load is unknown.
+        assert!(of(&assumed, ID).is_empty());
+        let f = &findings_of(&assumed, "gpu-startup-probe-missing")[0];
         assert!(
-            f.message.contains("the load time is the policy's default"),
+            f.message.contains("kills any load that takes longer")
+                && f.message.contains("its load time is unknown"),
             "{}",
             f.message
         );
+        // By default a serving container's one error is gpu-startup-probe-missing, which
+        // carries this risk; this rule stays quiet.
+        assert!(findings_of(estimated, ID).is_empty());
+        let f = &findings_of(estimated, "gpu-startup-probe-missing")[0];
+        assert!(f.message.contains("can kill it mid-load"), "{}", f.message);
     }
 }

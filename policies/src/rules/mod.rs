@@ -8,6 +8,7 @@ mod support;
 pub(crate) mod exec_probe_heavy;
 pub(crate) mod gpu_graceful_shutdown_missing;
 pub(crate) mod gpu_readiness_probe_missing;
+pub(crate) mod gpu_serving_role_unknown;
 pub(crate) mod gpu_serving_without_pdb;
 pub(crate) mod gpu_startup_probe_missing;
 pub(crate) mod grpc_probe_unsupported;

@@ -2,7 +2,7 @@
 //! have loaded their model.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::rest_on;
+use super::support::accuses_on;
 use crate::analysis::context::Analysis;
 use crate::analysis::object::Workload;
 use crate::fix::patch::{add, add_to_map, replace};
@@ -30,8 +30,8 @@ aborts it. Knative (and KServe in serverless mode) fails the revision after its 
 default) and tears its pods down: the model never serves. KubeRay's ray.io/initializing-timeout puts a \
 RayService that does not initialise in time into a terminal failure: it must be deleted and recreated. The \
 time a pod needs is the download its init containers do, plus the model's load, plus the policy margin; \
-the load is declared, estimated from the manifest (docs/load-time.md) or the policy default (then a \
-warning at most). Torn down or terminal is an error; reported failed is a warning. Seen by every front \
+the load is declared or estimated from the manifest (docs/load-time.md); with neither, the rule says \
+nothing. Torn down or terminal is an error; reported failed is a warning. Seen by every front \
 end: the deadline is in the object itself.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/progress-deadline-too-short/bad.yaml"),
@@ -89,6 +89,9 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             continue;
         };
         let load: &LoadTime = &container.load;
+        if !accuses_on(load) {
+            continue;
+        }
         // The same cap as every budget: an absurd annotation ("1e300") must not overflow.
         let needed = crate::model::budget::required_startup_seconds(
             fetch + load.seconds,
@@ -135,7 +138,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         );
         finding.severity = deadline.severity;
         finding.fix = fix;
-        rest_on(load, finding);
+        finding.load = Some(load.clone());
     }
 }
 
@@ -385,13 +388,19 @@ mod tests {
     }
 
     #[test]
-    fn a_guess_is_a_warning() {
-        // An Argo Rollout that aborts, on the policy's default load: a warning, not an error.
+    fn a_guessed_load_accuses_nothing() {
+        // An Argo Rollout that aborts, with no model named: the 300 s default is a guess, and
+        // no finding rests on it. Named, the same deadline is an error.
         let guess = include_str!(
-            "../../resources/rules/progress-deadline-too-short/fires-aborting-rollout-on-the-default-load.yaml"
+            "../../resources/rules/progress-deadline-too-short/silent-aborting-rollout-on-the-default-load.yaml"
         );
-        let f = &findings_of(guess, ID)[0];
-        assert_eq!(f.severity, crate::Severity::Warning, "{}", f.message);
+        assert!(findings_of(guess, ID).is_empty());
+        let named = guess.replace(
+            "          image: vllm/vllm-openai:v0.10.1\n",
+            "          image: vllm/vllm-openai:v0.10.1\n          args: [--model, meta-llama/Llama-3.1-70B-Instruct]\n",
+        );
+        let f = &findings_of(&named, ID)[0];
+        assert_eq!(f.severity, crate::Severity::Error, "{}", f.message);
     }
 
     #[test]

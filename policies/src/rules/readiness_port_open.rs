@@ -35,6 +35,11 @@ pub(crate) static RULE: Rule = Rule::object(&META, check);
 
 fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
     for cx in analysis.containers() {
+        // "The model is not loaded" needs a model: on CPU services and sidecars this is a
+        // generic smell, judged only where the policy asks for genericChecks.
+        if !cx.container.gets_generic_checks(analysis.policy) {
+            continue;
+        }
         let Some(probe) = cx.container.probe(ProbeKind::Readiness) else {
             injected(&cx, report);
             continue;
@@ -107,7 +112,7 @@ fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
     };
     if !cx.pod.serving
         || cx.container.role != crate::analysis::object::Role::Serving
-        || (!cx.container.is_accelerated() && cx.container.server.is_none())
+        || !cx.container.serves_model()
     {
         return;
     }
@@ -232,10 +237,17 @@ mod tests {
             "{}",
             f.help
         );
+        // On a CPU container that loads no model it is a generic smell: judged (as a warning)
+        // only where the policy asks for genericChecks.
         let cpu = include_str!(
-            "../../resources/rules/readiness-port-open/fires-cpu-container-port-check.yaml"
+            "../../resources/rules/readiness-port-open/silent-cpu-container-port-check.yaml"
         );
-        let f = &findings_of(cpu, ID)[0];
+        assert!(findings_of(cpu, ID).is_empty());
+        let generic = crate::Policy::with_user_yaml("genericChecks: true\n").unwrap();
+        let f = crate::rules::testing::lint_with(cpu, &generic)
+            .into_iter()
+            .find(|f| f.rule == ID)
+            .expect("judged with genericChecks");
         assert_eq!(f.severity, Severity::Warning);
     }
 

@@ -120,13 +120,15 @@ impl<'f> Report<'f> {
         message: String,
         help: String,
     ) -> &mut Finding {
-        self.push(
+        let finding = self.push(
             cx.workload,
             Some(cx.container.name.clone()),
             pointer,
             message,
             help,
-        )
+        );
+        finding.evidence = cx.container.serving.evidence().map(ToString::to_string);
+        finding
     }
 
     /// A finding about an object as a whole, or a part of it that is not a container.
@@ -210,6 +212,7 @@ impl<'f> Report<'f> {
             suppressed: None,
             fix: None,
             load: None,
+            evidence: None,
         });
         self.findings.last_mut().expect("just pushed")
     }

@@ -1,7 +1,7 @@
 //! `startup-budget-too-short`: the startupProbe gives up before the model can have loaded.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::rest_on;
+use super::support::accuses_on;
 use crate::analysis::context::Analysis;
 use crate::fix::probes::raise_threshold;
 use crate::model::budget::{required_arithmetic, required_startup_seconds, threshold_for};
@@ -20,8 +20,8 @@ pulling at once, so the budget needs a margin over the load time: budget ≥ loa
 The load time is the probelint.io/model-load-seconds annotation when there is one; else it is estimated \
 from the manifest as parameters × bytes per parameter ÷ the bandwidth of where the weights come from \
 (the Hub, a PVC, the node's disk) + the server's start, each figure from the policy's modelLoad section \
-(docs/load-time.md); else it is the policy's modelLoadSeconds, and then the finding is a warning, since \
-nothing in the manifest backs it.",
+(docs/load-time.md); where the manifest shows neither, the rule says nothing: no finding rests on a \
+guessed load.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/startup-budget-too-short/bad.yaml"),
     good_example: include_str!("../../resources/rules/startup-budget-too-short/good.yaml"),
@@ -45,7 +45,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         else {
             continue;
         };
+        // A Ray node, a headless worker, a multi-model runtime or a container with no evidence
+        // that it serves loads no model at start; a guessed load accuses nothing.
         let load = &cx.container.load;
+        if !cx.container.loads_model_at_start() || !accuses_on(load) {
+            continue;
+        }
         let needed = required_startup_seconds(load.seconds, margin);
         if probe.budget_seconds() >= needed {
             continue;
@@ -68,7 +73,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             ),
         );
         finding.fix = fix;
-        rest_on(load, finding);
+        finding.load = Some(load.clone());
     }
 }
 

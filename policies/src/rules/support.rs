@@ -3,7 +3,6 @@
 //! and graded.
 
 use crate::analysis::context::ContainerContext;
-use crate::model::finding::{Finding, Severity};
 use crate::model::load::LoadTime;
 use crate::model::probe::{Handler, Probe};
 use crate::model::servers;
@@ -25,17 +24,12 @@ pub(crate) fn generation_path<'p>(
     generates.then_some(*path)
 }
 
-/// What a finding that rests on an assumed load time adds to its message, and the severity it
-/// gets: an error needs evidence, a guess makes at most a warning.
-pub(crate) fn rest_on(load: &LoadTime, finding: &mut Finding) {
-    finding.load = Some(load.clone());
-    if !load.is_evidence() {
-        finding.severity = finding.severity.min(Severity::Warning);
-        finding.message.push_str(
-            " — a warning, not an error: the load time is the policy's default, since nothing in \
-             the manifest says how big the model is (declare it with probelint.io/model-load-seconds)",
-        );
-    }
+/// Whether a finding may rest on this load time: declared, or estimated from what the manifest
+/// says. Nothing accuses on a guessed load: where the load is only the policy's default, the
+/// rules that compare a deadline with it say nothing (gpu-startup-probe-missing still asks for
+/// the startupProbe, and says the load is unknown).
+pub(crate) fn accuses_on(load: &LoadTime) -> bool {
+    load.is_evidence()
 }
 
 /// Whether `liveness`, running from container start with no startupProbe to gate it, can kill
@@ -63,4 +57,19 @@ pub(crate) fn kill_during_load_is_real(
         (Some(server), Handler::HttpGet { path, .. }) => !server.answers_during_load(path),
         _ => true,
     }
+}
+
+/// Whether liveness runs from this container's start with no startupProbe (its own or its
+/// operator's), has a timing the apiserver accepts, and kills before a load the manifest shows
+/// ends: liveness-restart-loop's question.
+pub(crate) fn liveness_restart_loop_reports(
+    cx: &ContainerContext<'_, '_>,
+    liveness: &Probe<'_>,
+) -> bool {
+    !cx.container
+        .runs_probe(crate::model::probe::ProbeKind::Startup)
+        && liveness.timings_valid()
+        && kill_during_load_is_real(cx, liveness)
+        && accuses_on(&cx.container.load)
+        && kills_before(liveness, cx.container.load.seconds)
 }
