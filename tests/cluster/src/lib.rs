@@ -20,8 +20,8 @@
 //! Needs Go (the binaries are built once per machine and version, into `<target>/k8s/`, and
 //! the cold build's duration is printed) and `kubectl`. The tests that use it are the cluster
 //! suite (tier 2): each is `#[ignore = "e2e: ..."]`, so `cargo test --workspace` never starts a
-//! control plane, and `cargo test --workspace --exclude probelint-kubelet-conformance --
-//! --ignored` runs them; there a missing tool fails the test with what to install.
+//! control plane, and the cluster suite's command (the README's Tests section, `-- --ignored`)
+//! runs them; there a missing tool fails the test with what to install.
 
 mod binaries;
 mod image;
