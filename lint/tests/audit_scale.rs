@@ -10,10 +10,9 @@ use serde_json::{Value, json};
 /// meanwhile): every one audited, through paginated lists (500 a
 /// page). Prints the time and the audit's peak memory, a benchmark figure, not an assertion.
 #[test]
+#[ignore = "e2e: a real control plane; needs Go and kubectl"]
 fn a_thousand_deployments_in_twenty_namespaces_are_all_audited() {
-    let Some(cluster) = probelint_cluster::shared("audit_scale") else {
-        return;
-    };
+    let cluster = probelint_cluster::shared("audit_scale");
     let mut namespaces = Vec::new();
     for _ in 0..20 {
         let ns = cluster.namespace("audit-scale");

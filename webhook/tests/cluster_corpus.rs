@@ -159,10 +159,9 @@ fn install_crds(env: &Env) {
 }
 
 #[test]
+#[ignore = "e2e: a real control plane and real Helm; needs Go, kubectl, Python 3 and PyPI"]
 fn every_workload_of_the_real_corpus_is_mutated_and_accepted_by_the_real_apiserver() {
-    let Some(env) = env("corpus_through_the_apiserver") else {
-        return;
-    };
+    let env = env("corpus_through_the_apiserver");
     install_crds(&env);
     let workloads = corpus_workloads();
     let policy = Policy::builtin().expect("the built-in policy");

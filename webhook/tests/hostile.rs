@@ -24,9 +24,16 @@ use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// The server's own bound on a review ([`REQUEST_TIMEOUT`] in `server.rs`), plus slack for a
-/// debug build on shared CI cores.
-const ANSWER_BOUND: Duration = Duration::from_secs(6);
+// HANG (the support module): how long a test waits for an answer before calling the server
+// hung. What the server's own bound guarantees is checked by what it answers (a review or its
+// own 503), not by the client's stopwatch.
+
+/// `answer`, or a failure naming `what` after [`HANG`].
+async fn in_time<T>(what: &str, answer: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(HANG, answer)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer after {HANG:?}: the server hangs"))
+}
 
 // ---------------------------------------------------------------------------------------------
 // A keep-alive HTTPS client: many requests on one connection, as the apiserver sends them.
@@ -121,16 +128,12 @@ fn good_review() -> Value {
 }
 
 /// A hostile body must get a well-formed answer: a 4xx with a message, or a 200 with an
-/// AdmissionReview for the request's uid. Never a 5xx, never a dropped connection, always in
-/// time. Then a good review on the same connection must still be answered.
+/// AdmissionReview for the request's uid. Never a 5xx, never a dropped connection, never a
+/// hang. Then a good review on the same connection must still be answered.
 async fn assert_answered(conn: &mut Conn, what: &str, body: Vec<u8>) -> Answer {
-    let start = Instant::now();
-    let answer = conn
-        .post("/validate", Bytes::from(body))
+    let answer = in_time(what, conn.post("/validate", Bytes::from(body)))
         .await
         .unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
-    let elapsed = start.elapsed();
-    assert!(elapsed < ANSWER_BOUND, "{what}: answered in {elapsed:?}");
     match answer.status {
         200 => {
             let review: Value = serde_json::from_slice(&answer.body)
@@ -412,7 +415,8 @@ async fn deeply_nested_json_is_refused_and_just_under_the_limit_is_evaluated() {
 }
 
 /// A Deployment with 10,000 GPU containers and no probes (about 2 MB): 30,000 findings. Every
-/// endpoint answers within the server's timeout and the server keeps serving.
+/// endpoint answers, with the review or with the server's own timeout (503 "did not
+/// complete"), and the server keeps serving. The time taken is printed, not asserted.
 #[tokio::test]
 async fn ten_thousand_containers_are_answered_within_the_timeout() {
     let webhook = Webhook::start().await;
@@ -430,8 +434,7 @@ async fn ten_thousand_containers_are_answered_within_the_timeout() {
     let body = serde_json::to_vec(&review).expect("json");
     for path in ["/validate", "/validate/warn", "/mutate"] {
         let start = Instant::now();
-        let answer = conn
-            .post(path, Bytes::from(body.clone()))
+        let answer = in_time(path, conn.post(path, Bytes::from(body.clone())))
             .await
             .unwrap_or_else(|e| panic!("{path}: {e}"));
         let elapsed = start.elapsed();
@@ -441,9 +444,8 @@ async fn ten_thousand_containers_are_answered_within_the_timeout() {
             answer.status,
             answer.body.len() / 1024
         );
-        assert!(elapsed < ANSWER_BOUND, "{path}: {elapsed:?}");
         // 200 with the review, or the server's own 503 when the build is too slow to finish
-        // in 5 s: either way a well-formed answer in time, never a hang or a dropped connection.
+        // in 5 s: either way a well-formed answer, never a hang or a dropped connection.
         match answer.status {
             200 => {
                 let review: Value = serde_json::from_slice(&answer.body).expect("JSON");
@@ -609,23 +611,31 @@ async fn slow_and_lying_clients_time_out_without_blocking_others() {
         }
         read_head(&mut slow, Duration::from_secs(10)).await
     });
-    // Meanwhile others are served promptly.
+    // Meanwhile others are served: all ten while the slow client is still connected (the
+    // server cuts it only at its 5 s body deadline), so none of them waited for it.
     let mut conn = Conn::new(webhook.addr, webhook.client());
     for _ in 0..10 {
-        let t = Instant::now();
-        let answer = conn
-            .post("/validate", Bytes::from(fixture("allow-clean-gpu-pod")))
-            .await
-            .expect("served while a slow client is connected");
+        let answer = in_time(
+            "a review beside a slow client",
+            conn.post("/validate", Bytes::from(fixture("allow-clean-gpu-pod"))),
+        )
+        .await
+        .expect("served while a slow client is connected");
         assert_eq!(answer.status, 200);
-        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     }
+    assert!(
+        !trickle.is_finished(),
+        "the slow client was answered before ten small reviews beside it: they waited for it"
+    );
     let head = trickle.await.expect("trickle");
     assert!(head.starts_with("HTTP/1.1 503"), "{head:?}");
+    // Cut by the body deadline, not before it (a loaded machine only makes this later; the
+    // trickle's own 10 s read bounds it).
     let elapsed = start.elapsed();
+    eprintln!("the slow client was cut after {elapsed:?}");
     assert!(
-        elapsed >= Duration::from_secs(4) && elapsed < Duration::from_secs(9),
-        "the slow client was cut after {elapsed:?}"
+        elapsed >= Duration::from_secs(4),
+        "the slow client was cut after {elapsed:?}, before the 5 s body deadline"
     );
     let head = read_head(&mut liar, Duration::from_secs(5)).await;
     assert!(head.starts_with("HTTP/1.1 408"), "{head:?}");
@@ -653,14 +663,21 @@ async fn garbage_and_idle_connections_do_not_take_the_server_down() {
     for _ in 0..100 {
         idle.push(TcpStream::connect(webhook.addr).await.expect("connect"));
     }
-    let start = Instant::now();
-    let review = webhook.review("/validate", "allow-clean-gpu-pod").await;
+    let review = in_time(
+        "a review beside 100 idle connections",
+        webhook.review("/validate", "allow-clean-gpu-pod"),
+    )
+    .await;
     assert_eq!(review["response"]["allowed"], true);
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
+    // Answered while the idle connections are still open: it did not wait for the server to
+    // give up on them.
+    let mut byte = [0u8; 1];
+    for conn in &idle {
+        match conn.try_read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("an idle connection was closed before the review: {other:?}"),
+        }
+    }
     drop(idle);
     let ready = webhook.metrics_get("/readyz").await.expect("readyz");
     assert_eq!(ready.status, 200);
@@ -933,8 +950,8 @@ async fn a_connection_trickling_headers_after_its_first_request_is_closed_on_bot
     eprintln!(
         "trickling connections closed after {tls_closed:?} (TLS), {plain_closed:?} (metrics)"
     );
-    // Closed by the header timeout (10 s from the first byte), not by the idle one (100 s).
-    assert!(tls_closed < Duration::from_secs(20) && plain_closed < Duration::from_secs(20));
+    // Closed by the header timeout (10 s from the first byte), not by the idle one (100 s):
+    // the metrics below name the reason (and `within`, 30 s, is far below 100 s).
     let metrics = metrics_text(&webhook).await;
     assert_eq!(
         closed_count(&metrics, "tls", "header_read_timeout"),
@@ -1129,7 +1146,7 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
             .expect("request");
         let (response, mut send) = client.send_request(request, false).expect("stream");
         send.send_data(good.clone(), true).expect("body");
-        let response = tokio::time::timeout(ANSWER_BOUND, response)
+        let response = tokio::time::timeout(HANG, response)
             .await
             .expect("answered in time")
             .expect("answer");
@@ -1313,7 +1330,7 @@ async fn a_body_over_the_limit_gets_413_over_http2_too() {
                 }
             })
         };
-        let response = tokio::time::timeout(ANSWER_BOUND, response)
+        let response = tokio::time::timeout(HANG, response)
             .await
             .expect("answered in time")
             .unwrap_or_else(|e| panic!("declared {declared}: no answer but {e}"));
@@ -1420,7 +1437,7 @@ async fn certificates_outside_their_validity_are_never_swapped_in() {
         );
         let metrics = metrics_text(&webhook).await;
         assert_eq!(gauge(&metrics, "certificate_files_refused"), 1, "{what}");
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + HANG;
         while !webhook.log_lines().into_iter().any(|l| {
             l["level"] == "ERROR"
                 && l["message"] == "TLS reload refused; still serving the previous certificate"
@@ -1501,7 +1518,7 @@ async fn the_served_certificate_expiring_is_reported() {
         ("tls.key", &short.key_pem),
         ("ca.crt", &ca),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + HANG;
     loop {
         let metrics = metrics_text(&webhook).await;
         let expiry = metric(
@@ -1525,7 +1542,7 @@ async fn the_served_certificate_expiring_is_reported() {
         .await;
     assert_eq!(ready.status, 200, "{}", ready.text());
     // The log line comes through the stdout pipe: give the reader a moment.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG;
     while !webhook.log_lines().into_iter().any(|l| {
         l["level"] == "ERROR"
             && l["message"]
@@ -1546,7 +1563,7 @@ async fn the_served_certificate_expiring_is_reported() {
         ("tls.key", &renewed.key_pem),
         ("ca.crt", &ca),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + HANG;
     loop {
         let ready = webhook.metrics_get("/readyz").await.expect("readyz").text();
         if !ready.contains("EXPIRED") {
@@ -1622,7 +1639,7 @@ async fn request_text_cannot_forge_log_lines() {
     .await;
     let reply = webhook.post("/validate", &body).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG;
     let lines = loop {
         let lines = webhook.text_logs.lock().expect("logs").clone();
         if lines.iter().any(|l| l.contains(" review ")) {
@@ -1651,7 +1668,7 @@ async fn request_text_cannot_forge_log_lines() {
     let webhook = Webhook::start().await;
     let reply = webhook.post("/validate", &body).await;
     assert_eq!(reply.status, 200);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG;
     let logged = loop {
         if let Some(line) = webhook
             .log_lines()
@@ -2384,8 +2401,8 @@ fn check_soak(report: &SoakReport) {
     assert_eq!(report.policy_reloads_ok, report.policy_valid_writes);
     assert_eq!(report.policy_reloads_failed, report.policy_invalid_writes);
     assert!(report.alive_after_sighup, "SIGHUP took the webhook down");
+    // It exited (wait_exit fails a webhook that hangs) and cleanly; how fast is printed above.
     assert_eq!(report.exit_code, Some(0), "exit after SIGTERM");
-    assert!(report.exit_after_sigterm < Duration::from_secs(12));
 }
 
 /// The CI soak: 30 s of load from 4 clients while the certificate rotates every 3 s and the

@@ -383,7 +383,7 @@ async fn logs_one_json_line_per_review() {
     webhook
         .review("/validate", "deny-gpu-deployment-without-probes")
         .await;
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG;
     let line = loop {
         let found = webhook.log_lines().into_iter().find(|l| {
             l["message"] == "review" && l["uid"] == "2d7e8f8a-0b7c-4b8e-8a55-5c2a0f1b9e02"
@@ -554,7 +554,7 @@ async fn certificate_rotation_under_continuous_requests_fails_no_request() {
     let wait_for = |cert: rustls::pki_types::CertificateDer<'static>| {
         let served = served.clone();
         async move {
-            let deadline = Instant::now() + Duration::from_secs(10);
+            let deadline = Instant::now() + HANG;
             loop {
                 if served
                     .lock()
@@ -636,7 +636,7 @@ async fn policy_reload_applies_a_good_policy_and_keeps_it_when_the_next_is_bad()
     assert!(names_rule(&webhook.review("/validate", name).await));
 
     write_atomically(&webhook.policy_path, &format!("rules:\n  {rule}: off\n"));
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + HANG;
     while names_rule(&webhook.review("/validate", name).await) {
         assert!(
             Instant::now() < deadline,
@@ -713,7 +713,7 @@ async fn sighup_rereads_a_policy_the_watcher_cannot_see_change() {
     );
 
     webhook.hangup();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG;
     while names_rule(&webhook.review("/validate", name).await) {
         assert!(
             Instant::now() < deadline,
@@ -904,7 +904,7 @@ async fn a_broken_certificate_update_keeps_the_served_certificate() {
         ("tls.key", &v2.key_pem),
         ("ca.crt", &ca),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + HANG;
     loop {
         let reply = webhook
             .post("/validate", &fixture("allow-clean-gpu-pod"))
@@ -993,7 +993,7 @@ fn edited(name: &str, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
 
 /// Waits for the review log line of `uid` (the log is written after the answer).
 async fn review_log(webhook: &Webhook, uid: &Value) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG;
     loop {
         if let Some(line) = webhook
             .log_lines()

@@ -208,4 +208,4 @@ pub fn install_script(script: &str, to: &Path) {
 #[allow(unused_imports)]
 pub use probelint_testkit::process::{output, text};
 #[allow(unused_imports)]
-pub use probelint_testkit::python::{Venv, skip_network_test};
+pub use probelint_testkit::python::Venv;

@@ -6,7 +6,7 @@
 //! kubelet: pods stay `Pending`, but every one of them goes through admission.
 //!
 //! ```no_run
-//! let Some(cluster) = probelint_cluster::shared("my_test") else { return };
+//! let cluster = probelint_cluster::shared("my_test");
 //! let ns = cluster.namespace("my-test");
 //! cluster.kubectl().args(["-n", &ns, "get", "pods"]).status().unwrap();
 //! ```
@@ -18,9 +18,10 @@
 //! `<target>/k8s-run/`, where the next run removes those of dead runs.
 //!
 //! Needs Go (the binaries are built once per machine and version, into `<target>/k8s/`, and
-//! the cold build's duration is printed) and `kubectl`. `PROBELINT_SKIP_CLUSTER_TESTS=1` skips
-//! the tests that need them, saying so; without it a missing tool fails the test with what to
-//! install.
+//! the cold build's duration is printed) and `kubectl`. The tests that use it are the cluster
+//! suite (tier 2): each is `#[ignore = "e2e: ..."]`, so `cargo test --workspace` never starts a
+//! control plane, and the cluster suite's command (the README's Tests section, `-- --ignored`)
+//! runs them; there a missing tool fails the test with what to install.
 
 mod binaries;
 mod image;
@@ -39,9 +40,6 @@ pub use binaries::{Binaries, ETCD_MODULE, KUBE_MODULE};
 pub use image::Image;
 pub use node::{Node, NodeError};
 pub use pki::{Ca, Leaf};
-
-/// Set to `1` to skip the tests that need a control plane (and so Go and kubectl).
-pub const SKIP_VAR: &str = "PROBELINT_SKIP_CLUSTER_TESTS";
 
 /// How long the control plane may take to come up (a cold machine, two busy cores).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
@@ -62,16 +60,13 @@ pub struct Cluster {
     namespaces: AtomicU32,
 }
 
-/// The control plane of this test binary, started on first use; `None` (after saying why on
-/// stderr) when `PROBELINT_SKIP_CLUSTER_TESTS=1`. Panics with the reason when it cannot start.
-pub fn shared(test: &str) -> Option<&'static Cluster> {
-    if std::env::var(SKIP_VAR).is_ok_and(|v| v == "1") {
-        eprintln!("skipping {test}: {SKIP_VAR}=1 (it needs a real kube-apiserver, built with Go)");
-        return None;
-    }
+/// The control plane of this test binary, started on first use. Panics with the reason (and,
+/// for a missing tool, what to install) when it cannot start: a test that asked for a cluster
+/// never passes without one.
+pub fn shared(test: &str) -> &'static Cluster {
     static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
     match CLUSTER.get_or_init(start_in_keeper_thread) {
-        Ok(cluster) => Some(cluster),
+        Ok(cluster) => cluster,
         Err(error) => panic!("{test}: the test control plane could not start: {error}"),
     }
 }
@@ -369,8 +364,14 @@ fn require_tool(tool: &str, args: &[&str]) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr)
         )),
         Err(e) => Err(format!(
-            "`{tool}` is needed to run the cluster tests and cannot be run ({e}); install it, \
-             or set {SKIP_VAR}=1 to skip those tests"
+            "`{tool}` is needed by the cluster suite and cannot be run ({e}): install {}",
+            match tool {
+                "go" =>
+                    "Go 1.24 or later (https://go.dev/dl/; the build also needs the Go module \
+                         proxy)",
+                "kubectl" => "kubectl (https://kubernetes.io/docs/tasks/tools/)",
+                other => other,
+            }
         )),
     }
 }

@@ -8,7 +8,9 @@ use probelint_reference::model::{self, Expected};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-const LONG: Duration = Duration::from_secs(15);
+/// How long a test waits for the server to reach a state before calling it hung; the wait
+/// ends as soon as it does.
+const LONG: Duration = Duration::from_secs(60);
 
 #[test]
 fn probes_fail_while_loading_then_pass() {

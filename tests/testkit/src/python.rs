@@ -1,6 +1,8 @@
 //! Python tools from PyPI for the tests (the real `pre-commit`, Helm as `helm-sdkpy`), each in
 //! a virtualenv kept under the cargo target directory and reused while it has the pinned
-//! versions.
+//! versions. Only the ecosystem suite (tier 2: `#[ignore = "e2e: ..."]` tests, run with
+//! `-- --ignored`) uses them; there a missing Python, venv or PyPI fails the test with what to
+//! install.
 
 use crate::process::{output, text};
 use std::fs;
@@ -8,18 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
-
-/// Set to `1`, skips the tests that need PyPI.
-pub const SKIP_NETWORK_VAR: &str = "PROBELINT_SKIP_NETWORK_TESTS";
-
-/// Whether to skip `test`, which needs PyPI to install `needs`; says so on stderr when skipping.
-pub fn skip_network_test(test: &str, needs: &str) -> bool {
-    let skip = std::env::var(SKIP_NETWORK_VAR).is_ok_and(|v| v == "1");
-    if skip {
-        eprintln!("skipping {test}: {SKIP_NETWORK_VAR}=1 (it needs PyPI to install {needs})");
-    }
-    skip
-}
 
 /// A virtualenv with pinned packages from PyPI, kept under the cargo target directory.
 pub struct Venv<'a> {
@@ -74,8 +64,9 @@ impl Venv<'_> {
         let made = output(Command::new(&base).arg("-m").arg("venv").arg(dir));
         assert!(
             made.status.success(),
-            "`{base} -m venv` failed ({needed_by} need Python 3 with venv; set \
-             {SKIP_NETWORK_VAR}=1 to skip them):\n{}",
+            "`{base} -m venv` failed: {needed_by} need Python 3.11 or later with venv (on \
+             Debian or Ubuntu `apt-get install python3 python3-venv`; `PYTHON` names another \
+             interpreter):\n{}",
             text(&made)
         );
         let pip = output(
@@ -92,8 +83,8 @@ impl Venv<'_> {
         );
         assert!(
             pip.status.success(),
-            "pip could not install {} ({}); is PyPI reachable? Set {SKIP_NETWORK_VAR}=1 to skip \
-             the tests that need it.\n{}",
+            "pip could not install {} ({}): {needed_by} need PyPI (https://pypi.org) or a \
+             mirror (`PIP_INDEX_URL`)\n{}",
             packages.join(" "),
             pip.status,
             text(&pip)

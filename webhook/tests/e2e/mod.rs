@@ -40,23 +40,20 @@ impl Env {
     }
 }
 
-/// The environment of a test that installs the chart, or `None` (after saying why) when the
-/// cluster or network tests are skipped: Helm comes from PyPI, so
-/// `PROBELINT_SKIP_NETWORK_TESTS=1` skips these tests too.
-pub fn env(test: &str) -> Option<Env> {
-    if probelint_testkit::python::skip_network_test(test, "helm-sdkpy (Helm)") {
-        return None;
-    }
-    let env = cluster_env(test)?;
+/// The environment of a test that installs the chart: the control plane, and Helm from PyPI.
+/// These are the cluster suite's tests (tier 2, `#[ignore = "e2e: ..."]`); a missing Go,
+/// kubectl or Python fails them with what to install.
+pub fn env(test: &str) -> Env {
+    let env = cluster_env(test);
     env.python();
-    Some(env)
+    env
 }
 
 /// The environment of a test that needs the control plane only (no Helm).
-pub fn cluster_env(test: &str) -> Option<Env> {
-    Some(Env {
-        cluster: probelint_cluster::shared(test)?,
-    })
+pub fn cluster_env(test: &str) -> Env {
+    Env {
+        cluster: probelint_cluster::shared(test),
+    }
 }
 
 /// The serving certificate's files, as the kubelet mounts the Secret cert-manager writes.

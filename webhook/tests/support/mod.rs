@@ -24,6 +24,12 @@ pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_probelint-webhook");
 
+/// How long a test waits for something the webhook does (an answer, a log line, a reload)
+/// before calling it hung: far past every bound of the server's own (its 5 s review timeout,
+/// its 10 s header timeout), so that only a hang fails a test, never a loaded machine. The wait
+/// ends as soon as the event comes.
+pub const HANG: Duration = Duration::from_secs(60);
+
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -202,7 +208,7 @@ impl Webhook {
             policy_path,
             dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + HANG;
         loop {
             if let Ok(reply) = webhook.metrics_get("/readyz").await
                 && reply.status == 200
@@ -274,7 +280,7 @@ impl Webhook {
 
     /// Polls `/readyz` on the metrics port until its text contains `needle` (10 s at most).
     pub async fn readyz_saying(&self, needle: &str) -> Reply {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + HANG;
         loop {
             let reply = self.metrics_get("/readyz").await.expect("readyz");
             if reply.text().contains(needle) {

@@ -1,5 +1,5 @@
 //! What a node leaves on the machine, and how it is taken away: the kernel settings the kubelet
-//! changes, the cgroup tree its pods run in, the shims and containers that outlive containerd,
+//! and the CNI bridge change, the cgroup tree its pods run in, `/var/log/containers`, the shims and containers that outlive containerd,
 //! the mounts under the run's directory. Each run records what it will change before changing
 //! it, so that a run that crashed is undone by the next one ([`reap_dead_runs`]).
 
@@ -8,17 +8,23 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The settings the kubelet writes at start (`setupKernelTunables`, with
-/// `protectKernelDefaults: false`; with `true` it refuses to start unless they already hold).
-const SYSCTLS: [&str; 6] = [
+/// `protectKernelDefaults: false`; with `true` it refuses to start unless they already hold),
+/// and the one the CNI bridge plugin turns on for a gateway bridge (`isGateway`).
+pub const SYSCTLS: [&str; 7] = [
     "vm/overcommit_memory",
     "vm/panic_on_oom",
     "kernel/panic",
     "kernel/panic_on_oops",
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
+    "net/ipv4/ip_forward",
 ];
 
-/// Writes `sysctls` (each setting's value now) and `cgroup-root` into the run's directory.
+/// Where the kubelet links each container's log (a fixed path), creating it when absent.
+const CONTAINER_LOGS: &str = "/var/log/containers";
+
+/// Writes `sysctls` (each setting's value now), `cgroup-root`, and whether
+/// `/var/log/containers` existed (`container-logs-dir`) into the run's directory.
 pub fn record(dir: &Path, cgroup_root: &str) -> Result<(), String> {
     let mut saved = String::new();
     for name in SYSCTLS {
@@ -27,8 +33,14 @@ pub fn record(dir: &Path, cgroup_root: &str) -> Result<(), String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         saved.push_str(&format!("{name} {}\n", value.trim()));
     }
+    let logs_dir = if Path::new(CONTAINER_LOGS).exists() {
+        "existed"
+    } else {
+        "created"
+    };
     std::fs::write(dir.join("sysctls"), saved)
         .and_then(|()| std::fs::write(dir.join("cgroup-root"), cgroup_root))
+        .and_then(|()| std::fs::write(dir.join("container-logs-dir"), logs_dir))
         .map_err(|e| format!("cannot write to {}: {e}", dir.display()))
 }
 
@@ -62,6 +74,10 @@ pub fn undo(dir: &Path) {
     }
     unmount_under(dir);
     remove_log_links_into(dir);
+    if std::fs::read_to_string(dir.join("container-logs-dir")).is_ok_and(|s| s == "created") {
+        // Only when empty: another kubelet may have started using it since.
+        let _ = std::fs::remove_dir(CONTAINER_LOGS);
+    }
     // The bridge would be reused by the next node; a machine without one is as it was.
     let _ = std::process::Command::new("ip")
         .args(["link", "delete", super::BRIDGE])
@@ -81,10 +97,10 @@ pub fn undo(dir: &Path) {
     }
 }
 
-/// The kubelet links each container's log from `/var/log/containers` (a fixed path) into its
-/// `podLogsDir`, which is under the run's directory.
+/// The kubelet links each container's log from `/var/log/containers` into its `podLogsDir`,
+/// which is under the run's directory.
 fn remove_log_links_into(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir("/var/log/containers") else {
+    let Ok(entries) = std::fs::read_dir(CONTAINER_LOGS) else {
         return;
     };
     for entry in entries.flatten() {

@@ -4,31 +4,39 @@
 //! imported into containerd, never pulled.
 //!
 //! ```no_run
-//! let Some(cluster) = probelint_cluster::shared("my_test") else { return };
-//! let node = match probelint_cluster::Node::start(cluster) {
-//!     Ok(node) => node,
-//!     Err(probelint_cluster::NodeError::Unsupported(why)) => return eprintln!("skipping: {why}"),
-//!     Err(probelint_cluster::NodeError::Failed(error)) => panic!("{error}"),
-//! };
+//! probelint_cluster::node::require_node_suite("my_test"); // before the control plane starts
+//! let cluster = probelint_cluster::shared("my_test");
+//! let node = probelint_cluster::node::start_for("my_test", cluster);
 //! ```
+//!
+//! The node suite (tier 3) changes this machine while it runs, so a node starts only when asked
+//! for twice: `PROBELINT_NODE_SUITE=1` (this suite, by name) and `PROBELINT_HOST_IS_DISPOSABLE=1`
+//! (this machine is a CI runner or a VM that is thrown away). Without either, [`Node::start`]
+//! refuses before it touches anything ([`NodeError::Refused`]) and the test fails saying so.
 //!
 //! What this machine must allow, checked by [`environment`] before anything is built: root,
 //! cgroups (v1 with the cpu, cpuacct, cpuset, memory and pids controllers, or v2), overlayfs,
 //! the namespaces a container gets (mount, network, PID, UTS, IPC), bridge and veth links. The
 //! kubelet runs with `failCgroupV1: false` and the cgroupfs driver (there is no systemd), under a
-//! cgroup of its own (`/probelint-node-<pid>`); containerd uses the overlayfs snapshotter.
+//! cgroup of its own (`/probelint-node-<pid>`); containerd uses the overlayfs snapshotter. When
+//! one is missing the test fails with the call that failed (the suite was asked for).
 //!
 //! What a node changes on the machine while it runs, and puts back when it stops (or, after a
-//! crash, when the next node starts): the kubelet sets `vm.overcommit_memory=1`,
-//! `kernel.panic=10` and `kernel.panic_on_oops=1` (it has no setting that leaves them; their
-//! values before are restored), a bridge `probelint0` with `10.244.213.1/24`, one cgroup tree,
-//! and the network namespaces of its pods. Everything else is under `<target>/k8s-node/`.
-//! One node at a time per target directory (a lock), since the bridge and its subnet are one.
+//! crash, when the next node starts), each recorded in the run's directory before it changes:
+//! the kubelet sets `vm.overcommit_memory=1`, `vm.panic_on_oom=0`, `kernel.panic=10`,
+//! `kernel.panic_on_oops=1` and two keyring limits (it has no setting that leaves them), the CNI
+//! bridge plugin (`isGateway`) sets `net.ipv4.ip_forward=1`: their values before are restored;
+//! a bridge `probelint0` with `10.244.213.1/24` (deleted), one cgroup tree in every hierarchy
+//! (removed), mounts under the run's directory (detached), the network namespaces of its pods,
+//! links in `/var/log/containers` (removed, and the directory too when the kubelet created it).
+//! Everything else is under `<target>/k8s-node/`. One node at a time per target directory (a
+//! lock), since the bridge and its subnet are one.
 
 mod binaries;
 mod cleanup;
 
 pub use binaries::{NODE_MODULE, NodeBinaries};
+pub use cleanup::SYSCTLS;
 
 use crate::process::{self, Component};
 use crate::{Cluster, Image};
@@ -37,8 +45,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Set to `1` to skip the tests that run pods on a real kubelet.
-pub const SKIP_NODE_VAR: &str = "PROBELINT_SKIP_KUBELET_TESTS";
+/// Set to `1` to run the node suite: the tests that start a real kubelet as root.
+pub const NODE_SUITE_VAR: &str = "PROBELINT_NODE_SUITE";
+
+/// Set to `1` to say that this machine may be changed (a CI runner or a VM thrown away after):
+/// the node suite's second switch. `CI=true` is not taken for it: self-hosted runners set it too.
+pub const DISPOSABLE_VAR: &str = "PROBELINT_HOST_IS_DISPOSABLE";
 
 /// The node's name (its Node object) and the name pods give as `spec.nodeName`.
 pub const NODE_NAME: &str = "probelint-node";
@@ -60,13 +72,16 @@ pub enum NodeError {
     Unsupported(String),
     /// It should have, and did not: a bug here or in the components (with their logs).
     Failed(String),
+    /// Not asked for by both switches ([`NODE_SUITE_VAR`], [`DISPOSABLE_VAR`]): nothing was
+    /// changed.
+    Refused(String),
 }
 
 impl std::fmt::Display for NodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NodeError::Unsupported(why) => write!(f, "this machine cannot run a kubelet: {why}"),
-            NodeError::Failed(error) => f.write_str(error),
+            NodeError::Failed(error) | NodeError::Refused(error) => f.write_str(error),
         }
     }
 }
@@ -85,38 +100,58 @@ pub struct Node {
     _lock: File,
 }
 
-/// Whether `PROBELINT_SKIP_KUBELET_TESTS=1` asks to skip `test` (said on stderr): checked before
-/// the control plane starts, so that a skipped test costs nothing.
-pub fn skip_requested(test: &str) -> bool {
-    let skip = std::env::var(SKIP_NODE_VAR).is_ok_and(|v| v == "1");
-    if skip {
-        eprintln!("skipping {test}: {SKIP_NODE_VAR}=1 (it runs pods on a real kubelet)");
-    }
-    skip
+/// Why a node may not start on this machine now, unless both switches say it may.
+pub fn permitted() -> Result<(), String> {
+    permitted_by(|var| std::env::var(var).ok())
 }
 
-/// The node for `test`, on `cluster`; `None` (after saying why on stderr) when
-/// `PROBELINT_SKIP_KUBELET_TESTS=1` or when this machine cannot run a kubelet
-/// ([`NodeError::Unsupported`], with the call that failed). Panics when it should have started
-/// and did not.
-pub fn start_for(test: &str, cluster: &Cluster) -> Option<Node> {
-    if skip_requested(test) {
-        return None;
+/// [`permitted`], with the environment read through `var`.
+fn permitted_by(var: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+    let set = |name: &str| var(name).is_some_and(|v| v == "1");
+    let command = "PROBELINT_NODE_SUITE=1 PROBELINT_HOST_IS_DISPOSABLE=1 cargo test --locked \
+                   -p probelint-kubelet-conformance -- --ignored";
+    if !set(NODE_SUITE_VAR) {
+        return Err(format!(
+            "refusing to start a kubelet: the node suite runs containerd, runc and a kubelet as \
+             root and changes this machine while it runs (kernel settings, a bridge, cgroups, \
+             mounts); it runs only when asked for by name, {NODE_SUITE_VAR}=1, on a disposable \
+             machine: `{command}` (the README's Tests section says what it changes)"
+        ));
     }
+    if !set(DISPOSABLE_VAR) {
+        return Err(format!(
+            "refusing to start a kubelet: {NODE_SUITE_VAR}=1, but the node suite changes this \
+             machine while it runs and this machine is not said to be disposable; on a CI \
+             runner or a VM that is thrown away, set {DISPOSABLE_VAR}=1 as well: `{command}`"
+        ));
+    }
+    Ok(())
+}
+
+/// Panics with [`permitted`]'s reason unless the node suite was asked for: called first, so
+/// that a refused test starts no control plane either.
+pub fn require_node_suite(test: &str) {
+    if let Err(why) = permitted() {
+        panic!("{test}: {why}");
+    }
+}
+
+/// The node for `test`, on `cluster`. Panics with the reason when it does not start: refused
+/// (a switch missing), unsupported (this machine cannot run a kubelet: the call that failed) or
+/// failed. The node suite was asked for, so none of them is a skip.
+pub fn start_for(test: &str, cluster: &Cluster) -> Node {
     match Node::start(cluster) {
-        Ok(node) => Some(node),
-        Err(NodeError::Unsupported(why)) => {
-            eprintln!("skipping {test}: this machine cannot run a kubelet: {why}");
-            None
-        }
-        Err(NodeError::Failed(error)) => panic!("{test}: the test node could not start: {error}"),
+        Ok(node) => node,
+        Err(error) => panic!("{test}: the test node did not start: {error}"),
     }
 }
 
 impl Node {
     /// Starts containerd and a kubelet registered with `cluster`, and waits until the Node is
-    /// Ready. [`NodeError::Unsupported`] says which call this machine refused.
+    /// Ready. [`NodeError::Refused`] without both switches, before anything is checked or
+    /// changed; [`NodeError::Unsupported`] says which call this machine refused.
     pub fn start(cluster: &Cluster) -> Result<Node, NodeError> {
+        permitted().map_err(NodeError::Refused)?;
         environment().map_err(NodeError::Unsupported)?;
         let binaries = NodeBinaries::ensure().map_err(NodeError::Failed)?;
         let root = crate::binaries::target_dir().join("k8s-node");
@@ -628,4 +663,45 @@ fn pause_image(pause: &Path) -> Result<Image, String> {
 
 fn write(path: &Path, contents: &str) -> Result<(), String> {
     std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> Result<(), String> {
+        permitted_by(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn a_node_starts_only_when_asked_by_name_on_a_disposable_machine() {
+        let refused = with(&[]).unwrap_err();
+        assert!(
+            refused.contains("PROBELINT_NODE_SUITE=1") && refused.contains("changes this machine"),
+            "{refused}"
+        );
+        // CI=true is not enough: a self-hosted runner sets it too.
+        let on_ci = with(&[("PROBELINT_NODE_SUITE", "1"), ("CI", "true")]).unwrap_err();
+        assert!(on_ci.contains("PROBELINT_HOST_IS_DISPOSABLE=1"), "{on_ci}");
+        assert!(with(&[("PROBELINT_HOST_IS_DISPOSABLE", "1")]).is_err());
+        assert!(
+            with(&[
+                ("PROBELINT_NODE_SUITE", "true"),
+                ("PROBELINT_HOST_IS_DISPOSABLE", "1")
+            ])
+            .is_err(),
+            "only `1` switches it on"
+        );
+        assert_eq!(
+            with(&[
+                ("PROBELINT_NODE_SUITE", "1"),
+                ("PROBELINT_HOST_IS_DISPOSABLE", "1")
+            ]),
+            Ok(())
+        );
+    }
 }

@@ -1,22 +1,22 @@
 //! The test node runs pods: the kubelet registers, reports Ready, and runs a pod bound to it by
 //! `nodeName` with a locally built image, on an address from the node's pod subnet; and when it
-//! stops, the machine is as it was.
+//! stops, the machine is as it was: every kernel setting it changed, its cgroup tree, its
+//! mounts, its bridge.
+//!
+//! The node suite (tier 3): root, and it changes this machine while it runs, so it is ignored
+//! and refuses to start without `PROBELINT_NODE_SUITE=1 PROBELINT_HOST_IS_DISPOSABLE=1` (see
+//! `probelint_cluster::node`).
 
 use std::time::Duration;
 
 #[test]
+#[ignore = "node suite: a real kubelet as root, changes this machine; PROBELINT_NODE_SUITE=1 PROBELINT_HOST_IS_DISPOSABLE=1"]
 fn the_kubelet_registers_and_runs_a_pod_from_a_local_image() {
     let test = "the_kubelet_registers_and_runs_a_pod_from_a_local_image";
-    if probelint_cluster::node::skip_requested(test) {
-        return;
-    }
-    let Some(cluster) = probelint_cluster::shared(test) else {
-        return;
-    };
+    probelint_cluster::node::require_node_suite(test);
+    let cluster = probelint_cluster::shared(test);
     let before = sysctls();
-    let Some(node) = probelint_cluster::node::start_for(test, cluster) else {
-        return;
-    };
+    let node = probelint_cluster::node::start_for(test, cluster);
     let ns = cluster.namespace("node");
     let pod = format!(
         "apiVersion: v1
@@ -55,7 +55,11 @@ spec:
     );
     // What the node changed on the machine is undone when it stops. (It did change it: the
     // kubelet sets vm.overcommit_memory to 1 at start.)
-    assert_eq!(sysctls()[0].trim(), "1", "the kubelet's overcommit setting");
+    assert_eq!(
+        sysctls()[0].1.trim(),
+        "1",
+        "the kubelet's overcommit setting"
+    );
     let (dir, cgroup_root) = (node.dir.clone(), node.cgroup_root().to_owned());
     drop(node);
     assert_eq!(
@@ -81,14 +85,15 @@ spec:
     assert!(!bridge.exists(), "the bridge is left");
 }
 
-/// The settings the kubelet writes at start.
-fn sysctls() -> Vec<String> {
-    [
-        "vm/overcommit_memory",
-        "kernel/panic",
-        "kernel/panic_on_oops",
-    ]
-    .iter()
-    .map(|name| std::fs::read_to_string(format!("/proc/sys/{name}")).unwrap())
-    .collect()
+/// The settings the kubelet and the CNI bridge write at start, by name (the first is
+/// `vm/overcommit_memory`).
+fn sysctls() -> Vec<(&'static str, String)> {
+    probelint_cluster::node::SYSCTLS
+        .iter()
+        .map(|name| {
+            let value = std::fs::read_to_string(format!("/proc/sys/{name}"))
+                .unwrap_or_else(|e| panic!("read /proc/sys/{name}: {e}"));
+            (*name, value)
+        })
+        .collect()
 }
