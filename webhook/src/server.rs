@@ -237,7 +237,11 @@ async fn answer(
     // The reservation goes with the evaluation and comes back with its outcome: a review past
     // its timeout is answered 503 but its evaluation runs on (it cannot be interrupted), and its
     // memory stays counted until the evaluation and the answer built from it are gone.
-    let evaluate = move || (review::admit(&body, mode, &policy), reservation);
+    let settings = state.settings.clone();
+    let evaluate = move || {
+        let outcome = review::admit_with(&body, mode, &policy, &settings);
+        (outcome, reservation)
+    };
     match guarded(inline, evaluate).await {
         Ok((Ok(outcome), held)) => Ok((outcome, held)),
         Ok((Err(error), _)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
@@ -429,6 +433,9 @@ fn panic_text(payload: &(dyn Any + Send)) -> &str {
 
 fn record(metrics: &Metrics, endpoint: &'static str, outcome: &Outcome) {
     metrics.count_request(endpoint, outcome.decision.as_str());
+    for source in outcome.exemptions() {
+        metrics.count_exemption(endpoint, source, &outcome.summary.username);
+    }
     for finding in &outcome.findings {
         metrics.count_finding(
             &finding.rule,
@@ -455,11 +462,13 @@ fn log_review(endpoint: &'static str, outcome: &Outcome, latency_ms: f64) {
         name = %Text(&s.name),
         operation = s.operation,
         dry_run = s.dry_run,
+        user = %Text(&s.username),
         endpoint,
         decision = outcome.decision.as_str(),
         reason = %Text(reason),
         rules = %RuleList { findings: &outcome.findings, suppressed: false },
         exempt_rules = %RuleList { findings: &outcome.findings, suppressed: true },
+        exempted_by = %outcome.exemptions().join(","),
         latency_ms,
         "review"
     );
