@@ -90,6 +90,16 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             message: error.message.clone(),
         });
     }
+    // Read as kubectl reads them, and said: a reviewer reading the file as YAML sees other
+    // documents than the cluster gets.
+    for divergence in &stream.divergences {
+        file.errors.push(InputError {
+            file: file.name.clone(),
+            line: Some(divergence.line),
+            column: Some(divergence.column),
+            message: divergence.message.clone(),
+        });
+    }
     // Keep the text for snippets only when it is text; the parser already said if it is not.
     file.text = String::from_utf8(bytes).ok().map(Arc::from);
     for (index, document) in stream.documents.into_iter().enumerate() {
@@ -120,9 +130,15 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
 ///
 /// # Errors
 ///
-/// The first parse error of the file.
+/// The first parse error of the file, or the first line that kubectl reads as a document
+/// separator where YAML does not (the two readings of the file differ).
 pub fn objects(bytes: &[u8], limits: &Limits) -> Result<Vec<Value>, YamlError> {
-    Ok(yaml::parse_stream(bytes, limits)?
+    let stream = yaml::parse_stream_partial(bytes, limits);
+    if let Some(error) = stream.error.or(stream.divergences.into_iter().next()) {
+        return Err(error);
+    }
+    Ok(stream
+        .documents
         .into_iter()
         .flat_map(|d| objects_in(d.value))
         .filter_map(|(_, object)| object)

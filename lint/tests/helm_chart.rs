@@ -189,38 +189,43 @@ fn chart_define(template: &str, name: &str) -> String {
 fn controller_match_conditions_trust_the_sender_not_the_object() {
     let condition = chart_define("_helpers.tpl", "probelint.controllerCondition");
     assert!(
-        condition.contains("!(request.userInfo.username in %s && has(object.metadata.ownerReferences)"),
+        condition
+            .contains("!(request.userInfo.username in %s && has(object.metadata.ownerReferences)"),
         "{condition}"
     );
-    assert!(condition.contains("probelint.controllerUsers"), "{condition}");
+    assert!(
+        condition.contains("probelint.controllerUsers"),
+        "{condition}"
+    );
     let users = chart_define("_helpers.tpl", "probelint.controllerUsers");
     assert!(
         users.contains(".Values.webhook.controllerServiceAccounts"),
         "{users}"
     );
-    let review = std::fs::read_to_string(workspace_root().join("webhook/src/review.rs"))
-        .expect("review.rs");
+    let review =
+        std::fs::read_to_string(workspace_root().join("webhook/src/review.rs")).expect("review.rs");
     let builtin = review
         .split("pub const BUILTIN_CONTROLLERS: &[&str] = &[")
         .nth(1)
         .and_then(|rest| rest.split("];").next())
         .expect("BUILTIN_CONTROLLERS in review.rs");
-    let names: Vec<&str> = builtin
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .collect();
+    let names: Vec<&str> = builtin.split('"').skip(1).step_by(2).collect();
     assert_eq!(names.len(), 8, "{names:?}");
     for name in names {
         let in_chart = match name
             .strip_prefix("system:serviceaccount:kube-system:")
             .and_then(|n| n.strip_suffix("-controller"))
         {
-            Some(short) => users.contains(&format!("\"{short}\""))
-                && users.contains("system:serviceaccount:kube-system:%s-controller"),
+            Some(short) => {
+                users.contains(&format!("\"{short}\""))
+                    && users.contains("system:serviceaccount:kube-system:%s-controller")
+            }
             None => users.contains(&format!("\"{name}\"")),
         };
-        assert!(in_chart, "{name} is not among the chart's controller users:\n{users}");
+        assert!(
+            in_chart,
+            "{name} is not among the chart's controller users:\n{users}"
+        );
     }
     let selector = chart_define("_helpers.tpl", "probelint.objectSelector");
     assert!(!selector.contains("objectOptOutLabel"), "{selector}");
