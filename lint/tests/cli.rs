@@ -805,7 +805,7 @@ fn a_separator_kubectl_refuses_is_an_error_and_mutate_refuses_a_divergent_file()
     write(
         dir.path(),
         "refused.yaml",
-        &format!(
+        format!(
             "{NOTES}--- {{apiVersion: v1, kind: ConfigMap}}\n{}",
             gpu_pod(0)
         ),
