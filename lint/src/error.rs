@@ -107,10 +107,14 @@ pub enum ConfigError {
 /// anything is read or written).
 #[derive(Debug, thiserror::Error)]
 pub enum OverwriteError {
-    #[error("--output {0} is a directory; name a file to write the report to")]
-    Directory(String),
-    #[error("--output {output}: the directory {dir} does not exist")]
-    NoDirectory { output: String, dir: String },
+    #[error("{flag} {output} is a directory; name a file to write the report to")]
+    Directory { flag: &'static str, output: String },
+    #[error("{flag} {output}: the directory {dir} does not exist")]
+    NoDirectory {
+        flag: &'static str,
+        output: String,
+        dir: String,
+    },
     #[error("{what} and {other} are the same file; each report needs a file of its own")]
     SameReport { what: String, other: String },
     #[error(
