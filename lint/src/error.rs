@@ -140,6 +140,12 @@ pub enum ReadError {
     Walk(String),
     #[error("symbolic link loop; not followed")]
     Loop,
+    /// A walked link into the kernel's file systems, whose files never end or block.
+    #[error(
+        "a symbolic link into {0}, which a directory walk does not follow (its files can block \
+         or never end); name the file itself to read it"
+    )]
+    KernelLink(&'static str),
     #[error("cannot read file: {}", crate::input::describe_io(.0))]
     File(io::Error),
     #[error("not a regular file ({0}); to lint a command's output, pipe it to `probelint -`")]
