@@ -35,6 +35,10 @@ pub struct Loaded {
     pub skipped: Vec<Skipped>,
 }
 
+const KUSTOMIZE_HINT: &str = "a kustomization: the overlay it renders may differ from the files \
+     linted here (a patch can change or delete probes); lint it rendered with \
+     `probelint --kustomize DIR`";
+
 const HELM_HINT: &str =
     "Helm template: render it first, e.g. `helm template RELEASE CHART | probelint -`";
 
@@ -70,6 +74,18 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
         file.skipped.push(Skipped {
             file: file.name.clone(),
             reason: HELM_HINT.to_owned(),
+        });
+        return file;
+    }
+    if let Origin::File(path) = &file.origin
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| crate::input::kustomize::KUSTOMIZATION_NAMES.contains(&n))
+    {
+        file.skipped.push(Skipped {
+            file: file.name.clone(),
+            reason: KUSTOMIZE_HINT.to_owned(),
         });
         return file;
     }

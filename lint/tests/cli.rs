@@ -390,6 +390,17 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         "resources: [deploy.yaml]\n",
     );
     write(dir.path(), "app/deploy.yaml", BAD_GPU);
+    // Walked without --kustomize, the kustomization is skipped with a hint that the overlay it
+    // renders may differ, naming --kustomize.
+    let (_, json) = json_run(dir.path(), &["app"]);
+    let skipped = array(&json, "skipped");
+    assert!(
+        skipped.iter().any(|s| s["file"] == "app/kustomization.yaml"
+            && s["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("may differ") && r.contains("--kustomize"))),
+        "{skipped:#?}"
+    );
     let empty_path = dir.path().join("bin");
     fs::create_dir_all(&empty_path).unwrap();
     let out = probelint()
