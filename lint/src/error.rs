@@ -107,10 +107,14 @@ pub enum ConfigError {
 /// anything is read or written).
 #[derive(Debug, thiserror::Error)]
 pub enum OverwriteError {
-    #[error("--output {0} is a directory; name a file to write the report to")]
-    Directory(String),
-    #[error("--output {output}: the directory {dir} does not exist")]
-    NoDirectory { output: String, dir: String },
+    #[error("{flag} {output} is a directory; name a file to write the report to")]
+    Directory { flag: &'static str, output: String },
+    #[error("{flag} {output}: the directory {dir} does not exist")]
+    NoDirectory {
+        flag: &'static str,
+        output: String,
+        dir: String,
+    },
     #[error("{what} and {other} are the same file; each report needs a file of its own")]
     SameReport { what: String, other: String },
     #[error(
@@ -136,6 +140,12 @@ pub enum ReadError {
     Walk(String),
     #[error("symbolic link loop; not followed")]
     Loop,
+    /// A walked link into the kernel's file systems, whose files never end or block.
+    #[error(
+        "a symbolic link into {0}, which a directory walk does not follow (its files can block \
+         or never end); name the file itself to read it"
+    )]
+    KernelLink(&'static str),
     #[error("cannot read file: {}", crate::input::describe_io(.0))]
     File(io::Error),
     #[error("not a regular file ({0}); to lint a command's output, pipe it to `probelint -`")]

@@ -35,6 +35,10 @@ pub struct Loaded {
     pub skipped: Vec<Skipped>,
 }
 
+const KUSTOMIZE_HINT: &str = "a kustomization: the overlay it renders may differ from the files \
+     linted here (a patch can change or delete probes); lint it rendered with \
+     `probelint --kustomize DIR`";
+
 const HELM_HINT: &str =
     "Helm template: render it first, e.g. `helm template RELEASE CHART | probelint -`";
 
@@ -73,6 +77,18 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
         });
         return file;
     }
+    if let Origin::File(path) = &file.origin
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| crate::input::kustomize::KUSTOMIZATION_NAMES.contains(&n))
+    {
+        file.skipped.push(Skipped {
+            file: file.name.clone(),
+            reason: KUSTOMIZE_HINT.to_owned(),
+        });
+        return file;
+    }
     let stream = yaml::parse_stream_partial(&bytes, limits);
     if let Some(error) = &stream.error {
         let templated = std::str::from_utf8(&bytes).is_ok_and(|t| t.contains("{{"));
@@ -88,6 +104,16 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             line: Some(error.line),
             column: Some(error.column),
             message: error.message.clone(),
+        });
+    }
+    // Read as kubectl reads them, and said: a reviewer reading the file as YAML sees other
+    // documents than the cluster gets.
+    for divergence in &stream.divergences {
+        file.errors.push(InputError {
+            file: file.name.clone(),
+            line: Some(divergence.line),
+            column: Some(divergence.column),
+            message: divergence.message.clone(),
         });
     }
     // Keep the text for snippets only when it is text; the parser already said if it is not.
@@ -120,9 +146,15 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
 ///
 /// # Errors
 ///
-/// The first parse error of the file.
+/// The first parse error of the file, or the first line that kubectl reads as a document
+/// separator where YAML does not (the two readings of the file differ).
 pub fn objects(bytes: &[u8], limits: &Limits) -> Result<Vec<Value>, YamlError> {
-    Ok(yaml::parse_stream(bytes, limits)?
+    let stream = yaml::parse_stream_partial(bytes, limits);
+    if let Some(error) = stream.error.or(stream.divergences.into_iter().next()) {
+        return Err(error);
+    }
+    Ok(stream
+        .documents
         .into_iter()
         .flat_map(|d| objects_in(d.value))
         .filter_map(|(_, object)| object)

@@ -28,6 +28,8 @@ fn key(path: &Path, meta: &std::fs::Metadata) -> Key {
 
 /// What the run is about to write to.
 pub struct Writes<'a> {
+    /// The option that names the outputs, for messages: `--output`, `--svg`.
+    pub flag: &'static str,
     /// Every `--output FILE`.
     pub outputs: Vec<&'a Path>,
     /// Whether something (a report or `--dry-run`'s diff) goes to standard output.
@@ -50,10 +52,13 @@ pub fn check(
         let shown = display_path(output);
         match std::fs::metadata(output) {
             Ok(meta) if meta.is_dir() => {
-                return Err(OverwriteError::Directory(shown));
+                return Err(OverwriteError::Directory {
+                    flag: writes.flag,
+                    output: shown,
+                });
             }
             Ok(meta) if meta.is_file() => {
-                targets.push((format!("--output {shown}"), key(output, &meta)));
+                targets.push((format!("{} {shown}", writes.flag), key(output, &meta)));
             }
             // A device or a pipe (`/dev/null`, `/dev/stdout`) is written in place, not replaced.
             Ok(_) => {}
@@ -64,6 +69,7 @@ pub fn check(
                     .unwrap_or(Path::new("."));
                 if !parent.is_dir() {
                     return Err(OverwriteError::NoDirectory {
+                        flag: writes.flag,
                         output: shown,
                         dir: display_path(parent),
                     });
@@ -71,7 +77,10 @@ pub fn check(
                 // A file that does not exist yet is no input; two reports may still name it.
                 let name = output.file_name().map(PathBuf::from).unwrap_or_default();
                 let dir = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
-                targets.push((format!("--output {shown}"), Key::Path(dir.join(name))));
+                targets.push((
+                    format!("{} {shown}", writes.flag),
+                    Key::Path(dir.join(name)),
+                ));
             }
         }
     }

@@ -408,6 +408,17 @@ fn kustomize_without_a_renderer_is_a_clear_error_and_renders_with_one() {
         "resources: [deploy.yaml]\n",
     );
     write(dir.path(), "app/deploy.yaml", BAD_GPU);
+    // Walked without --kustomize, the kustomization is skipped with a hint that the overlay it
+    // renders may differ, naming --kustomize.
+    let (_, json) = json_run(dir.path(), &["app"]);
+    let skipped = array(&json, "skipped");
+    assert!(
+        skipped.iter().any(|s| s["file"] == "app/kustomization.yaml"
+            && s["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("may differ") && r.contains("--kustomize"))),
+        "{skipped:#?}"
+    );
     let empty_path = dir.path().join("bin");
     fs::create_dir_all(&empty_path).unwrap();
     let out = probelint()
@@ -720,4 +731,157 @@ fn completions_man_page_and_schema() {
     let out = probelint().arg("schema").output().unwrap();
     let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(schema["title"], "probelint policy (.probelint.yaml)");
+}
+
+/// An unprobed 4-GPU vLLM Pod, its lines indented by `indent` spaces.
+fn gpu_pod(indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    [
+        "apiVersion: v1",
+        "kind: Pod",
+        "metadata:",
+        "  name: llama",
+        "spec:",
+        "  containers:",
+        "    - name: vllm",
+        "      image: vllm/vllm-openai:v0.6.3",
+        "      args: [--model, meta-llama/Meta-Llama-3-70B-Instruct, --tensor-parallel-size, \"4\"]",
+        "      ports: [{containerPort: 8000}]",
+        "      resources: {limits: {nvidia.com/gpu: 4}}",
+    ]
+    .iter()
+    .map(|line| format!("{pad}{line}\n"))
+    .collect()
+}
+
+const NOTES: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  a: b\n";
+
+/// The ways a stream splits for kubectl (apimachinery's `YAMLReader`: a line starting with
+/// `---`, then only blanks or a comment) where a YAML reading sees something else, or nothing
+/// suspicious: (name, file, whether the two readings differ). In each, the second document as
+/// kubectl reads it is the unprobed GPU Pod (in a List for one).
+fn kubectl_streams() -> Vec<(&'static str, String, bool)> {
+    let hidden = |pod: String| format!("{NOTES}---#: |\n{pod}");
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n  - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: a}}}}\n---#: |\n  apiVersion: v1\n  kind: List\n  items:\n{}",
+        gpu_pod(4).replacen("    apiVersion", "  - apiVersion", 1)
+    );
+    let json_pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"llama"},"spec":{"containers":[{"name":"vllm","image":"vllm/vllm-openai:v0.6.3","ports":[{"containerPort":8000}],"resources":{"limits":{"nvidia.com/gpu":4}}}]}}"#;
+    vec![
+        ("---#", hidden(gpu_pod(2)), true),
+        (
+            "---# with CRLF",
+            hidden(gpu_pod(2)).replace('\n', "\r\n"),
+            true,
+        ),
+        (
+            "--- #comment",
+            format!("{NOTES}--- #comment\n{}", gpu_pod(0)),
+            false,
+        ),
+        ("---<tab>", format!("{NOTES}---\t\n{}", gpu_pod(0)), false),
+        ("inside a List", list, true),
+        (
+            "at the end of the file",
+            hidden(gpu_pod(2)).trim_end().to_owned(),
+            true,
+        ),
+        (
+            "a document-level scalar",
+            format!("---#\n{json_pod}\n"),
+            true,
+        ),
+    ]
+}
+
+#[test]
+fn a_stream_is_split_as_kubectl_splits_it_and_a_different_yaml_reading_is_an_error() {
+    for (name, text, differs) in kubectl_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "stream.yaml", &text);
+        let (code, json) = json_run(dir.path(), &["stream.yaml"]);
+        let findings = array(&json, "findings");
+        let startup = findings
+            .iter()
+            .find(|f| f["rule"] == "gpu-startup-probe-missing" && f["object"]["kind"] == "Pod")
+            .unwrap_or_else(|| panic!("{name}: the GPU Pod is not linted: {json:#}"));
+        assert_eq!(startup["object"]["name"], "llama", "{name}");
+        // Where the container is written, in the file as it is.
+        let (line, column) = text
+            .lines()
+            .enumerate()
+            .find_map(|(i, l)| {
+                let at = l
+                    .find("- name: vllm")
+                    .or_else(|| l.find(r#"{"name":"vllm""#))?;
+                Some((i + 1, l[..at].chars().count() + 1))
+            })
+            .expect("the container");
+        assert_eq!(
+            (startup["line"].as_u64(), startup["column"].as_u64()),
+            (Some(line as u64), Some(column as u64)),
+            "{name}: {startup:#}"
+        );
+        let errors = array(&json, "errors");
+        if differs {
+            assert_eq!(code, 2, "{name}: {json:#}");
+            let separator = text
+                .lines()
+                .position(|l| l.starts_with("---#"))
+                .expect("separator")
+                + 1;
+            assert_eq!(errors.len(), 1, "{name}: {errors:#?}");
+            assert_eq!(errors[0]["line"], separator as u64, "{name}");
+            assert_eq!(errors[0]["column"], 4, "{name}");
+            assert!(
+                errors[0]["message"].as_str().is_some_and(|m| m.starts_with(
+                    "kubectl reads this line as a document separator, where YAML reads it as text"
+                )),
+                "{name}: {errors:#?}"
+            );
+        } else {
+            assert_eq!(code, 1, "{name}: {json:#}");
+            assert!(errors.is_empty(), "{name}: {errors:#?}");
+        }
+    }
+}
+
+#[test]
+fn a_separator_kubectl_refuses_is_an_error_and_mutate_refuses_a_divergent_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "refused.yaml",
+        format!(
+            "{NOTES}--- {{apiVersion: v1, kind: ConfigMap}}\n{}",
+            gpu_pod(0)
+        ),
+    );
+    let (code, json) = json_run(dir.path(), &["refused.yaml"]);
+    assert_eq!(code, 2, "{json:#}");
+    let errors = array(&json, "errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["line"], 7);
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("kubectl refuses this file")),
+        "{errors:#?}"
+    );
+    // mutate and simulate read one manifest and fail on any problem in it: a file whose two
+    // readings differ is one.
+    let (_, hidden, _) = &kubectl_streams()[0];
+    write(dir.path(), "hidden.yaml", hidden);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["mutate", "hidden.yaml"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("kubectl reads this line as a document separator"),
+        "{}",
+        text(&out)
+    );
 }

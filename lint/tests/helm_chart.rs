@@ -165,3 +165,79 @@ fn rendered_deployment_fixture_lints_clean() {
         );
     }
 }
+
+/// The text of the chart's `{{- define "NAME" -}}` block, up to the next comment or define.
+fn chart_define(template: &str, name: &str) -> String {
+    let path = chart_dir().join("templates").join(template);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let start = text
+        .find(&format!("{{{{- define \"{name}\" -}}}}"))
+        .unwrap_or_else(|| panic!("no define {name} in {path:?}"));
+    let rest = &text[start + 1..];
+    let end = ["{{/*", "{{- define"]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min()
+        .unwrap_or(rest.len());
+    text[start..start + 1 + end].to_owned()
+}
+
+/// No Helm needed: the controller matchConditions trust who sent an object
+/// (`request.userInfo.username`, the apiserver's word), never its ownerReferences alone; the
+/// users are the webhook's built-in controllers (webhook/src/review.rs) and the operators of
+/// `webhook.controllerServiceAccounts`, which the Deployment also passes to the webhook. The
+/// object opt-out label is left to the webhook (no objectSelector on it). (check_chart.py's
+/// `cel` and `render` checks evaluate the rendered expressions with real Helm and CEL.)
+#[test]
+fn controller_match_conditions_trust_the_sender_not_the_object() {
+    let condition = chart_define("_helpers.tpl", "probelint.controllerCondition");
+    assert!(
+        condition
+            .contains("!(request.userInfo.username in %s && has(object.metadata.ownerReferences)"),
+        "{condition}"
+    );
+    assert!(
+        condition.contains("probelint.controllerUsers"),
+        "{condition}"
+    );
+    let users = chart_define("_helpers.tpl", "probelint.controllerUsers");
+    assert!(
+        users.contains(".Values.webhook.controllerServiceAccounts"),
+        "{users}"
+    );
+    let review =
+        std::fs::read_to_string(workspace_root().join("webhook/src/review.rs")).expect("review.rs");
+    let builtin = review
+        .split("pub const BUILTIN_CONTROLLERS: &[&str] = &[")
+        .nth(1)
+        .and_then(|rest| rest.split("];").next())
+        .expect("BUILTIN_CONTROLLERS in review.rs");
+    let names: Vec<&str> = builtin.split('"').skip(1).step_by(2).collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    for name in names {
+        let in_chart = match name
+            .strip_prefix("system:serviceaccount:kube-system:")
+            .and_then(|n| n.strip_suffix("-controller"))
+        {
+            Some(short) => {
+                users.contains(&format!("\"{short}\""))
+                    && users.contains("system:serviceaccount:kube-system:%s-controller")
+            }
+            None => users.contains(&format!("\"{name}\"")),
+        };
+        assert!(
+            in_chart,
+            "{name} is not among the chart's controller users:\n{users}"
+        );
+    }
+    let selector = chart_define("_helpers.tpl", "probelint.objectSelector");
+    assert!(!selector.contains("objectOptOutLabel"), "{selector}");
+    let deployment =
+        std::fs::read_to_string(chart_dir().join("templates/deployment.yaml")).expect("deployment");
+    for arg in [
+        "- --object-opt-out-label={{ .Values.webhook.objectOptOutLabel }}",
+        "- --controller-service-account={{ . }}",
+    ] {
+        assert!(deployment.contains(arg), "{arg} not in deployment.yaml");
+    }
+}

@@ -355,13 +355,42 @@ fn symlink_loops_are_reported_not_followed_forever() {
 
 #[test]
 #[cfg(target_os = "linux")]
+fn kernel_links_are_not_followed_by_a_walk() {
+    // `/sys` has files that block and trees that never end; `/dev/zero` never ends either. A
+    // walk meets each link, says so, and lints the rest.
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "bad.yaml", BAD_GPU);
+    std::os::unix::fs::symlink("/sys", dir.path().join("sys")).expect("symlink");
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.yaml")).expect("symlink");
+    std::os::unix::fs::symlink("/proc/self", dir.path().join("me")).expect("symlink");
+    let run = lint(dir.path(), &["."]);
+    assert_eq!(run.code, 2, "{:#}", run.json);
+    for (name, into) in [("sys", "/sys"), ("zero.yaml", "/dev"), ("me", "/proc")] {
+        assert!(
+            run.error_for(name).contains(&format!(
+                "a symbolic link into {into}, which a directory walk does not follow"
+            )),
+            "{name}: {:#}",
+            run.json
+        );
+    }
+    run.assert_still_linted("bad.yaml");
+    assert_eq!(
+        run.json["summary"]["objects"], 1,
+        "{:#}",
+        run.json["summary"]
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
 fn unreadable_files_are_errors() {
     // Tests run as root here, where `chmod 000` does not stop a read. A symlink to
     // /proc/self/mem is unreadable for everyone: opening it works, reading offset 0 fails (EIO).
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "bad.yaml", BAD_GPU);
     std::os::unix::fs::symlink("/proc/self/mem", dir.path().join("mem.yaml")).expect("symlink");
-    let run = lint(dir.path(), &["."]);
+    let run = lint(dir.path(), &["mem.yaml", "bad.yaml"]);
     assert_eq!(run.code, 2, "{:#}", run.json);
     assert!(
         run.error_for("mem.yaml").contains("cannot read"),
@@ -369,6 +398,14 @@ fn unreadable_files_are_errors() {
         run.json
     );
     run.assert_still_linted("bad.yaml");
+    // A directory walk does not even follow it (kernel_links_are_not_followed_by_a_walk).
+    let run = lint(dir.path(), &["."]);
+    assert!(
+        run.error_for("mem.yaml")
+            .contains("a symbolic link into /proc"),
+        "{:#}",
+        run.json
+    );
 
     // And a file that is unreadable by permission, when the tests do not run as root.
     let locked = dir.path().join("locked.yaml");

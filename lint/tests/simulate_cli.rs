@@ -335,4 +335,29 @@ fn svg_draws_both_variants_with_every_series() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the picture"));
+    // A picture that would replace the manifest, named directly or through a link, is refused
+    // before anything is written.
+    let manifest = std::fs::read(dir.path().join("storm.yaml")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("storm.yaml", dir.path().join("link.svg")).unwrap();
+    for target in ["storm.yaml", "link.svg"] {
+        if cfg!(not(unix)) && target == "link.svg" {
+            continue;
+        }
+        let out = probelint()
+            .current_dir(dir.path())
+            .args(["simulate", "--svg", target, "storm.yaml"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{target}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("--svg {target} is the same file as storm.yaml")),
+            "{target}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("storm.yaml")).unwrap(),
+            manifest
+        );
+    }
 }

@@ -61,8 +61,9 @@ struct ReviewIn<'a> {
 
 /// The `request` of an AdmissionReview, as much of it as the webhook uses. The fields the API
 /// requires are required here too (a review without `uid`, `kind`, `resource` or `operation` is
-/// refused with a message naming the field); `userInfo`, `options`, `requestKind` and the rest
-/// are skipped. Strings that are only looked at borrow from the body.
+/// refused with a message naming the field); of `userInfo` only the username is read;
+/// `options`, `requestKind` and the rest are skipped. Strings that are only looked at borrow
+/// from the body.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Request<'a> {
@@ -86,6 +87,34 @@ pub struct Request<'a> {
     pub old_object: Option<Map<String, Value>>,
     #[serde(default)]
     pub dry_run: bool,
+    /// Who sent the request, as the apiserver authenticated it: the one word about who created
+    /// an object that its author cannot write (`review::Controllers`).
+    #[serde(default, deserialize_with = "lenient_user_info")]
+    pub user_info: UserInfo,
+}
+
+/// A `userInfo` that is not an object with a string username is read as no user: such a
+/// request is no controller's, and is judged as anyone's (an apiserver always sends one).
+fn lenient_user_info<'de, D: serde::Deserializer<'de>>(d: D) -> Result<UserInfo, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Info(UserInfo),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Info(info) => info,
+        Either::Other(_) => UserInfo::default(),
+    })
+}
+
+/// `request.userInfo`, the part the webhook reads.
+#[derive(Debug, Default, Deserialize)]
+pub struct UserInfo {
+    /// `system:serviceaccount:<namespace>:<name>` for a service account; empty when the review
+    /// does not say (it always does from an apiserver).
+    #[serde(default)]
+    pub username: String,
 }
 
 /// `request.kind`, e.g. `{"group": "apps", "version": "v1", "kind": "Deployment"}`.

@@ -133,6 +133,11 @@ impl Reservation {
         self.bytes += bytes;
     }
 
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Grows the reservation if `bytes` fit now; otherwise leaves it as it is.
     pub fn try_grow(&mut self, bytes: usize) -> bool {
         let taken = self.budget.try_take(bytes, self.bytes, 0);

@@ -44,6 +44,11 @@ pub struct Config {
     pub client_ca: Option<PathBuf>,
     /// Policy file; without it the built-in policy applies.
     pub policy: Option<PathBuf>,
+    /// Usernames of operators whose objects are a controller's, besides the built-in
+    /// controllers ([`review::Controllers`]).
+    pub controller_service_accounts: Vec<String>,
+    /// `<label>=true` opts an object out, where the policy allows annotation exemptions.
+    pub object_opt_out_label: String,
     pub log_format: LogFormat,
 }
 
@@ -157,7 +162,17 @@ pub fn run(config: Config) -> ExitCode {
 
 async fn serve(config: Config, fd_limit: u64) -> Result<(), String> {
     let builtin = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
-    let state = Arc::new(AppState::new(builtin));
+    let controllers = review::Controllers::with_operators(config.controller_service_accounts);
+    let operators: Vec<&str> = controllers.operators().collect();
+    tracing::info!(
+        operators = ?operators,
+        "besides the built-in controllers, these operators' objects are a controller's"
+    );
+    let settings = review::Settings {
+        controllers,
+        opt_out_label: config.object_opt_out_label,
+    };
+    let state = Arc::new(AppState::with_settings(builtin, settings));
     let files = TlsFiles {
         cert: config.tls_cert,
         key: config.tls_key,

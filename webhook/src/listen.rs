@@ -14,8 +14,10 @@
 //!   that stopped reading, or advertises a zero HTTP/2 window, on one stream or all) is
 //!   closed, which frees the answers it pinned;
 //! - at the port's connection cap, a new connection evicts the connection idle the longest
-//!   instead of being refused; only when every connection has a request in flight is the new
-//!   one refused.
+//!   instead of being refused, else one whose request body has sent nothing the server waits
+//!   for in [`BODY_STALLED_AFTER`] (a client keeping one stalled request in flight holds no
+//!   seat), else one whose answers do not move; only when every connection is busy with real
+//!   work is the new one refused.
 //!
 //! What a review holds in memory (its body while read and evaluated, its answer until sent) is
 //! counted against one [`Budget`](crate::budget::Budget); a body that does not fit waits, and connections whose answers
@@ -68,6 +70,10 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// When memory for reviews runs short, connections with an answer pending this long are closed
 /// first.
 pub const STUCK_AFTER: Duration = Duration::from_secs(1);
+/// A request body the server is waiting on that has sent nothing for this long makes its
+/// connection evictable at the cap, busy or not: the apiserver sends its bodies at once, and a
+/// client that keeps one stalled request in flight must not hold its seat.
+pub const BODY_STALLED_AFTER: Duration = Duration::from_secs(1);
 /// Concurrent HTTP/2 streams per connection. The apiserver's Go client opens another
 /// connection when a connection's streams are all in use (x/net/http2 without
 /// `StrictMaxConcurrentStreams`), so a low number costs it nothing; hyper's default is 200.
@@ -225,6 +231,10 @@ pub struct Conn {
     ask: AtomicU8,
     ask_reason: AtomicU8,
     wake: Notify,
+    /// Request bodies the server is waiting on (polled, nothing came), and since when one has
+    /// been: set when the count rises from 0.
+    body_waits: AtomicU32,
+    body_wait_since: AtomicU64,
 }
 
 impl Conn {
@@ -242,7 +252,27 @@ impl Conn {
             ask: AtomicU8::new(ASK_NONE),
             ask_reason: AtomicU8::new(0),
             wake: Notify::new(),
+            body_waits: AtomicU32::new(0),
+            body_wait_since: AtomicU64::new(0),
         }
+    }
+
+    fn body_waiting(&self, now: u64) {
+        if self.body_waits.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.body_wait_since.store(now, Ordering::Release);
+        }
+    }
+
+    fn body_moved(&self) {
+        self.body_waits.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// How long a request body the server waits on has sent nothing (0 when none waits).
+    fn body_stalled_for(&self, now: u64) -> u64 {
+        if self.body_waits.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        now.saturating_sub(self.body_wait_since.load(Ordering::Acquire))
     }
 
     /// Asks the connection's task to close it (an abort overrides a graceful request).
@@ -399,6 +429,11 @@ impl Port {
     /// Registers a new connection, evicting the connection idle the longest when the port is at
     /// its cap. `None`: every connection is busy (or too many are still closing); refuse it.
     fn admit(&self) -> Option<Arc<Conn>> {
+        self.admit_at(now_ms())
+    }
+
+    /// [`Port::admit`] at `now` (milliseconds of [`now_ms`]).
+    fn admit_at(&self, now: u64) -> Option<Arc<Conn>> {
         let mut registry = self.registry();
         let max = self.limits.max_connections;
         let closing = if registry.conns.len() >= max {
@@ -413,17 +448,28 @@ impl Port {
             // The longest-idle connection goes first; a connection that never sent a request,
             // or is in the middle of a request head, is idle too. When all are busy, one whose
             // answers have not moved for a while (a client that does not read) goes instead.
-            let now = now_ms();
             let idle = registry
                 .conns
                 .values()
                 .filter(|c| !c.closing() && c.is_idle())
                 .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
+            let stalled_body = || {
+                registry
+                    .conns
+                    .values()
+                    .filter(|c| !c.closing())
+                    .map(|c| (c.body_stalled_for(now), c))
+                    .filter(|(stalled, _)| *stalled > ms(BODY_STALLED_AFTER))
+                    .max_by_key(|(stalled, _)| *stalled)
+            };
             if let Some(victim) = idle {
                 let mid_request = !victim.served.load(Ordering::Relaxed)
                     || victim.head_started.load(Ordering::Relaxed) != 0;
                 let kind = if mid_request { ASK_ABORT } else { ASK_GRACEFUL };
                 victim.ask(kind, CloseReason::Evicted);
+            } else if let Some((_, victim)) = stalled_body() {
+                // Busy only with a body its client does not send.
+                victim.ask(ASK_ABORT, CloseReason::Evicted);
             } else {
                 let stuck = registry
                     .conns
@@ -801,6 +847,14 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
 
     fn call(&self, request: Request<Incoming>) -> SvcFuture {
         self.conn.request_started();
+        let conn = self.conn.clone();
+        let request = request.map(|body| {
+            Body::new(WatchedBody {
+                inner: body,
+                conn,
+                waiting: false,
+            })
+        });
         SvcFuture {
             inner: self.router.clone().call(request),
             in_flight: Some(InFlight {
@@ -808,6 +862,59 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
                 state: self.state.clone(),
             }),
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request body that tells its connection while the server waits on it and nothing comes
+    /// ([`Conn::body_stalled_for`]).
+    struct WatchedBody {
+        #[pin]
+        inner: Incoming,
+        conn: Arc<Conn>,
+        waiting: bool,
+    }
+
+    impl PinnedDrop for WatchedBody {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.waiting {
+                this.conn.body_moved();
+            }
+        }
+    }
+}
+
+impl http_body::Body for WatchedBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.project();
+        let polled = this.inner.poll_frame(cx);
+        match (&polled, *this.waiting) {
+            (Poll::Pending, false) => {
+                *this.waiting = true;
+                this.conn.body_waiting(now_ms());
+            }
+            (Poll::Ready(_), true) => {
+                *this.waiting = false;
+                this.conn.body_moved();
+            }
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -950,6 +1057,51 @@ mod tests {
 
     fn limits() -> Limits {
         Limits::new(4)
+    }
+
+    #[test]
+    fn at_the_cap_a_connection_busy_only_with_a_stalled_body_is_evicted() {
+        let port = || {
+            let state = Arc::new(AppState::new(
+                probelint_policies::Policy::builtin().expect("built-in policy"),
+            ));
+            Port::new("tls", Limits::new(3), None, Router::new(), state)
+        };
+        let busy = |port: &Port| -> Vec<Arc<Conn>> {
+            (0..3)
+                .map(|_| {
+                    let conn = port.admit().expect("a seat");
+                    conn.request_started();
+                    conn
+                })
+                .collect()
+        };
+        let t = now_ms();
+        let later = t + ms(BODY_STALLED_AFTER) + 500;
+        // All three busy: one evaluating (its body came whole), two waiting on their bodies,
+        // one of them for longer than BODY_STALLED_AFTER.
+        let stalled = port();
+        let conns = busy(&stalled);
+        conns[2].body_waiting(t);
+        conns[1].body_waiting(t + 1_000);
+        assert!(
+            stalled.admit_at(later).is_some(),
+            "a stalled body holds no seat"
+        );
+        assert!(conns[2].closing(), "the stalled one is evicted");
+        assert!(!conns[0].closing() && !conns[1].closing());
+        // No body stalled long enough, or its body moved again: every busy seat is kept, and
+        // the newcomer is refused.
+        let moving = port();
+        let conns = busy(&moving);
+        conns[1].body_waiting(t + 1_000);
+        conns[2].body_waiting(t);
+        conns[2].body_moved();
+        assert!(
+            moving.admit_at(later).is_none(),
+            "busy connections are kept"
+        );
+        assert!(conns.iter().all(|c| !c.closing()));
     }
 
     #[test]

@@ -34,6 +34,18 @@ struct Args {
     /// it the built-in policy applies.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// The username of an operator whose objects (with a controller ownerReference) are a
+    /// controller's, like those of the built-in controllers: not refused, not mutated when not
+    /// Pods. Repeat it, or separate names with commas, e.g.
+    /// `system:serviceaccount:kserve:kserve-controller-manager`. Find an operator's with
+    /// `kubectl get pods -n NAMESPACE -o jsonpath='{..serviceAccountName}'`.
+    #[arg(long, value_name = "USERNAME", value_delimiter = ',')]
+    controller_service_account: Vec<String>,
+    /// `LABEL=true` on an object takes it out of review, where the policy allows an object to
+    /// exempt itself (`allowAnnotationExemptions`); each such review is logged and counted with
+    /// who sent it. Otherwise the object is judged, with a warning that the label is not honoured.
+    #[arg(long, value_name = "LABEL", default_value = probelint_webhook::review::OPT_OUT_LABEL)]
+    object_opt_out_label: String,
     /// Log format. `RUST_LOG` sets the level (default `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -51,6 +63,8 @@ fn main() -> ExitCode {
         tls_key: args.tls_key,
         client_ca: args.client_ca,
         policy: args.policy,
+        controller_service_accounts: args.controller_service_account,
+        object_opt_out_label: args.object_opt_out_label,
         log_format: args.log_format,
     })
 }

@@ -38,6 +38,22 @@ pub struct FindingLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExemptionLabels {
+    pub endpoint: &'static str,
+    /// `label` (the object opted out), `annotation` or `policy` (a finding suppressed by one).
+    pub source: &'static str,
+    /// `request.userInfo.username`: who sent the exempted object; [`OTHER_USERS`] past
+    /// [`MAX_EXEMPTION_USERS`] distinct ones.
+    pub username: String,
+}
+
+/// Distinct usernames the exemption counter keeps a series for; the rest are counted together
+/// as [`OTHER_USERS`], so that a cluster's many users cannot grow `/metrics` without bound.
+pub const MAX_EXEMPTION_USERS: usize = 100;
+/// The `username` of exemptions past [`MAX_EXEMPTION_USERS`] users.
+pub const OTHER_USERS: &str = "(other users)";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabels {
     pub endpoint: &'static str,
 }
@@ -78,6 +94,9 @@ pub struct Metrics {
     registry: Registry,
     pub requests: Family<RequestLabels, Counter>,
     pub findings: Family<FindingLabels, Counter>,
+    pub exemptions: Family<ExemptionLabels, Counter>,
+    /// The usernames `exemptions` has a series for.
+    exemption_users: std::sync::Mutex<std::collections::HashSet<String>>,
     pub latency: HistogramFamily,
     pub policy_reloads: Family<ResultLabels, Counter>,
     pub certificate_reloads: Family<ResultLabels, Counter>,
@@ -108,6 +127,13 @@ impl Metrics {
         let mut registry = Registry::with_prefix("probelint_webhook");
         let requests = Family::<RequestLabels, Counter>::default();
         let findings = Family::<FindingLabels, Counter>::default();
+        let exemptions = Family::<ExemptionLabels, Counter>::default();
+        registry.register(
+            "exemptions",
+            "Admission reviews exempted from some or all of their judgement, by endpoint, what \
+             exempted them (label, annotation, policy) and who sent the object",
+            exemptions.clone(),
+        );
         let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
         let policy_reloads = Family::<ResultLabels, Counter>::default();
         let certificate_reloads = Family::<ResultLabels, Counter>::default();
@@ -179,6 +205,8 @@ impl Metrics {
             registry,
             requests,
             findings,
+            exemptions,
+            exemption_users: Default::default(),
             latency,
             policy_reloads,
             certificate_reloads,
@@ -192,6 +220,31 @@ impl Metrics {
             latency_series: Default::default(),
             finding_series: RwLock::default(),
         }
+    }
+
+    /// Counts one review that `source` exempted, sent by `username`.
+    pub fn count_exemption(&self, endpoint: &'static str, source: &'static str, username: &str) {
+        let username = {
+            let mut users = self
+                .exemption_users
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if users.contains(username) {
+                username.to_owned()
+            } else if users.len() < MAX_EXEMPTION_USERS {
+                users.insert(username.to_owned());
+                username.to_owned()
+            } else {
+                OTHER_USERS.to_owned()
+            }
+        };
+        self.exemptions
+            .get_or_create(&ExemptionLabels {
+                endpoint,
+                source,
+                username,
+            })
+            .inc();
     }
 
     /// Counts one answered (or refused) review.

@@ -80,6 +80,8 @@ pub struct Summary {
     pub name: String,
     pub operation: &'static str,
     pub dry_run: bool,
+    /// `request.userInfo.username`: who sent it.
+    pub username: String,
 }
 
 /// Everything the server needs from one review: the response, and what to log and count.
@@ -93,18 +95,143 @@ pub struct Outcome {
     /// A problem that did not stop the review but deserves an error log (a fix that does not
     /// apply to its own object is an engine bug).
     pub internal_error: Option<String>,
+    /// The object opted itself out with the opt-out label (allowed unevaluated).
+    pub opted_out: bool,
+}
+
+impl Outcome {
+    /// What exempted this review from some of its judgement, each once: `label` (the object
+    /// opted out), `annotation` or `policy` (a finding suppressed by one). Empty when nothing was
+    /// exempted.
+    pub fn exemptions(&self) -> Vec<&'static str> {
+        let mut sources = Vec::new();
+        if self.opted_out {
+            sources.push("label");
+        }
+        for finding in &self.findings {
+            let source = match finding.suppressed.as_ref().map(|s| s.source) {
+                Some(probelint_policies::SuppressionSource::Annotation) => "annotation",
+                Some(probelint_policies::SuppressionSource::Policy) => "policy",
+                None => continue,
+            };
+            if !sources.contains(&source) {
+                sources.push(source);
+            }
+        }
+        sources
+    }
+}
+
+/// The usernames the apiserver gives the built-in controllers that create objects with pod
+/// specs (kube-controller-manager with `--use-service-account-credentials`, the default of
+/// kubeadm and the managed clusters), and the controller manager's own identity where it runs
+/// without per-controller credentials.
+pub const BUILTIN_CONTROLLERS: &[&str] = &[
+    "system:serviceaccount:kube-system:replicaset-controller",
+    "system:serviceaccount:kube-system:deployment-controller",
+    "system:serviceaccount:kube-system:statefulset-controller",
+    "system:serviceaccount:kube-system:daemon-set-controller",
+    "system:serviceaccount:kube-system:job-controller",
+    "system:serviceaccount:kube-system:cronjob-controller",
+    "system:serviceaccount:kube-system:replication-controller",
+    "system:kube-controller-manager",
+];
+
+/// Who may create objects that probelint treats as a controller's: the built-in controllers
+/// ([`BUILTIN_CONTROLLERS`]) and the operators the webhook was told about
+/// (`--controller-service-account`, the chart's `webhook.controllerServiceAccounts`). An object
+/// is a controller's only when the request comes from one of them (`request.userInfo`, the
+/// apiserver's word) *and* the object names its controller in `ownerReferences`: anyone may
+/// write an ownerReference (to the `kube-root-ca.crt` ConfigMap every namespace has, say), so
+/// what an object says about itself never decides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Controllers {
+    operators: std::collections::BTreeSet<String>,
+}
+
+impl Controllers {
+    /// The built-in controllers and these operators' usernames (empty ones are ignored).
+    pub fn with_operators<I, S>(operators: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Controllers {
+            operators: operators
+                .into_iter()
+                .map(Into::into)
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+        }
+    }
+
+    /// The operators' usernames, as configured.
+    pub fn operators(&self) -> impl Iterator<Item = &str> {
+        self.operators.iter().map(String::as_str)
+    }
+
+    /// Whether `username` is a controller's.
+    pub fn contains(&self, username: &str) -> bool {
+        BUILTIN_CONTROLLERS.contains(&username) || self.operators.contains(username)
+    }
+}
+
+/// The label that takes an object out of both webhooks' scope by default (`<label>=true`), where
+/// the policy allows an object to exempt itself (`allowAnnotationExemptions`).
+pub const OPT_OUT_LABEL: &str = "probelint.io/ignore";
+
+/// What the webhook was started with that decides reviews beside the policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Whose objects are a controller's.
+    pub controllers: Controllers,
+    /// `<label>=true` on an object opts it out, when the policy allows annotation exemptions
+    /// (`--object-opt-out-label`, the chart's `webhook.objectOptOutLabel`).
+    pub opt_out_label: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            controllers: Controllers::default(),
+            opt_out_label: OPT_OUT_LABEL.to_owned(),
+        }
+    }
+}
+
+/// Parses a body and answers it with the default [`Settings`].
+pub fn admit(body: &[u8], mode: Mode, policy: &Policy) -> Result<Outcome, ReviewError> {
+    admit_with(body, mode, policy, &Settings::default())
 }
 
 /// Parses a body and answers it.
-pub fn admit(body: &[u8], mode: Mode, policy: &Policy) -> Result<Outcome, ReviewError> {
-    Ok(respond(admission::parse(body)?, mode, policy))
+pub fn admit_with(
+    body: &[u8],
+    mode: Mode,
+    policy: &Policy,
+    settings: &Settings,
+) -> Result<Outcome, ReviewError> {
+    Ok(respond(admission::parse(body)?, mode, policy, settings))
 }
 
 /// Answers one request. Takes it by value: the object is evaluated (and patched) in place.
-pub fn respond(mut request: Request<'_>, mode: Mode, policy: &Policy) -> Outcome {
+pub fn respond(
+    mut request: Request<'_>,
+    mode: Mode,
+    policy: &Policy,
+    settings: &Settings,
+) -> Outcome {
     let object = request.object.take().map(Value::Object);
     let old_object = request.old_object.take().map(Value::Object);
-    let scope = scope(&request, object.as_ref(), old_object.as_ref(), mode, policy);
+    let scope = scope(
+        &request,
+        object.as_ref(),
+        old_object.as_ref(),
+        mode,
+        policy,
+        settings,
+    );
     drop(old_object);
     let response = Response::from(&request);
     let summary = summarize(request);
@@ -122,6 +249,7 @@ pub fn respond(mut request: Request<'_>, mode: Mode, policy: &Policy) -> Outcome
         findings: verdict.findings,
         summary,
         internal_error: verdict.internal_error,
+        opted_out: verdict.opted_out,
     }
 }
 
@@ -131,6 +259,7 @@ struct Verdict {
     decision: Decision,
     findings: Vec<Finding>,
     internal_error: Option<String>,
+    opted_out: bool,
 }
 
 impl Verdict {
@@ -141,6 +270,7 @@ impl Verdict {
             decision,
             findings: Vec::new(),
             internal_error: None,
+            opted_out: false,
         }
     }
 }
@@ -155,19 +285,38 @@ fn decide(
     policy: &Policy,
 ) -> Verdict {
     let skipped = |response, reason: String| Verdict::new(response, Decision::Skipped(reason));
-    let (controller, annotations_only) = match scope {
+    let (controller, claimed, notes, annotations_only) = match scope {
         Scope::Skip(reason) => return skipped(response, reason),
+        Scope::OptedOut(reason) => {
+            let mut verdict = skipped(response, reason);
+            verdict.opted_out = true;
+            return verdict;
+        }
         Scope::Unchanged {
             annotations_changed: false,
         } => return skipped(response, UNCHANGED.into()),
         Scope::Unchanged {
             annotations_changed: true,
-        } => (None, true),
-        Scope::Evaluate { controller } => (controller, false),
+        } => (None, None, Vec::new(), true),
+        Scope::Evaluate {
+            controller,
+            claimed,
+            notes,
+        } => (controller, claimed, notes, false),
     };
     let Some(mut object) = object else {
         return skipped(response, "the request carries no object".into());
     };
+    // An owner claimed by someone who is not a controller claims nothing: not the policy
+    // exemptions of the workload it names (the engine traces a Pod's exemptions to its owners),
+    // not its silence about unreached annotations. The object is judged as its author's. (Kept
+    // for `/mutate`, whose patch must apply to the object as sent; it only adds fixes.)
+    if claimed.is_some()
+        && mode != Mode::Mutate
+        && let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        metadata.remove("ownerReferences");
+    }
     // Policy exemptions and messages name the namespace. The apiserver copies it from the URL
     // into the object before admission, but a review from another client may only carry it in
     // the request. (Only into an existing `metadata`: the patch must apply to the real object.)
@@ -182,7 +331,15 @@ fn decide(
         return unreached_annotations(response, &object, mode, policy);
     }
     match mode {
-        Mode::Validate | Mode::Warn => validate(response, &object, mode, controller, policy),
+        Mode::Validate | Mode::Warn => {
+            let mut verdict = validate(response, &object, mode, controller, policy);
+            let said = claimed.iter().chain(&notes).map(|w| shorten(w));
+            verdict.response.warnings.extend(said);
+            if verdict.decision == Decision::Allowed && !verdict.response.warnings.is_empty() {
+                verdict.decision = Decision::Warned;
+            }
+            verdict
+        }
         Mode::Mutate => mutate(response, object, policy),
     }
 }
@@ -222,15 +379,27 @@ enum Scope {
     /// changes the object's own probelint annotations decides whether the validating webhook
     /// says if those reach the Pods.
     Unchanged { annotations_changed: bool },
-    /// Judged or mutated. `controller` names the controller of a Pod that one created.
-    Evaluate { controller: Option<String> },
+    /// Judged or mutated. `controller` names the controller of a Pod that one created;
+    /// `claimed`, the warning for an object whose ownerReferences name a controller although
+    /// the request does not come from one (judged as its author's).
+    Evaluate {
+        controller: Option<String>,
+        claimed: Option<String>,
+        /// Warnings about the request itself (an opt-out label that is not honoured).
+        notes: Vec<String>,
+    },
+    /// The object opts itself out (`<label>=true`) and the policy allows it: allowed
+    /// unevaluated, for this reason, and counted as an exemption.
+    OptedOut(String),
 }
 
 /// Decides what a request gets (webhook/README.md, "What is judged, and what is left alone"):
 ///
 /// - DELETE, CONNECT and subresources (`scale`, `status`, `eviction`...) carry no pod template:
 ///   allowed. An HPA scales through `scale`.
-/// - An object with a controller (`ownerReferences[].controller: true`) other than a Pod: a
+/// - An object a controller creates, other than a Pod: one with a controller
+///   (`ownerReferences[].controller: true`) that comes from a controller ([`Controllers`]: the
+///   apiserver's `userInfo`, not the object, says who sent it): a
 ///   ReplicaSet of a Deployment or Rollout, a CronJob's Job, a LeaderWorkerSet's StatefulSet, a
 ///   KServe Deployment. Its controller recreates it whenever its template differs from the one
 ///   the controller wants (the Deployment controller compares templates and makes a new
@@ -246,13 +415,15 @@ enum Scope {
 ///   a workload that predates the webhook can still be scaled, or stopped with `replicas: 0`,
 ///   and a mutation cannot restart its Pods unasked.
 /// - Everything else is evaluated; a Pod a controller creates is judged but never refused
-///   (see [`validate`]).
+///   (see [`validate`]). An object whose ownerReferences name a controller, sent by anyone
+///   else, is judged (and refused) as its author's, with a warning that says why.
 fn scope(
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
     mode: Mode,
     policy: &Policy,
+    settings: &Settings,
 ) -> Scope {
     match request.operation {
         Operation::Delete => return Scope::Skip("DELETE is not checked".into()),
@@ -265,9 +436,31 @@ fn scope(
     let Some(object) = object else {
         return Scope::Skip("the request carries no object".into());
     };
+    let mut notes = Vec::new();
+    if opts_out(object, &settings.opt_out_label) {
+        let label = &settings.opt_out_label;
+        if policy.allow_annotation_exemptions {
+            return Scope::OptedOut(format!("opted out by the label {label}=true"));
+        }
+        notes.push(format!(
+            "the label {label}=true is not honoured: the policy does not let an object exempt \
+             itself (allowAnnotationExemptions: false)"
+        ));
+    }
     let kind = &request.kind;
     let is_pod = kind.group.is_empty() && kind.kind == "Pod";
-    let controller = reach::controller_of(object);
+    let owner = reach::controller_of(object);
+    let username = request.user_info.username.as_str();
+    let from_controller = settings.controllers.contains(username);
+    let controller = owner.filter(|_| from_controller);
+    let claimed = owner.filter(|_| !from_controller).map(|owner| {
+        let who = if username.is_empty() {
+            "an unnamed user"
+        } else {
+            username
+        };
+        format!("ownerReferences name {owner} as controller, but {who} is no controller: judged as {who}'s")
+    });
     if let Some(controller) = controller.filter(|_| !is_pod) {
         return Scope::Skip(match mode {
             Mode::Mutate => format!(
@@ -293,7 +486,19 @@ fn scope(
     }
     Scope::Evaluate {
         controller: controller.map(|c| c.to_string()),
+        claimed,
+        notes,
     }
+}
+
+/// Whether `metadata.labels.<label>` of the object is `"true"`.
+fn opts_out(object: &Value, label: &str) -> bool {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(label))
+        .and_then(Value::as_str)
+        == Some("true")
 }
 
 /// Why an UPDATE of this kind is never evaluated: its Pods come from the spec it was created
@@ -460,6 +665,7 @@ fn validate(
         decision,
         findings,
         internal_error: None,
+        opted_out: false,
     }
 }
 
@@ -519,6 +725,7 @@ fn summarize(request: Request<'_>) -> Summary {
         name: request.name,
         operation: request.operation.as_str(),
         dry_run: request.dry_run,
+        username: request.user_info.username,
     }
 }
 
@@ -544,7 +751,14 @@ mod tests {
         let mut request = admission::parse(&body).expect("parses");
         let object = request.object.take().map(Value::Object);
         let old = request.old_object.take().map(Value::Object);
-        scope(&request, object.as_ref(), old.as_ref(), mode, &policy())
+        scope(
+            &request,
+            object.as_ref(),
+            old.as_ref(),
+            mode,
+            &policy(),
+            &Settings::default(),
+        )
     }
 
     const MODES: [Mode; 3] = [Mode::Validate, Mode::Warn, Mode::Mutate];
@@ -578,7 +792,11 @@ mod tests {
             .remove("ownerReferences");
         assert_eq!(
             scope_of(&alone, Mode::Mutate),
-            Scope::Evaluate { controller: None }
+            Scope::Evaluate {
+                controller: None,
+                claimed: None,
+                notes: Vec::new()
+            }
         );
         assert_eq!(admit_json(&alone, Mode::Mutate).decision, Decision::Patched);
         assert_eq!(
@@ -591,7 +809,11 @@ mod tests {
             json!(false);
         assert_eq!(
             scope_of(&collected, Mode::Mutate),
-            Scope::Evaluate { controller: None }
+            Scope::Evaluate {
+                controller: None,
+                claimed: None,
+                notes: Vec::new()
+            }
         );
     }
 
@@ -601,7 +823,9 @@ mod tests {
         assert_eq!(
             scope_of(&review, Mode::Validate),
             Scope::Evaluate {
-                controller: Some("ReplicaSet llama-3-70b-5d8f7c9b4".into())
+                controller: Some("ReplicaSet llama-3-70b-5d8f7c9b4".into()),
+                claimed: None,
+                notes: Vec::new()
             }
         );
         let out = admit_json(&review, Mode::Validate);

@@ -237,7 +237,11 @@ async fn answer(
     // The reservation goes with the evaluation and comes back with its outcome: a review past
     // its timeout is answered 503 but its evaluation runs on (it cannot be interrupted), and its
     // memory stays counted until the evaluation and the answer built from it are gone.
-    let evaluate = move || (review::admit(&body, mode, &policy), reservation);
+    let settings = state.settings.clone();
+    let evaluate = move || {
+        let outcome = review::admit_with(&body, mode, &policy, &settings);
+        (outcome, reservation)
+    };
     match guarded(inline, evaluate).await {
         Ok((Ok(outcome), held)) => Ok((outcome, held)),
         Ok((Err(error), _)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
@@ -265,10 +269,10 @@ fn too_large() -> (StatusCode, String) {
 pub const BODY_STALL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Reads a request body of at most [`MAX_BODY_BYTES`]. The review's memory (its body times
-/// [`EVALUATION_FACTOR`] plus one) is taken from the review memory budget before the body is
-/// read when a Content-Length declares it (all or nothing: a waiting request holds nothing, and
-/// its client is held back by flow control), else as the body arrives, without waiting. The same
-/// 413 over HTTP/1.1 and HTTP/2, with or without a Content-Length.
+/// [`EVALUATION_FACTOR`] plus one) is taken from the review memory budget as the body arrives,
+/// without waiting while it fits; when it does not, a body with a Content-Length waits for the
+/// rest of what it declared, and one without is refused (503). The same 413 over HTTP/1.1 and
+/// HTTP/2, with or without a Content-Length.
 async fn read_body(
     budget: &Arc<Budget>,
     headers: &HeaderMap,
@@ -283,9 +287,6 @@ async fn read_body(
     }
     let cost = |bytes: usize| bytes.saturating_mul(EVALUATION_FACTOR + 1);
     let mut reservation = Reservation::new(budget.clone());
-    if let Some(declared) = declared {
-        reservation.grow(cost(declared as usize)).await;
-    }
     let mut first: Option<Bytes> = None;
     let mut joined: Vec<u8> = Vec::new();
     loop {
@@ -316,18 +317,28 @@ async fn read_body(
             drop((first, joined, reservation));
             return Err(discard_then(body, too_large()).await);
         }
-        // Without a Content-Length the memory is taken piece by piece, and never waited for:
-        // bodies that each held part of the budget while waiting for the rest would hold it all
-        // and get nowhere. Such a body gives its share back at once when the budget is spent
+        // The memory is taken as the bytes arrive, never from what a request only declares:
+        // heads that declare megabytes and send nothing hold nothing. When the budget is spent,
+        // a body with a Content-Length waits for the rest of what it declared at once (all or
+        // nothing: while it waits it holds only what its client sent, and flow control holds
+        // the client back); one without gives its share back at once, since bodies that each
+        // held part of the budget while waiting for more would hold it all and get nowhere
         // (the apiserver always declares its bodies).
-        if declared.is_none() && !reservation.try_grow(cost(data.len())) {
-            drop((first, joined, reservation));
-            return Err((
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the webhook's memory for reviews in flight is spent; a request with a \
-                 Content-Length waits for its turn, one without is refused"
-                    .to_owned(),
-            ));
+        let needed = cost(so_far + data.len()).saturating_sub(reservation.bytes());
+        if needed > 0 && !reservation.try_grow(needed) {
+            let Some(declared) = declared else {
+                drop((first, joined, reservation));
+                return Err((
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the webhook's memory for reviews in flight is spent; a request with a \
+                     Content-Length waits for its turn, one without is refused"
+                        .to_owned(),
+                ));
+            };
+            let rest = cost((declared as usize).max(so_far + data.len()));
+            reservation
+                .grow(rest.saturating_sub(reservation.bytes()))
+                .await;
         }
         // A body that arrives in one piece (most do) is kept as it came, without a copy.
         match first.take() {
@@ -429,6 +440,9 @@ fn panic_text(payload: &(dyn Any + Send)) -> &str {
 
 fn record(metrics: &Metrics, endpoint: &'static str, outcome: &Outcome) {
     metrics.count_request(endpoint, outcome.decision.as_str());
+    for source in outcome.exemptions() {
+        metrics.count_exemption(endpoint, source, &outcome.summary.username);
+    }
     for finding in &outcome.findings {
         metrics.count_finding(
             &finding.rule,
@@ -455,11 +469,13 @@ fn log_review(endpoint: &'static str, outcome: &Outcome, latency_ms: f64) {
         name = %Text(&s.name),
         operation = s.operation,
         dry_run = s.dry_run,
+        user = %Text(&s.username),
         endpoint,
         decision = outcome.decision.as_str(),
         reason = %Text(reason),
         rules = %RuleList { findings: &outcome.findings, suppressed: false },
         exempt_rules = %RuleList { findings: &outcome.findings, suppressed: true },
+        exempted_by = %outcome.exemptions().join(","),
         latency_ms,
         "review"
     );

@@ -3,6 +3,7 @@
 
 use crate::budget::Budget;
 use crate::metrics::Metrics;
+use crate::review::Settings;
 use axum::http::StatusCode;
 use probelint_policies::Policy;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,8 @@ pub struct AppState {
     draining: AtomicBool,
     pub metrics: Metrics,
     pub budget: Arc<Budget>,
+    /// What decides reviews beside the policy (fixed at startup).
+    pub settings: Arc<Settings>,
 }
 
 /// What `/readyz` reports.
@@ -37,13 +40,19 @@ struct Health {
 }
 
 impl AppState {
+    #[cfg(test)]
     pub fn new(policy: Policy) -> Self {
+        Self::with_settings(policy, Settings::default())
+    }
+
+    pub fn with_settings(policy: Policy, settings: Settings) -> Self {
         AppState {
             policy: RwLock::new(Arc::new(policy)),
             health: Mutex::new(Health::default()),
             draining: AtomicBool::new(false),
             metrics: Metrics::new(),
             budget: Arc::new(Budget::new(REVIEW_MEMORY_BYTES)),
+            settings: Arc::new(settings),
         }
     }
 

@@ -434,6 +434,8 @@ fn out_of_scope_objects_never_reach_the_webhook() {
         true,
     );
     create(&pod("gpu-in-opted-out-ns", gpu.clone()), &opted_out, true);
+    // An object's own opt-out label is the webhook's to honour (the policy allows it here):
+    // sent, allowed unevaluated, and logged with who sent it.
     let mut labelled = pod("gpu-opted-out", gpu.clone());
     labelled["metadata"]["labels"] = json!({"probelint.io/ignore": "true"});
     create(&labelled, &ns, true);
@@ -446,13 +448,29 @@ fn out_of_scope_objects_never_reach_the_webhook() {
     // (The in-use probe of the namespace may have been sent once more before its first
     // reviews were read.)
     let all = webhook.reviews();
-    let reviews: Vec<&Value> = all.iter().filter(|r| r["name"] != "in-use-probe").collect();
+    let reviews: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["name"] != "in-use-probe" && r["name"] != "gpu-opted-out")
+        .collect();
     let names: Vec<&str> = reviews.iter().filter_map(|r| r["name"].as_str()).collect();
     assert!(
         names.iter().all(|n| *n == "gpu-in-scope"),
-        "only the GPU Pod in scope reaches the webhook; it was sent: {reviews:#?}"
+        "only the GPU Pods in scope reach the webhook; it was sent: {reviews:#?}"
     );
     assert_eq!(reviews.len(), 2, "{reviews:#?}");
+    let opted: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["name"] == "gpu-opted-out")
+        .collect();
+    assert_eq!(opted.len(), 2, "{opted:#?}");
+    for review in opted {
+        assert_eq!(review["decision"], "skipped", "{review}");
+        assert_eq!(review["exempted_by"], "label", "{review}");
+        assert!(
+            review["user"].as_str().is_some_and(|u| !u.is_empty()),
+            "{review}"
+        );
+    }
     // Its metrics say the same: a request counted for each review logged, nothing else.
     assert_eq!(
         requests_total(&webhook),
@@ -669,6 +687,47 @@ fn enforce_mode_never_blocks_scaling_exempt_workloads_or_the_rollout_that_fixes_
         "{}",
         text(&out)
     );
+
+    // An ownerReference claims nothing: a new Deployment and a bare Pod naming the namespace's
+    // kube-root-ca.crt ConfigMap (which anyone may read) as their controller are a person's,
+    // and refused like any other.
+    let uid = cluster.kubectl_ok(&[
+        "-n",
+        &ns,
+        "get",
+        "configmap",
+        "kube-root-ca.crt",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
+    let owner = json!([{
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "kube-root-ca.crt",
+        "uid": uid.trim(),
+        "controller": true
+    }]);
+    let mut claimed = deployment(
+        "claimed",
+        1,
+        json!([gpu_container("server", CUSTOM_IMAGE, json!({}))]),
+    );
+    claimed["metadata"]["ownerReferences"] = owner.clone();
+    let mut claimed_pod = pod(
+        "claimed-pod",
+        json!([gpu_container("server", CUSTOM_IMAGE, json!({}))]),
+    );
+    claimed_pod["metadata"]["ownerReferences"] = owner;
+    for object in [&claimed, &claimed_pod] {
+        let out = cluster_apply(&env, object, &ns, &["--dry-run=server"]);
+        assert!(!out.status.success(), "admitted: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("gpu-startup-probe-missing") && stderr.contains("is no controller"),
+            "{}",
+            text(&out)
+        );
+    }
 
     // ... the one that fixes it is admitted, and its rollout completes: a new ReplicaSet with
     // its Pods (created through the mutating webhook), the old one scaled down to zero. There

@@ -641,6 +641,60 @@ async fn slow_and_lying_clients_time_out_without_blocking_others() {
     assert!(head.starts_with("HTTP/1.1 408"), "{head:?}");
 }
 
+/// Heads that declare a large body and then send one byte hold no more review memory than
+/// that byte costs: it is taken as bytes arrive, not from the Content-Length. Eight heads of
+/// 5 MB each declare seven times the budget (5 MB × 25 each); a real review sent meanwhile is
+/// answered, and each liar gets its 408 when its body has stalled. (The timeouts here only stop
+/// a hung test.)
+#[tokio::test]
+async fn heads_declaring_a_body_they_never_send_hold_no_review_memory() {
+    const LIARS: usize = 8;
+    let webhook = Webhook::start().await;
+    let mut liars = Vec::new();
+    for _ in 0..LIARS {
+        let mut liar = raw_tls(&webhook).await;
+        liar.write_all(
+            b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{",
+        )
+        .await
+        .expect("head");
+        liar.flush().await.expect("flush");
+        liars.push(liar);
+    }
+    // Until every liar's byte is counted (25 bytes each: the byte and its evaluation's share).
+    let held = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let held = metric(
+                &metrics_text(&webhook).await,
+                "probelint_webhook_review_memory_bytes",
+            );
+            if held >= LIARS as u64 * 25 {
+                return held;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the liars' heads are read");
+    assert!(
+        held < 1024 * 1024,
+        "{LIARS} heads that sent one byte each hold {held} bytes of review memory"
+    );
+    let mut conn = Conn::new(webhook.addr, webhook.client());
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        conn.post("/validate", Bytes::from(fixture("allow-clean-gpu-pod"))),
+    )
+    .await
+    .expect("not hung")
+    .expect("served while the liars wait");
+    assert_eq!(answer.status, 200);
+    for mut liar in liars {
+        let head = read_head(&mut liar, Duration::from_secs(10)).await;
+        assert!(head.starts_with("HTTP/1.1 408"), "{head:?}");
+    }
+}
+
 /// Garbage instead of a TLS handshake, a handshake abandoned halfway, and a hundred idle
 /// connections: the server stays up and serves the next client.
 #[tokio::test]

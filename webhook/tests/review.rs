@@ -7,7 +7,9 @@ use base64::Engine as _;
 use json_patch::Patch;
 use probelint_policies::MUTATED_ANNOTATION;
 use probelint_policies::{Finding, Policy};
-use probelint_webhook::review::{Decision, Mode, Outcome, admit};
+use probelint_webhook::review::{
+    Controllers, Decision, Mode, Outcome, Settings, admit, admit_with,
+};
 use serde_json::{Value, json};
 use support::{fixture, fixture_json};
 
@@ -332,7 +334,7 @@ fn unknown_fields_and_a_large_old_object_do_not_change_the_answer() {
         serde_json::from_slice(&fixture("deny-gpu-deployment-without-probes")).expect("json");
     review["somethingNew"] = json!({"nested": [1, 2, {"x": null}]});
     review["response"] = json!("not a response");
-    review["request"]["userInfo"] = json!(7);
+    review["request"]["userInfo"]["extra"] = json!({"scopes": ["a", "b"]});
     review["request"]["options"] = json!([null]);
     review["request"]["futureField"] = json!({"a": "b"});
     // Not looked at on a CREATE, however big.
@@ -347,6 +349,12 @@ fn unknown_fields_and_a_large_old_object_do_not_change_the_answer() {
     assert_eq!(out.decision, Decision::Denied);
     assert_eq!(out.review.to_json(), plain.review.to_json());
     assert_eq!(out.summary, plain.summary);
+    // A userInfo that is not one names nobody: no controller, judged all the same.
+    review["request"]["userInfo"] = json!(7);
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Validate, &policy()).expect("parses");
+    assert_eq!(out.decision, Decision::Denied);
+    assert_eq!(out.summary.username, "");
 }
 
 #[test]
@@ -495,4 +503,199 @@ fn mutate_fixes_gpu_deployment_without_startup_probe() {
             .is_some_and(|v| v.contains("gpu-startup-probe-missing:vllm"))
     );
     assert!(!response.warnings.is_empty());
+}
+
+/// The ownerReference anyone may write: every namespace has the ConfigMap `kube-root-ca.crt`,
+/// and whoever may read ConfigMaps sees its uid.
+fn fabricated_owner() -> Value {
+    json!([{
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "kube-root-ca.crt",
+        "uid": "0b6f8e0c-7f0e-4d1e-9a39-2f2b4c1d5e6f",
+        "controller": true
+    }])
+}
+
+/// `fixture` with the fabricated owner, sent by `username`.
+fn claimed_by(fixture: &str, username: &str) -> Value {
+    let mut review = fixture_json(fixture);
+    review["request"]["object"]["metadata"]["ownerReferences"] = fabricated_owner();
+    review["request"]["userInfo"] = json!({
+        "username": username,
+        "groups": ["system:authenticated"]
+    });
+    review
+}
+
+const REPLICASET_CONTROLLER: &str = "system:serviceaccount:kube-system:replicaset-controller";
+const CLAIM_WARNING: &str = "ownerReferences name ConfigMap kube-root-ca.crt as controller, but alice is no controller: judged as alice's";
+
+#[test]
+fn a_fabricated_owner_from_a_person_is_judged_and_refused() {
+    for fixture in [
+        "deny-gpu-deployment-without-probes",
+        "warn-pod-created-by-replicaset",
+    ] {
+        let review = claimed_by(fixture, "alice");
+        let out = admit_json(&review, Mode::Validate);
+        assert_eq!(
+            out.decision,
+            Decision::Denied,
+            "{fixture}: {:?}",
+            out.review
+        );
+        let response = &out.review.response;
+        assert!(!response.allowed, "{fixture}");
+        assert!(
+            response.warnings.iter().any(|w| w == CLAIM_WARNING),
+            "{fixture}: {:?}",
+            response.warnings
+        );
+        // Warn mode says the same without refusing; the mutating webhook fixes it.
+        let warned = admit_json(&review, Mode::Warn);
+        assert!(warned.review.response.allowed, "{fixture}");
+        assert!(
+            warned
+                .review
+                .response
+                .warnings
+                .iter()
+                .any(|w| w == CLAIM_WARNING),
+            "{fixture}"
+        );
+        assert_eq!(
+            admit_json(&review, Mode::Mutate).decision,
+            Decision::Patched,
+            "{fixture}"
+        );
+    }
+}
+
+#[test]
+fn the_same_owner_from_a_controller_is_a_controllers_object() {
+    // A Deployment (any object but a Pod) a controller sends is left to that controller.
+    let review = claimed_by("deny-gpu-deployment-without-probes", REPLICASET_CONTROLLER);
+    for mode in MODES {
+        let out = admit_json(&review, mode);
+        assert!(
+            matches!(&out.decision, Decision::Skipped(r) if r.starts_with("managed by ConfigMap kube-root-ca.crt: ")),
+            "{mode:?}: {:?}",
+            out.decision
+        );
+        assert!(out.review.response.allowed, "{mode:?}");
+        assert!(out.review.response.patch.is_none(), "{mode:?}");
+    }
+    // A Pod a controller sends is judged but never refused.
+    let review = claimed_by("warn-pod-created-by-replicaset", REPLICASET_CONTROLLER);
+    let out = admit_json(&review, Mode::Validate);
+    assert_eq!(out.decision, Decision::Warned, "{:?}", out.review);
+    assert!(out.review.response.allowed);
+    assert_eq!(
+        out.review.response.warnings.last().map(String::as_str),
+        Some(
+            "not refused: probelint never refuses the Pods a controller (ConfigMap kube-root-ca.crt) creates"
+        )
+    );
+}
+
+#[test]
+fn an_operators_objects_are_a_controllers_only_when_it_is_configured() {
+    let kserve = "system:serviceaccount:kserve:kserve-controller-manager";
+    let review = claimed_by("deny-gpu-deployment-without-probes", kserve);
+    let body = serde_json::to_vec(&review).expect("json");
+    assert_eq!(
+        admit(&body, Mode::Validate, &policy())
+            .expect("parses")
+            .decision,
+        Decision::Denied
+    );
+    let settings = Settings {
+        controllers: Controllers::with_operators([kserve]),
+        ..Settings::default()
+    };
+    let out = admit_with(&body, Mode::Validate, &policy(), &settings).expect("parses");
+    assert!(
+        matches!(out.decision, Decision::Skipped(_)),
+        "{:?}",
+        out.decision
+    );
+    assert!(out.review.response.allowed);
+    // Another operator's name does not stand for it.
+    let other = Settings {
+        controllers: Controllers::with_operators(["system:serviceaccount:kserve:default"]),
+        ..Settings::default()
+    };
+    let out = admit_with(&body, Mode::Validate, &policy(), &other).expect("parses");
+    assert_eq!(out.decision, Decision::Denied);
+}
+
+#[test]
+fn a_fabricated_owner_claims_no_policy_exemption_of_the_workload_it_names() {
+    let policy = Policy::with_user_yaml(
+        "exemptions:\n  - rules: [all]\n    kinds: [Deployment]\n    names: [llama-3-70b]\n    reason: load test\n",
+    )
+    .expect("policy");
+    // The Pod of the exempted Deployment's ReplicaSet, as its controller sends it: exempt.
+    let body = fixture("warn-pod-created-by-replicaset");
+    let out = admit(&body, Mode::Validate, &policy).expect("parses");
+    assert_eq!(out.decision, Decision::Allowed, "{:?}", out.review);
+    assert_eq!(out.exemptions(), ["policy"]);
+    // The same Pod, ownerReference and all, from alice: judged as hers.
+    let mut review = fixture_json("warn-pod-created-by-replicaset");
+    review["request"]["userInfo"] = json!({"username": "alice"});
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Validate, &policy).expect("parses");
+    assert_eq!(out.decision, Decision::Denied, "{:?}", out.review);
+    assert!(out.exemptions().is_empty());
+}
+
+#[test]
+fn the_opt_out_label_exempts_only_where_the_policy_allows_it() {
+    let mut review = fixture_json("deny-gpu-deployment-without-probes");
+    review["request"]["object"]["metadata"]["labels"]["probelint.io/ignore"] = json!("true");
+    review["request"]["userInfo"] = json!({"username": "alice"});
+    for mode in MODES {
+        let out = admit_json(&review, mode);
+        assert_eq!(
+            out.decision,
+            Decision::Skipped("opted out by the label probelint.io/ignore=true".into()),
+            "{mode:?}"
+        );
+        assert!(out.review.response.allowed);
+        assert_eq!(out.exemptions(), ["label"], "{mode:?}");
+        assert_eq!(out.summary.username, "alice");
+    }
+    // Strict mode: judged, refused, and told why the label did nothing.
+    let strict = Policy::with_user_yaml("allowAnnotationExemptions: false\n").expect("policy");
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Validate, &strict).expect("parses");
+    assert_eq!(out.decision, Decision::Denied, "{:?}", out.review);
+    assert!(out.exemptions().is_empty());
+    assert!(
+        out.review
+            .response
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("the label probelint.io/ignore=true is not honoured")),
+        "{:?}",
+        out.review.response.warnings
+    );
+    let out = admit(&body, Mode::Mutate, &strict).expect("parses");
+    assert_eq!(out.decision, Decision::Patched);
+    // Any value but "true" opts nothing out.
+    review["request"]["object"]["metadata"]["labels"]["probelint.io/ignore"] = json!("yes");
+    assert_eq!(
+        admit_json(&review, Mode::Validate).decision,
+        Decision::Denied
+    );
+    // Another label, when the webhook is told so.
+    let settings = Settings {
+        opt_out_label: "example.com/skip-probelint".into(),
+        ..Settings::default()
+    };
+    review["request"]["object"]["metadata"]["labels"]["example.com/skip-probelint"] = json!("true");
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit_with(&body, Mode::Validate, &policy(), &settings).expect("parses");
+    assert_eq!(out.exemptions(), ["label"]);
 }

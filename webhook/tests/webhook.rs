@@ -1271,3 +1271,106 @@ fn the_testkit_webhook_answers_a_review_of_any_object_for_its_uid() {
         webhook.logs()
     );
 }
+
+/// A Deployment with the ownerReference anyone may write (the `kube-root-ca.crt` ConfigMap of
+/// every namespace), sent by `username`.
+fn claiming_an_owner(username: &str) -> Vec<u8> {
+    edited("deny-gpu-deployment-without-probes", |r| {
+        r["request"]["object"]["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "kube-root-ca.crt",
+            "uid": "0b6f8e0c-7f0e-4d1e-9a39-2f2b4c1d5e6f",
+            "controller": true
+        }]);
+        r["request"]["userInfo"] =
+            json!({"username": username, "groups": ["system:authenticated"]});
+    })
+}
+
+#[tokio::test]
+async fn an_owner_is_a_controllers_only_when_a_configured_controller_sends_it() {
+    let operator = "system:serviceaccount:kserve:kserve-controller-manager";
+    let webhook = Webhook::start_with(Options {
+        args: vec![format!("--controller-service-account={operator}")],
+        ..Options::default()
+    })
+    .await;
+    // A person's object with a fabricated owner is refused in enforce mode, and patched.
+    let review = webhook
+        .post("/validate", &claiming_an_owner("alice"))
+        .await
+        .json();
+    assert_eq!(review["response"]["allowed"], false, "{review}");
+    assert!(
+        warnings(&review)
+            .iter()
+            .any(|w| w.contains("but alice is no controller")),
+        "{review}"
+    );
+    let review = webhook
+        .post("/mutate", &claiming_an_owner("alice"))
+        .await
+        .json();
+    assert!(review["response"]["patch"].is_string(), "{review}");
+    // The same from a built-in controller or the configured operator: left to its controller.
+    for username in [
+        "system:serviceaccount:kube-system:replicaset-controller",
+        operator,
+    ] {
+        for path in ["/validate", "/mutate"] {
+            let review = webhook
+                .post(path, &claiming_an_owner(username))
+                .await
+                .json();
+            assert_eq!(
+                review["response"]["allowed"], true,
+                "{username} {path}: {review}"
+            );
+            assert!(
+                review["response"].get("patch").is_none(),
+                "{username} {path}: {review}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_opt_out_label_is_logged_and_counted_with_who_sent_it() {
+    let labelled = edited("deny-gpu-deployment-without-probes", |r| {
+        r["request"]["object"]["metadata"]["labels"]["probelint.io/ignore"] = json!("true");
+        r["request"]["userInfo"] = json!({"username": "alice"});
+    });
+    let webhook = Webhook::start().await;
+    let review = webhook.post("/validate", &labelled).await.json();
+    assert_eq!(review["response"]["allowed"], true, "{review}");
+    let line = review_log(&webhook, &review["response"]["uid"]).await;
+    assert_eq!(line["decision"], "skipped", "{line}");
+    assert_eq!(line["user"], "alice", "{line}");
+    assert_eq!(line["exempted_by"], "label", "{line}");
+    let text = webhook
+        .metrics_get("/metrics")
+        .await
+        .expect("metrics")
+        .text();
+    let expected = r#"probelint_webhook_exemptions_total{endpoint="validate",source="label",username="alice"} 1"#;
+    assert!(text.contains(expected), "missing {expected} in\n{text}");
+
+    // Strict mode: the label is not honoured, nothing is counted.
+    let strict = Webhook::start_with(Options {
+        policy: Some("allowAnnotationExemptions: false\n".to_owned()),
+        ..Options::default()
+    })
+    .await;
+    let review = strict.post("/validate", &labelled).await.json();
+    assert_eq!(review["response"]["allowed"], false, "{review}");
+    let text = strict
+        .metrics_get("/metrics")
+        .await
+        .expect("metrics")
+        .text();
+    assert!(
+        !text.contains("probelint_webhook_exemptions_total{"),
+        "{text}"
+    );
+}

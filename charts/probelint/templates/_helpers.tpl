@@ -98,8 +98,9 @@ would only make Kueue's admissions, `kubectl label pod` and every other Pod UPDA
 or fail with it under failurePolicy Fail. Every other kind on CREATE and UPDATE: an UPDATE that
 changes a pod template is judged and mutated, one that does not is answered at once.
 
-What a controller creates (objects with a controller ownerReference) is kept away from the
-webhooks by matchConditions ("probelint.controllerCondition"), not by these rules.
+What a controller creates (objects with a controller ownerReference, sent by a controller) is
+kept away from the webhooks by matchConditions ("probelint.controllerCondition"), not by these
+rules.
 Argument: a dict with "root" (the chart context) and "podsOnly".
 */}}
 {{- define "probelint.webhookRules" -}}
@@ -183,29 +184,50 @@ Argument: a dict with "root" (the chart context) and "podsOnly".
 {{- end }}
 
 {{/*
+The users whose objects are a controller's: the built-in controllers' service accounts
+(webhook/src/review.rs, BUILTIN_CONTROLLERS), the controller manager's own identity where it runs
+without per-controller credentials, and the operators listed in webhook.controllerServiceAccounts.
+A JSON list.
+*/}}
+{{- define "probelint.controllerUsers" -}}
+{{- $builtin := list }}
+{{- range list "replicaset" "deployment" "statefulset" "daemon-set" "job" "cronjob" "replication" }}
+{{- $builtin = append $builtin (printf "system:serviceaccount:kube-system:%s-controller" .) }}
+{{- end }}
+{{- $builtin = append $builtin "system:kube-controller-manager" }}
+{{- concat $builtin (.Values.webhook.controllerServiceAccounts | default list) | uniq | toJson }}
+{{- end }}
+
+{{/*
 matchConditions that keep what a controller creates from a webhook: an object with a controller
-ownerReference — the ReplicaSets of Deployments and Rollouts, a CronJob's Jobs, a
-LeaderWorkerSet's StatefulSets, the Deployments KServe and other operators make. Mutating one
-fights its controller (the Deployment controller makes a new ReplicaSet whenever one's template
-differs from the Deployment's: a loop); refusing one blocks that controller's scaling and
-rollouts with an error no person sees. The object a person applied was judged, and is what the
-webhook mutates. The webhook skips them as well (webhook/src/review.rs); the condition also
-spares the apiserver the calls, and keeps an outage of the webhook from blocking controllers.
+ownerReference that a controller sent — the ReplicaSets of Deployments and Rollouts, a CronJob's
+Jobs, a LeaderWorkerSet's StatefulSets, the Deployments KServe and other operators make. Who sent
+it is the apiserver's word (`request.userInfo.username`, one of "probelint.controllerUsers"),
+never what the object says about itself: anyone may write an ownerReference (to the
+`kube-root-ca.crt` ConfigMap every namespace has), and such an object goes to both webhooks and
+is judged as its author's. Mutating a controller's object fights the controller (the Deployment
+controller makes a new ReplicaSet whenever one's template differs from the Deployment's: a loop);
+refusing one blocks that controller's scaling and rollouts with an error no person sees. The
+object a person applied was judged, and is what the webhook mutates. The webhook decides the same
+(webhook/src/review.rs, given the same operators with --controller-service-account); the
+condition also spares the apiserver the calls, and keeps an outage of the webhook from blocking
+controllers.
 
 For the mutating webhook ("pods": true), Pods are the exception: the fixes for workloads that
 predate the webhook (or that it did not mutate) land on their Pods at CREATE. The validating
 webhook never sees the Pods a controller creates: it would never refuse them (that would block
 scale-ups, node-drain replacements and the rollout that fixes the template), and in failure mode
 Fail an outage of the webhook would.
-Argument: a dict with "pods".
+Argument: a dict with "root" (the chart context) and "pods".
 */}}
 {{- define "probelint.controllerCondition" -}}
-{{- $free := "!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)" -}}
+{{- $users := include "probelint.controllerUsers" .root | replace "\"" "'" | replace "," ", " }}
+{{- $free := printf "!(request.userInfo.username in %s && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))" $users -}}
 {{- if .pods }}
-- name: pod-or-not-managed-by-a-controller
+- name: pod-or-not-created-by-a-controller
   expression: {{ printf "object.kind == 'Pod' || %s" $free | quote }}
 {{- else }}
-- name: not-managed-by-a-controller
+- name: not-created-by-a-controller
   expression: {{ $free | quote }}
 {{- end }}
 {{- end }}
@@ -225,13 +247,16 @@ matchExpressions:
 {{- end }}
 {{- end }}
 
+{{/* Only the expressions the values add: an object's own opt-out label
+(webhook.objectOptOutLabel) is decided by the webhook, which honours it only where the policy
+lets an object exempt itself (allowAnnotationExemptions), and logs and counts each use with who
+asked. A selector here would let anyone who can label an object take it out of scope unseen. */}}
 {{- define "probelint.objectSelector" -}}
-matchExpressions:
-  - key: {{ .Values.webhook.objectOptOutLabel }}
-    operator: NotIn
-    values: ["true"]
 {{- with .Values.webhook.objectSelectorExpressions }}
+matchExpressions:
 {{ toYaml . | indent 2 }}
+{{- else -}}
+{}
 {{- end }}
 {{- end }}
 

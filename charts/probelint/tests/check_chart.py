@@ -629,8 +629,9 @@ def _check_webhook(webhook: dict, *, path: str, failure_policy: str, namespace: 
     check({"kube-system", "kube-node-lease", namespace} <= set(names["values"]), f"excluded namespaces {names['values']}")
     opt_out = expressions["probelint.io/ignore"]
     check(opt_out["operator"] == "NotIn" and opt_out["values"] == ["true"], f"namespace opt-out {opt_out}")
-    obj = webhook["objectSelector"]["matchExpressions"]
-    check(obj == [{"key": "probelint.io/ignore", "operator": "NotIn", "values": ["true"]}], f"objectSelector {obj}")
+    # The object's own opt-out label is the webhook's to decide (allowAnnotationExemptions), not
+    # the apiserver's: no selector on it.
+    check(webhook["objectSelector"] == {}, f"objectSelector {webhook['objectSelector']}")
 
 
 def _check_rules_cover_engine(webhook: dict, pods_only: bool = False) -> None:
@@ -703,6 +704,7 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
         "--tls-key=/etc/probelint/tls/tls.key",
         "--policy=/etc/probelint/policy/policy.yaml",
         "--log-format=json",
+        "--object-opt-out-label=probelint.io/ignore",
     ):
         check(arg in args, f"{arg} not in {args}")
     check(not any(a.startswith("--client-ca") for a in args), "no --client-ca by default")
@@ -743,8 +745,16 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
     _check_rules_cover_engine(mwc[0])
     # What a controller creates never reaches the validating webhook, and only its Pods reach the
     # mutating one (check_cel evaluates the expressions).
-    check(_condition_names(vwc[0]) == ["not-managed-by-a-controller"], f"validating matchConditions {vwc[0].get('matchConditions')}")
-    check(_condition_names(mwc[0]) == ["pod-or-not-managed-by-a-controller"], f"mutating matchConditions {mwc[0].get('matchConditions')}")
+    check(_condition_names(vwc[0]) == ["not-created-by-a-controller"], f"validating matchConditions {vwc[0].get('matchConditions')}")
+    check(_condition_names(mwc[0]) == ["pod-or-not-created-by-a-controller"], f"mutating matchConditions {mwc[0].get('matchConditions')}")
+    check(not any(a.startswith("--controller-service-account") for a in args), f"no operators by default: {args}")
+    operator = "system:serviceaccount:kserve:kserve-controller-manager"
+    with_operator = render({"webhook": {"controllerServiceAccounts": [operator]}})
+    check(f"--controller-service-account={operator}" in _container(with_operator.one("Deployment"))["args"], "--controller-service-account")
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for condition in with_operator.one(kind)["webhooks"][0]["matchConditions"]:
+            if "created-by-a-controller" in condition["name"]:
+                check(f"'{operator}'" in condition["expression"], f"{kind}: {condition}")
     secret = r.one("Secret")
     check(secret["type"] == "kubernetes.io/tls", "TLS Secret type")
     check(vwc[0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"] == mwc[0]["clientConfig"]["caBundle"], "caBundle is the generated CA")
@@ -1079,14 +1089,17 @@ def _condition(webhook: dict, name: str) -> str:
     return found[0]
 
 
-def _check_controller_conditions(env, evaluate) -> int:
-    """The controller conditions: what a controller manages goes to neither webhook, except its
-    Pods, which go to the mutating webhook only (webhook/src/review.rs decides the same)."""
-    r = render()
+def _check_controller_conditions(env) -> int:
+    """The controller conditions: what a controller creates goes to neither webhook, except its
+    Pods, which go to the mutating webhook only (webhook/src/review.rs decides the same). A
+    controller's object is one with a controller ownerReference that a controller sent
+    (request.userInfo); the same object from anyone else goes to both."""
+    operator = "system:serviceaccount:kserve:kserve-controller-manager"
+    r = render({"webhook": {"controllerServiceAccounts": [operator]}})
     programs = {}
     for kind, name in (
-        ("ValidatingWebhookConfiguration", "not-managed-by-a-controller"),
-        ("MutatingWebhookConfiguration", "pod-or-not-managed-by-a-controller"),
+        ("ValidatingWebhookConfiguration", "not-created-by-a-controller"),
+        ("MutatingWebhookConfiguration", "pod-or-not-created-by-a-controller"),
     ):
         expression = _condition(r.one(kind)["webhooks"][0], name)
         try:
@@ -1098,25 +1111,36 @@ def _check_controller_conditions(env, evaluate) -> int:
         reference = {"apiVersion": "apps/v1", "kind": owner, "name": "x", "uid": "u", **extra}
         return {"apiVersion": "v1", "kind": kind, "metadata": {"name": "o", "ownerReferences": [reference]}, "spec": {}}
 
+    rs = "system:serviceaccount:kube-system:replicaset-controller"
+    deployment = "system:serviceaccount:kube-system:deployment-controller"
+    fabricated = {"apiVersion": "v1", "kind": "ConfigMap", "name": "kube-root-ca.crt", "uid": "u", "controller": True}
     cases = [
-        # object, sent to the validating webhook, sent to the mutating webhook
-        ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}, True, True),
-        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}, True, True),
-        (owned("ReplicaSet", "Deployment", controller=True, blockOwnerDeletion=True), False, False),
-        (owned("Job", "CronJob", controller=True), False, False),
-        (owned("Deployment", "InferenceService", controller=True), False, False),
-        (owned("Pod", "ReplicaSet", controller=True), False, True),
-        (owned("Pod", "ReplicaSet", controller=False), True, True),
-        (owned("ReplicaSet", "Deployment"), True, True),
-        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "ownerReferences": []}, "spec": {}}, True, True),
+        # object, sender, sent to the validating webhook, sent to the mutating webhook
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}, "alice", True, True),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}, "alice", True, True),
+        (owned("ReplicaSet", "Deployment", controller=True, blockOwnerDeletion=True), deployment, False, False),
+        (owned("Job", "CronJob", controller=True), "system:serviceaccount:kube-system:cronjob-controller", False, False),
+        (owned("Deployment", "InferenceService", controller=True), operator, False, False),
+        (owned("Pod", "ReplicaSet", controller=True), rs, False, True),
+        (owned("Pod", "ReplicaSet", controller=True), "system:kube-controller-manager", False, True),
+        (owned("Pod", "ReplicaSet", controller=False), rs, True, True),
+        (owned("ReplicaSet", "Deployment"), deployment, True, True),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "ownerReferences": []}, "spec": {}}, rs, True, True),
+        # What a person writes about the owner claims nothing.
+        (owned("ReplicaSet", "Deployment", controller=True), "alice", True, True),
+        (owned("Deployment", "InferenceService", controller=True), "system:serviceaccount:kserve:default", True, True),
+        ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "ownerReferences": [fabricated]}, "spec": {}}, "alice", True, True),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "ownerReferences": [fabricated]}, "spec": {}}, "alice", True, True),
     ]
-    for obj, validating, mutating in cases:
+    for obj, user, validating, mutating in cases:
         for kind, expected in (("ValidatingWebhookConfiguration", validating), ("MutatingWebhookConfiguration", mutating)):
             expression, program = programs[kind]
+            value = program.eval(data={"object": obj, "request": {"userInfo": {"username": user}}}).value()
+            check(isinstance(value, bool), f"CEL error {value!r}:\n{expression}")
             check(
-                evaluate(program, expression, obj) == expected,
-                f"{kind}: {obj['kind']} with ownerReferences {obj['metadata'].get('ownerReferences')} should "
-                f"{'' if expected else 'not '}be sent",
+                value == expected,
+                f"{kind}: {obj['kind']} from {user} with ownerReferences {obj['metadata'].get('ownerReferences')} "
+                f"should {'' if expected else 'not '}be sent",
             )
     return len(cases) * 2
 
@@ -1124,7 +1148,7 @@ def _check_controller_conditions(env, evaluate) -> int:
 def check_cel(probelint: Probelint) -> None:
     from cel_expr_python import cel
 
-    env = cel.NewEnv(variables={"object": cel.Type.DYN})
+    env = cel.NewEnv(variables={"object": cel.Type.DYN, "request": cel.Type.DYN})
 
     def compiled(values: dict):
         r = render(deep_merge({"webhook": {"acceleratorsOnly": {"enabled": True}}}, values))
@@ -1190,7 +1214,7 @@ def check_cel(probelint: Probelint) -> None:
     check(not evaluate(program, expression, claim), "resourceClaims: false ignores DRA claims")
     print(f"  the accelerator matchCondition compiles and agrees with the engine on {total} objects (every "
           "kind, resources / requests / DRA claims / runtime class / sidecars / KServe model containers)")
-    owned = _check_controller_conditions(env, evaluate)
+    owned = _check_controller_conditions(env)
     print(f"  the controller matchConditions compile and keep owned objects away ({owned} evaluations)")
 
 

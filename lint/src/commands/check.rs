@@ -137,6 +137,7 @@ pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
     let discovery = input::discover(&paths, &excludes);
     // Before anything is read or written: no report may land on a file this run reads.
     let writes = crate::overlap::Writes {
+        flag: "--output",
         outputs: destinations
             .iter()
             .filter_map(|(_, o)| o.as_deref())

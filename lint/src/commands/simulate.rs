@@ -182,6 +182,22 @@ pub fn run(req: &Args) -> Result<u8, Error> {
         return Err(UsageError::Seconds("--load-seconds").into());
     }
     req.model.check()?;
+    // Before anything is read or written: the picture may not replace the manifest (or the
+    // policy), named directly or through a link.
+    // (A picture that does not exist yet replaces nothing; one that cannot be written is
+    // reported when it is written.)
+    if let Some(svg) = req.model.svg.as_deref().filter(|p| p.exists()) {
+        let inputs: Vec<crate::input::Input> = (req.file != "-")
+            .then(|| crate::input::Input::File(std::path::PathBuf::from(&req.file)))
+            .into_iter()
+            .collect();
+        let writes = crate::overlap::Writes {
+            flag: "--svg",
+            outputs: vec![svg],
+            stdout: false,
+        };
+        crate::overlap::check(&writes, &inputs, req.config.path().as_deref())?;
+    }
     let policy = req.config.load()?;
     let limits = Limits::default();
     // Through the one loader: a `kind: List` gives its items, as `check` and `mutate` see them.

@@ -109,6 +109,10 @@ pub fn discover(paths: &[String], excludes: &GlobSet) -> Discovery {
             }
             continue;
         }
+        // Links into the kernel's file systems are not followed (`/sys` alone never ends):
+        // each is reported where the walk met it.
+        let kernel_links = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = kernel_links.clone();
         let walker = ignore::WalkBuilder::new(&path)
             .hidden(false)
             .git_ignore(true)
@@ -116,7 +120,20 @@ pub fn discover(paths: &[String], excludes: &GlobSet) -> Discovery {
             .git_exclude(true)
             .require_git(false)
             .follow_links(true)
-            .filter_entry(|e| e.file_name() != ".git")
+            .filter_entry(move |e| {
+                if e.file_name() == ".git" {
+                    return false;
+                }
+                match e.path_is_symlink().then(|| kernel_dir(e.path())).flatten() {
+                    Some(dir) => {
+                        seen.lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((display_path(e.path()), dir));
+                        false
+                    }
+                    None => true,
+                }
+            })
             .sort_by_file_path(|a, b| a.cmp(b))
             .build();
         for entry in walker {
@@ -136,8 +153,26 @@ pub fn discover(paths: &[String], excludes: &GlobSet) -> Discovery {
                 }
             }
         }
+        let links = std::mem::take(
+            &mut *kernel_links
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        found.errors.extend(
+            links
+                .into_iter()
+                .map(|(name, dir)| (name, ReadError::KernelLink(dir))),
+        );
     }
     found
+}
+
+/// The kernel file system (`/proc`, `/sys`, `/dev`) a link resolves into, if any.
+fn kernel_dir(link: &Path) -> Option<&'static str> {
+    let target = std::fs::canonicalize(link).ok()?;
+    ["/proc", "/sys", "/dev"]
+        .into_iter()
+        .find(|dir| target.starts_with(dir))
 }
 
 fn describe_walk_error(error: &ignore::Error, root: &Path) -> (String, ReadError) {

@@ -6,7 +6,8 @@ use crate::error::{KustomizeError, ReadError, UsageError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const KUSTOMIZATION_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+pub(crate) const KUSTOMIZATION_NAMES: &[&str] =
+    &["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 fn is_kustomization_dir(path: &Path) -> bool {
     path.is_dir() && KUSTOMIZATION_NAMES.iter().any(|n| path.join(n).is_file())

@@ -88,7 +88,9 @@ pub fn read_input(input: &Input, limits: &Limits) -> Source {
 
 /// Reads a regular file of at most `max` bytes. Anything else is refused before it is opened:
 /// opening a named pipe without a writer would block the whole run forever, and a device may
-/// never end. A file over the limit is refused by its size, without reading it; the `take` still
+/// never end. The file is opened without blocking (`O_NONBLOCK`) and its type checked again on
+/// the open file, so that a path swapped for a pipe or a device between the two is refused too.
+/// A file over the limit is refused by its size, without reading it; the `take` still
 /// bounds a file that grows while it is read. The stamp is the open file's, taken after reading.
 pub fn read_file(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, FileStamp), ReadError> {
     let meta = std::fs::metadata(path).map_err(ReadError::File)?;
@@ -101,16 +103,32 @@ pub fn read_file(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, FileSta
             max,
         });
     }
-    let read = std::fs::File::open(path).and_then(|mut f| {
-        let bytes = read_capped(&mut f, max, meta.len() as usize)?;
-        Ok((bytes, FileStamp::of(&f.metadata()?)))
-    });
+    let mut file = open_nonblocking(path).map_err(ReadError::File)?;
+    let opened = file.metadata().map_err(ReadError::File)?;
+    if !opened.is_file() {
+        return Err(ReadError::NotAFile(file_kind(&opened.file_type())));
+    }
+    let read = read_capped(&mut file, max, opened.len() as usize)
+        .and_then(|bytes| Ok((bytes, FileStamp::of(&file.metadata()?))));
     match read {
         Ok((Some(bytes), stamp)) => Ok((bytes, stamp)),
         // It grew while it was read.
         Ok((None, _)) => Err(ReadError::Grew(max)),
         Err(e) => Err(ReadError::File(e)),
     }
+}
+
+/// Opens `path` for reading without waiting for a writer (a FIFO) or a device (`O_NONBLOCK`;
+/// it changes nothing for a regular file's reads).
+fn open_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
 }
 
 /// Reads at most `max` bytes; `None` when there is more. The byte past the limit is read on

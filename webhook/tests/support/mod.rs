@@ -60,6 +60,8 @@ pub struct Options {
     pub text_logs: bool,
     /// Start under these soft and hard limits on open files (`ulimit -S -n`, `-H -n`).
     pub nofile: Option<(u64, u64)>,
+    /// More arguments for the binary.
+    pub args: Vec<String>,
 }
 
 /// The real binary, running.
@@ -127,6 +129,7 @@ impl Webhook {
         if options.client_ca {
             command.arg("--client-ca").arg(certs.path("ca.crt"));
         }
+        command.args(&options.args);
         if let Some(policy) = &options.policy {
             std::fs::write(&policy_path, policy).expect("policy");
             command.arg("--policy").arg(&policy_path);

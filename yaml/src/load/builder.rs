@@ -29,7 +29,7 @@ const SAPHYR_FLOW_LIMIT_MESSAGE: &str = "recursion limit exceeded";
 
 /// Parses every document of `text`, stopping at the first error.
 pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
-    let mut parser = Parser::new_from_str(source.text());
+    let mut parser = Parser::new_from_str(source.parser_text());
     let mut builder = Builder::new(source, limits);
     let mut documents = Vec::new();
     let mut seen_documents = 0usize;
@@ -68,7 +68,11 @@ pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
             break Some(e);
         }
     };
-    Stream { documents, error }
+    Stream {
+        documents,
+        error,
+        divergences: Vec::new(),
+    }
 }
 
 fn syntax_error(source: &SourceMap<'_>, e: &ScanError) -> YamlError {

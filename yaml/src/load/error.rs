@@ -34,6 +34,12 @@ pub enum YamlErrorKind {
     InvalidMerge,
     /// An alias that refers to a node containing it, or to an anchor of another document.
     Alias,
+    /// A line starting with `---` followed by more than spaces and a comment: kubectl
+    /// (apimachinery's `YAMLReader`) refuses the stream, whatever YAML makes of it.
+    InvalidSeparator,
+    /// A line kubectl reads as a document separator where YAML reads text (`---#`): not an
+    /// error, reported in [`Stream::divergences`](super::Stream::divergences).
+    SeparatorDiffers,
 }
 
 /// An error with the position (1-based line and character column) where it was found.

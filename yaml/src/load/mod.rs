@@ -36,6 +36,7 @@ mod location;
 mod resolve;
 mod source;
 mod spans;
+mod split;
 
 #[cfg(test)]
 mod tests;
@@ -107,6 +108,10 @@ pub struct Stream {
     pub documents: Vec<Document>,
     /// The first error, if any; nothing after it was read.
     pub error: Option<YamlError>,
+    /// Lines kubectl reads as document separators where YAML reads text (`---#...`), each a
+    /// [`YamlErrorKind::SeparatorDiffers`]: the documents are split there, as kubectl splits
+    /// them, and a caller should say that the two readings differ.
+    pub divergences: Vec<YamlError>,
 }
 
 /// Parses a file of one or more YAML (or JSON) documents; any error fails the whole file.
@@ -130,6 +135,7 @@ pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
     let failed = |error| Stream {
         documents: Vec::new(),
         error: Some(error),
+        divergences: Vec::new(),
     };
     let max_file_bytes = limits.max_file_bytes.min(HARD_MAX_FILE_BYTES);
     if src.len() > max_file_bytes {
@@ -149,6 +155,26 @@ pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
         Ok(text) => text,
         Err(error) => return failed(error),
     };
-    let map = source::SourceMap::new(text);
-    builder::parse(&map, limits)
+    let mut map = source::SourceMap::new(text);
+    // kubectl's reading of the stream first (`split.rs`): where its documents end.
+    let separators = split::kubectl_separators(&map);
+    map.parse = separators.text;
+    let mut stream = builder::parse(&map, limits);
+    let read_to = stream.error.as_ref().map_or(usize::MAX, |e| e.offset);
+    stream.divergences = separators
+        .divergences
+        .into_iter()
+        .filter(|d| d.offset < read_to)
+        .collect();
+    // The parser read up to the refused line: an error it found there (a collection the cut
+    // left open) is the cut's, not the file's.
+    if let Some(refused) = separators.refused
+        && stream
+            .error
+            .as_ref()
+            .is_none_or(|e| e.offset >= refused.offset.saturating_sub(3))
+    {
+        stream.error = Some(refused);
+    }
+    stream
 }

@@ -152,6 +152,9 @@ pub fn line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
 /// Positions in one source text, built in a single pass over its bytes.
 pub(super) struct SourceMap<'a> {
     pub(super) text: &'a str,
+    /// What the YAML parser reads instead of `text`, where kubectl reads the stream differently
+    /// (`split.rs`): as many characters on each line, so positions are the same in both.
+    pub(super) parse: Option<String>,
     /// For each line: (byte offset, char index) of its first character. Line 1 starts after a
     /// byte order mark, so that columns on the first line are what an editor shows.
     lines: Vec<(usize, usize)>,
@@ -191,6 +194,7 @@ impl<'a> SourceMap<'a> {
         }
         SourceMap {
             text,
+            parse: None,
             lines,
             checkpoints,
         }
@@ -198,6 +202,11 @@ impl<'a> SourceMap<'a> {
 
     pub(super) fn text(&self) -> &'a str {
         self.text
+    }
+
+    /// The text the YAML parser reads (see [`SourceMap::parse`]).
+    pub(super) fn parser_text(&self) -> &str {
+        self.parse.as_deref().unwrap_or(self.text)
     }
 
     /// Byte offset of the character at `index` (clamped to the end of the text).

@@ -583,13 +583,14 @@ fn syntax_errors_carry_the_parser_position() {
 
 #[test]
 fn multi_document_stream_skips_empty_and_comment_only_documents() {
+    // (`--- null` on one line is refused, as kubectl refuses it: the null goes on its own line.)
     let src = "# leading comment\n---\napiVersion: v1\nkind: A\n---\n---\n# only a comment\n\
-               ---\n...\n--- null\n---\nkind: B\n...\n---\nkind: C\n";
+               ---\n...\n---\nnull\n---\nkind: B\n...\n---\nkind: C\n";
     let docs = parse_ok(src);
     let kinds: Vec<&Value> = docs.iter().map(|d| &d.value["kind"]).collect();
     assert_eq!(kinds, [&json!("A"), &json!("B"), &json!("C")]);
     let lines: Vec<usize> = docs.iter().map(|d| d.line).collect();
-    assert_eq!(lines, [2, 11, 14]);
+    assert_eq!(lines, [2, 12, 15]);
 }
 
 #[test]
@@ -927,4 +928,77 @@ fn flow_collection_span_ends_at_its_closing_bracket() {
         let span = doc.locations.get(pointer).expect("node").value;
         assert_eq!(&src[span.start..span.end], want, "{src:?} {pointer}");
     }
+}
+
+#[test]
+fn a_stream_splits_where_kubectl_splits_it_with_every_position_kept() {
+    // The comment after `---#` is not ASCII: the parser reads it blanked, character for
+    // character, while byte offsets stay those of the file.
+    let src = "kind: A\nx: |\n  keep\n---#é ü: |\n  kind: B\n  z: 1\n";
+    let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+    assert!(stream.error.is_none(), "{:?}", stream.error);
+    let values: Vec<&Value> = stream.documents.iter().map(|d| &d.value).collect();
+    assert_eq!(
+        values,
+        [
+            &json!({"kind": "A", "x": "keep\n"}),
+            &json!({"kind": "B", "z": 1})
+        ]
+    );
+    assert_eq!(stream.documents[1].line, 4);
+    let y = stream.documents[1].locations.get("/z").expect("z").value;
+    let at = src.find("1\n").expect("1");
+    assert_eq!((y.line, y.column, y.start), (6, 6, at));
+    let [divergence] = stream.divergences.as_slice() else {
+        panic!("{:?}", stream.divergences)
+    };
+    assert_eq!(divergence.kind, YamlErrorKind::SeparatorDiffers);
+    assert_eq!((divergence.line, divergence.column), (4, 4));
+    // The all-or-nothing reading is kubectl's as well.
+    assert_eq!(parse_ok(src).len(), 2);
+}
+
+#[test]
+fn separators_both_readings_agree_on_are_not_divergences() {
+    for sep in ["---", "--- ", "--- # note", "---\t", "---\t#x", "---\r"] {
+        let src = format!("a: 1\n{sep}\nb: 2\n");
+        let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+        assert!(stream.error.is_none(), "{sep:?}: {:?}", stream.error);
+        assert_eq!(stream.documents.len(), 2, "{sep:?}");
+        assert!(stream.divergences.is_empty(), "{sep:?}");
+    }
+    // kubectl trims any Unicode blank; YAML knows only spaces and tabs.
+    for sep in ["---#", "---\u{a0}", "--- \u{a0}#", "---  #a\rb: 3"] {
+        let src = format!("a: 1\n{sep}\nb: 2\n");
+        let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+        assert!(stream.error.is_none(), "{sep:?}: {:?}", stream.error);
+        assert_eq!(stream.documents.len(), 2, "{sep:?}");
+        assert_eq!(stream.documents[1].value, json!({"b": 2}), "{sep:?}");
+        assert_eq!(stream.divergences.len(), 1, "{sep:?}");
+    }
+    // A JSON stream is JSON to kubectl: never cut.
+    let json_stream = "{\"a\":\n\"x\"}\n";
+    assert_eq!(value(json_stream), json!({"a": "x"}));
+}
+
+#[test]
+fn a_separator_with_content_is_refused_as_kubectl_refuses_it() {
+    for sep in ["--- {b: 2}", "--- |", "---x", "----"] {
+        let src = format!("a: 1\n{sep}\nb: 2\n");
+        let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+        let error = stream.error.expect("refused");
+        assert_eq!(error.kind, YamlErrorKind::InvalidSeparator, "{sep:?}");
+        assert_eq!((error.line, error.column), (2, 4), "{sep:?}");
+        assert!(
+            error.message.starts_with("kubectl refuses this file"),
+            "{}",
+            error.message
+        );
+        // What came before it is still read.
+        assert_eq!(stream.documents.len(), 1, "{sep:?}");
+        assert_eq!(stream.documents[0].value, json!({"a": 1}));
+    }
+    // Inside a flow collection the cut leaves open, the error is still the separator's.
+    let error = error("a: [1,\n--- x\n2]\n");
+    assert_eq!(error.kind, YamlErrorKind::InvalidSeparator);
 }
