@@ -215,7 +215,8 @@ fn warn_mode_admits_with_one_warning_per_finding_and_the_documented_smoke_test_p
             gpu_container(
                 "b",
                 CUSTOM_IMAGE,
-                json!({"livenessProbe": {"exec": {"command": ["nvidia-smi"]}}})
+                json!({"ports": [{"name": "http-b", "containerPort": 8081}],
+                    "livenessProbe": {"exec": {"command": ["nvidia-smi"]}}})
             )
         ]),
     );

@@ -206,12 +206,18 @@ impl Cluster {
             &[
                 &format!("--kubeconfig={}", kubeconfig.display()),
                 // What turns a Deployment into ReplicaSets and Pods, a CronJob into Jobs into
-                // Pods, cleans up namespaces, and gives each namespace its `default`
-                // ServiceAccount (without which the apiserver refuses every Pod).
+                // Pods, cleans up namespaces, gives each namespace its `default`
+                // ServiceAccount (without which the apiserver refuses every Pod) and its
+                // `kube-root-ca.crt` ConfigMap (which every real namespace has).
                 "--controllers=deployment-controller,replicaset-controller,job-controller,\
                  cronjob-controller,namespace-controller,garbage-collector-controller,\
-                 serviceaccount-controller,serviceaccount-token-controller",
+                 serviceaccount-controller,serviceaccount-token-controller,\
+                 root-ca-certificate-publisher-controller",
                 "--leader-elect=false",
+                // Each controller acts under its own service account, as kubeadm, GKE, EKS and
+                // AKS run it: admission then sees `system:serviceaccount:kube-system:
+                // replicaset-controller` create a Deployment's Pods, not the admin.
+                "--use-service-account-credentials=true",
                 "--secure-port=0",
                 &format!("--service-account-private-key-file={}", sa_key.display()),
                 &format!("--root-ca-file={}", ca_file.display()),

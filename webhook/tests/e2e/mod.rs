@@ -605,11 +605,13 @@ pub fn mark_ready(cluster: &Cluster, namespace: &str, pod: &str) {
     ]);
 }
 
-/// A GPU container spec (JSON), `extra` merged in.
+/// A GPU container spec (JSON) that serves on port 8080 (its declared port is the evidence that
+/// it serves a model), `extra` merged in.
 pub fn gpu_container(name: &str, image: &str, extra: Value) -> Value {
     let mut container = json!({
         "name": name,
         "image": image,
+        "ports": [{"name": "http", "containerPort": 8080}],
         "resources": {"limits": {"nvidia.com/gpu": "1"}}
     });
     merge(&mut container, extra);
