@@ -26,7 +26,8 @@ a duplicate port name, an unknown protocol; a probe that is not a map, with no h
 an exec probe without a command, an httpGet scheme other than HTTP or HTTPS, a bad header name, and a \
 probe port that is neither a number from 1 to 65535 nor a valid name (port: \"8000\" in quotes is a \
 name, and not a valid one: a name needs a letter; a gRPC port must be a number); probes on an init \
-container without restartPolicy: Always. Sources: kubernetes/kubernetes \
+container without restartPolicy: Always; an extended resource (nvidia.com/gpu) requested without a limit, \
+or with a request that is not its limit (ValidateResourceRequirements). Sources: kubernetes/kubernetes \
 pkg/apis/core/validation/validation.go (validateContainers, validateContainerPorts, validateHandler, \
 validateHTTPGetAction, ValidatePortNumOrName, validateInitContainers) and \
 staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go (IsValidPortNum, IsValidPortName). \
@@ -36,6 +37,82 @@ Probe timing fields are probe-threshold-invalid's.",
     good_example: include_str!("../../resources/rules/pod-spec-invalid/good.yaml"),
     fix: None,
 };
+
+/// Whether the apiserver lets a resource be overcommitted (requested below its limit, or without
+/// one): the native resources (no domain, or a `kubernetes.io` one) but hugepages
+/// (`IsOvercommitAllowed`, pkg/apis/core/helper/helpers.go). Extended resources such as
+/// `nvidia.com/gpu` are not.
+fn overcommit_allowed(resource: &str) -> bool {
+    let native = match resource.split_once('/') {
+        None => true,
+        Some((domain, _)) => domain == "kubernetes.io" || domain.ends_with(".kubernetes.io"),
+    };
+    native && !resource.starts_with("hugepages-")
+}
+
+/// A quantity as a number, where it is a plain one (`1`, `"2"`): enough to compare GPU counts.
+fn plain_quantity(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Requests of extended resources the apiserver refuses (`ValidateResourceRequirements`,
+/// pkg/apis/core/validation/validation.go): one with no limit ("Limit must be set for non
+/// overcommitable resources"), and one whose request differs from its limit ("must be equal to
+/// … limit"). A limit alone is fine: the request defaults to it.
+fn check_extended_resources(
+    report: &mut Report<'_>,
+    subject: &Subject<'_, '_>,
+    container_ptr: &str,
+    container: &Value,
+) {
+    let Some(resources) = fields::get(container, "resources") else {
+        return;
+    };
+    let [requests, limits] = pick(resources, ["requests", "limits"]);
+    let Some(requests) = requests.and_then(Value::as_object) else {
+        return;
+    };
+    let limits = limits.and_then(Value::as_object);
+    for (resource, requested) in requests {
+        if overcommit_allowed(resource) {
+            continue;
+        }
+        let at = pointer::join(
+            &pointer::join(&pointer::join(container_ptr, "resources"), "requests"),
+            resource,
+        );
+        match limits.and_then(|l| l.get(resource)) {
+            None => subject.report(
+                report,
+                at,
+                format!(
+                    "requests {resource} without a limit: the apiserver refuses it (\"Limit must \
+                     be set for non overcommitable resources\"), so the pod is never created"
+                ),
+                format!("set resources.limits.{resource} to the same quantity (a limit alone is enough: the request defaults to it)"),
+            ),
+            Some(limit) => {
+                if let (Some(r), Some(l)) = (plain_quantity(requested), plain_quantity(limit))
+                    && r != l
+                {
+                    subject.report(
+                        report,
+                        at,
+                        format!(
+                            "requests {resource}: {requested} but limits it to {limit}: the \
+                             apiserver refuses an extended resource whose request is not its limit"
+                        ),
+                        format!("make resources.requests.{resource} equal to its limit, or drop it"),
+                    );
+                }
+            }
+        }
+    }
+}
 
 /// `spec.template.spec.containers[1]`: a pointer as a field path, for messages.
 fn dotted(ptr: &str) -> impl std::fmt::Display + '_ {
@@ -489,6 +566,9 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 }
                 for probe in container.probes() {
                     check_probe(report, &subject, probe, pod.core);
+                }
+                if pod.core {
+                    check_extended_resources(report, &subject, &container.pointer, container.value);
                 }
             }
             // Plain init containers (native sidecars are among `pod.containers`).
