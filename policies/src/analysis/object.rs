@@ -40,6 +40,9 @@ pub enum AcceleratorReason {
     ResourceClaim(String),
     /// The pod runs with an accelerator runtime class.
     RuntimeClass(String),
+    /// `NVIDIA_VISIBLE_DEVICES` names GPUs (`all`, indices or UUIDs): with the NVIDIA container
+    /// runtime as the node's default, the container gets them without requesting any.
+    VisibleDevices(String),
     /// It runs a known model server in a KServe ServingRuntime, whose accelerator the
     /// InferenceService that uses the runtime requests.
     ServingRuntime(&'static str),
@@ -51,6 +54,7 @@ impl std::fmt::Display for AcceleratorReason {
             AcceleratorReason::Resource(r) => write!(f, "requests {r}"),
             AcceleratorReason::ResourceClaim(c) => write!(f, "uses resource claim {c:?}"),
             AcceleratorReason::RuntimeClass(c) => write!(f, "runs with runtimeClassName {c:?}"),
+            AcceleratorReason::VisibleDevices(v) => write!(f, "sets NVIDIA_VISIBLE_DEVICES={v}"),
             AcceleratorReason::ServingRuntime(server) => write!(
                 f,
                 "runs {server} in a ServingRuntime; the InferenceService requests its accelerator"
@@ -520,6 +524,11 @@ fn analyse_container<'a>(
         ],
     );
     let mut accelerators = accelerator_resources(resources, policy);
+    if accelerators.is_empty()
+        && let Some(devices) = visible_devices(value)
+    {
+        accelerators.push(AcceleratorReason::VisibleDevices(devices));
+    }
     // The pod's accelerator runtime class makes its containers accelerator containers, not its
     // native sidecars.
     if let Some(rc) = pod.accelerator_runtime_class.filter(|_| !sidecar) {
@@ -724,6 +733,22 @@ fn declared_load(
     })
 }
 
+/// The GPUs a container's literal `NVIDIA_VISIBLE_DEVICES` names, when it names any: the NVIDIA
+/// container runtime reads `void`, `none` and an empty value as no GPU (NVIDIA container
+/// toolkit docs, "Environment variables"). NVIDIA_DRIVER_CAPABILITIES alone grants no device.
+fn visible_devices(container: &Value) -> Option<String> {
+    fields::get(container, "env")?
+        .as_array()?
+        .iter()
+        .filter(|e| {
+            fields::get(e, "name").and_then(Value::as_str) == Some("NVIDIA_VISIBLE_DEVICES")
+        })
+        .find_map(|e| fields::get(e, "value").and_then(Value::as_str))
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && !matches!(v.to_ascii_lowercase().as_str(), "void" | "none"))
+        .map(str::to_owned)
+}
+
 /// Accelerator resources a container asks for (non-zero quantities only), and DRA claims.
 fn accelerator_resources(resources: Option<&Value>, policy: &Policy) -> Vec<AcceleratorReason> {
     let mut out: Vec<AcceleratorReason> = Vec::new();
@@ -823,6 +848,26 @@ mod tests {
             .map(|c| c.is_accelerated())
             .collect();
         assert_eq!(accel, [false, false, true]);
+    }
+
+    #[test]
+    fn nvidia_visible_devices_makes_an_accelerator_container_unless_it_names_none() {
+        let with = |value: &str| {
+            let v = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
+                {"name": "a", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}]}});
+            analyse(&v).pod_specs[0].containers[0].accelerators.clone()
+        };
+        assert_eq!(
+            with("all"),
+            [AcceleratorReason::VisibleDevices("all".into())]
+        );
+        assert_eq!(
+            with("0,1"),
+            [AcceleratorReason::VisibleDevices("0,1".into())]
+        );
+        for none in ["void", "none", "NONE", ""] {
+            assert!(with(none).is_empty(), "{none:?}");
+        }
     }
 
     #[test]
