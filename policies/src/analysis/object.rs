@@ -178,6 +178,13 @@ impl<'a> Container<'a> {
                 .is_none_or(|s| s.during_load != crate::model::servers::DuringLoad::Lazy)
     }
 
+    /// What shows that it serves a model, worded for a finding.
+    pub fn evidence(&self) -> Option<impl std::fmt::Display + '_> {
+        self.serving
+            .evidence()
+            .map(|e| e.describe(&self.probes, &self.ports))
+    }
+
     /// Whether there is evidence that it serves a model (a model-serving verdict needs it).
     pub fn serves_model(&self) -> bool {
         matches!(self.serving, Serving::Model(_))

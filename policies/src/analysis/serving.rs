@@ -18,8 +18,9 @@ use crate::analysis::object::{ContainerPort, Role};
 use crate::model::annotations::ROLE_ANNOTATION;
 use crate::model::fields::{self, pick};
 use crate::model::load::model::CommandLine;
-use crate::model::probe::{Handler, Probe};
+use crate::model::probe::{Handler, Probe, ProbeKind};
 use crate::model::servers::{DuringLoad, KnownServer};
+use crate::model::text::shown;
 use crate::policy::operators::Placement;
 use serde_json::Value;
 use std::fmt;
@@ -53,23 +54,44 @@ pub enum Evidence {
     /// An operator that routes model traffic builds its pod from this spec.
     Operator(&'static str),
     /// Its own readiness probe gates traffic to it.
-    Readiness(String),
-    /// It runs an HTTP or gRPC server that a probe checks.
-    ProbedServer(String),
-    /// It declares a port for traffic.
-    Port(String),
+    Readiness,
+    /// It runs an HTTP or gRPC server that its probe of this kind checks.
+    ProbedServer(ProbeKind),
+    /// It declares a port for traffic: the index of that port in the container's `ports`.
+    Port(usize),
 }
 
-impl fmt::Display for Evidence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+impl Evidence {
+    /// `runs vLLM (the image's entrypoint)`, `declares containerPort 8000 (http)`: read from
+    /// the container's own probes and ports only when a finding is written, so judging a
+    /// container allocates nothing.
+    pub fn describe<'c>(
+        &'c self,
+        probes: &'c [Option<Probe<'_>>; 3],
+        ports: &'c [ContainerPort<'_>],
+    ) -> impl fmt::Display + 'c {
+        shown(move |f| match self {
             Evidence::Declared => write!(f, "{ROLE_ANNOTATION}: server"),
             Evidence::Server { name, how } => write!(f, "runs {name} ({how})"),
             Evidence::Operator(what) => f.write_str(what),
-            Evidence::Readiness(probe) => write!(f, "its readinessProbe ({probe}) gates traffic"),
-            Evidence::ProbedServer(probe) => write!(f, "serves {probe}"),
-            Evidence::Port(port) => write!(f, "declares containerPort {port}"),
-        }
+            Evidence::Readiness => match &probes[ProbeKind::Readiness as usize] {
+                Some(p) => write!(
+                    f,
+                    "its readinessProbe ({}) gates traffic",
+                    p.handler.describe()
+                ),
+                None => f.write_str("its readinessProbe gates traffic"),
+            },
+            Evidence::ProbedServer(kind) => match &probes[*kind as usize] {
+                Some(p) => write!(f, "serves {}", p.handler.describe()),
+                None => f.write_str("serves what its probes check"),
+            },
+            Evidence::Port(i) => match ports.get(*i).map(|p| (p.number, p.name)) {
+                Some((Some(n), Some(name))) => write!(f, "declares containerPort {n} ({name})"),
+                Some((Some(n), None)) => write!(f, "declares containerPort {n}"),
+                _ => f.write_str("declares a containerPort"),
+            },
+        })
     }
 }
 
@@ -87,20 +109,6 @@ pub enum CounterEvidence {
     StressTool(&'static str),
     /// `restartPolicy: Never` or `OnFailure`: it runs to completion.
     RunsToCompletion(String),
-}
-
-impl fmt::Display for CounterEvidence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CounterEvidence::Declared(role) => write!(f, "{ROLE_ANNOTATION}: {role}"),
-            CounterEvidence::IdleShell(what) => write!(f, "its command only waits ({what})"),
-            CounterEvidence::Interactive(what) => write!(f, "it runs {what}"),
-            CounterEvidence::StressTool(what) => write!(f, "it runs {what}"),
-            CounterEvidence::RunsToCompletion(policy) => {
-                write!(f, "restartPolicy: {policy} (it runs to completion)")
-            }
-        }
-    }
 }
 
 impl Serving {
@@ -176,11 +184,8 @@ pub(crate) fn judge(i: &Inputs<'_, '_>) -> Serving {
     if i.role != Role::Serving {
         return Serving::Unknown;
     }
-    let [_, readiness, _] = i.probes;
-    if let Some(readiness) = readiness {
-        return Serving::Model(Evidence::Readiness(
-            readiness.handler.describe().to_string(),
-        ));
+    if i.probes[ProbeKind::Readiness as usize].is_some() {
+        return Serving::Model(Evidence::Readiness);
     }
     if let Some(probe) = i
         .probes
@@ -188,7 +193,7 @@ pub(crate) fn judge(i: &Inputs<'_, '_>) -> Serving {
         .flatten()
         .find(|p| matches!(p.handler, Handler::HttpGet { .. } | Handler::Grpc { .. }))
     {
-        return Serving::Model(Evidence::ProbedServer(probe.handler.describe().to_string()));
+        return Serving::Model(Evidence::ProbedServer(probe.kind));
     }
     if let Some(policy) = i
         .restart_policy
@@ -196,7 +201,7 @@ pub(crate) fn judge(i: &Inputs<'_, '_>) -> Serving {
     {
         return Serving::NoModelTraffic(CounterEvidence::RunsToCompletion(policy.to_owned()));
     }
-    if let Some(port) = i.ports.iter().find_map(serving_port) {
+    if let Some(port) = i.ports.iter().position(carries_traffic) {
         return Serving::Model(Evidence::Port(port));
     }
     Serving::Unknown
@@ -348,24 +353,13 @@ const NON_SERVING_PORTS: &[i64] = &[22, 2222, 8888, 29500, 9400];
 const NON_SERVING_PORT_NAMES: &[&str] =
     &["metrics", "ssh", "jupyter", "notebook", "gcs", "dashboard"];
 
-/// `8000 (http)`, for a TCP port that may carry traffic.
-fn serving_port(port: &ContainerPort<'_>) -> Option<String> {
-    if !port.protocol.eq_ignore_ascii_case("TCP") {
-        return None;
-    }
-    let number = port.number?;
+/// Whether a declared port may carry model traffic: TCP, numbered, and none of the above.
+/// (Port names are lower case: the apiserver refuses others.)
+fn carries_traffic(port: &ContainerPort<'_>) -> bool {
     let name = port.name.unwrap_or_default();
-    let lower = name.to_ascii_lowercase();
-    if NON_SERVING_PORTS.contains(&number)
-        || NON_SERVING_PORT_NAMES.iter().any(|n| lower.contains(n))
-    {
-        return None;
-    }
-    Some(if name.is_empty() {
-        number.to_string()
-    } else {
-        format!("{number} ({name})")
-    })
+    port.protocol.eq_ignore_ascii_case("TCP")
+        && port.number.is_some_and(|n| !NON_SERVING_PORTS.contains(&n))
+        && !NON_SERVING_PORT_NAMES.iter().any(|n| name.contains(n))
 }
 
 /// Programs an idle shell runs while it waits.
@@ -615,11 +609,14 @@ mod tests {
             number: Some(number),
             protocol: "TCP",
         };
-        assert_eq!(serving_port(&port(22, None)), None);
-        assert_eq!(serving_port(&port(9090, Some("metrics"))), None);
+        assert!(!carries_traffic(&port(22, None)));
+        assert!(!carries_traffic(&port(9090, Some("metrics"))));
+        assert!(carries_traffic(&port(8000, Some("http"))));
+        let ports = [port(22, None), port(8000, Some("http"))];
+        let probes = [None, None, None];
         assert_eq!(
-            serving_port(&port(8000, Some("http"))).as_deref(),
-            Some("8000 (http)")
+            Evidence::Port(1).describe(&probes, &ports).to_string(),
+            "declares containerPort 8000 (http)"
         );
     }
 }

@@ -228,6 +228,30 @@ mod tests {
     }
 
     #[test]
+    fn all_accelerated_asks_every_gpu_container_whatever_it_runs() {
+        // An idle GPU Deployment serves no model: silent by default, asked for a startupProbe
+        // where the policy wants one on every accelerator container. A batch Job is still not.
+        let idle = include_str!(
+            "../../resources/rules/gpu-serving-role-unknown/silent-idle-shell-deployment.yaml"
+        );
+        assert!(fired(idle, ID).is_empty());
+        let all =
+            crate::Policy::with_user_yaml("startupProbe:\n  require: allAccelerated\n").unwrap();
+        let on = |yaml: &str| {
+            crate::rules::testing::lint_with(yaml, &all)
+                .into_iter()
+                .filter(|f| f.rule == ID)
+                .count()
+        };
+        assert_eq!(on(idle), 1);
+        let job =
+            include_str!("../../resources/rules/gpu-startup-probe-missing/silent-batch-job.yaml");
+        assert_eq!(on(job), 0);
+        let bad = crate::Policy::with_user_yaml("startupProbe:\n  require: everything\n");
+        assert!(bad.is_err(), "an unknown requirement is refused");
+    }
+
+    #[test]
     fn the_fix_on_sglangs_generating_health_has_a_generous_timeout() {
         let pod = include_str!(
             "../../resources/rules/gpu-startup-probe-missing/fires-sglang-without-startup-probe.yaml"

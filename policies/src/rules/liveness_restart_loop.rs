@@ -1,7 +1,7 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::liveness_restart_loop_reports;
+use super::support::{accuses_on, kill_during_load_is_real, kills_before};
 use crate::analysis::context::Analysis;
 use crate::fix::probes::startup_probe;
 use crate::model::finding::{Applicability, Severity};
@@ -50,7 +50,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         else {
             continue;
         };
-        if !liveness_restart_loop_reports(&cx, liveness) {
+        // Only a kill the load can meet, and only a load the manifest shows.
+        let load = &cx.container.load;
+        if !kill_during_load_is_real(&cx, liveness)
+            || !accuses_on(load)
+            || !kills_before(liveness, load.seconds)
+        {
             continue;
         }
         // One problem, one error: where gpu-startup-probe-missing reports this container's
@@ -65,7 +70,6 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         {
             continue;
         }
-        let load = &cx.container.load;
         // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
         let fix = (cx.workload.object_ref.kind != "NIMService")
             .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))

@@ -127,7 +127,7 @@ impl<'f> Report<'f> {
             message,
             help,
         );
-        finding.evidence = cx.container.serving.evidence().map(ToString::to_string);
+        finding.evidence = cx.container.evidence().map(|e| e.to_string());
         finding
     }
 

@@ -1,6 +1,5 @@
 //! Helpers that several rules share: what a generation endpoint is, whether a liveness probe
-//! kills a container mid-load, and how a finding that rests on a guessed load time is worded
-//! and graded.
+//! kills a container mid-load, and whether a finding may rest on a load time.
 
 use crate::analysis::context::ContainerContext;
 use crate::model::load::LoadTime;
@@ -57,19 +56,4 @@ pub(crate) fn kill_during_load_is_real(
         (Some(server), Handler::HttpGet { path, .. }) => !server.answers_during_load(path),
         _ => true,
     }
-}
-
-/// Whether liveness runs from this container's start with no startupProbe (its own or its
-/// operator's), has a timing the apiserver accepts, and kills before a load the manifest shows
-/// ends: liveness-restart-loop's question.
-pub(crate) fn liveness_restart_loop_reports(
-    cx: &ContainerContext<'_, '_>,
-    liveness: &Probe<'_>,
-) -> bool {
-    !cx.container
-        .runs_probe(crate::model::probe::ProbeKind::Startup)
-        && liveness.timings_valid()
-        && kill_during_load_is_real(cx, liveness)
-        && accuses_on(&cx.container.load)
-        && kills_before(liveness, cx.container.load.seconds)
 }
