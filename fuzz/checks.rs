@@ -136,11 +136,7 @@ fn engine_object(object: &Value) {
     );
     let analysis = Analysis::new(std::slice::from_ref(object), policy);
     for cx in analysis.containers() {
-        let outcome = simulate(&scenario_for(
-            cx.container,
-            cx.container.load.seconds,
-            3600.0,
-        ));
+        let outcome = simulate(&scenario_for(cx.container, cx.container.load.slow, 3600.0));
         assert!(outcome.transitions.len() <= 200_000);
     }
 }

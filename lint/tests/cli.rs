@@ -583,8 +583,9 @@ spec:
 fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "llama.yaml", LLAMA_70B);
-    let arithmetic = "≈ 760 s (140 GB (Llama-3.1-70B-Instruct: 70B parameters × 2 bytes, bf16) \
-                      downloaded from the Hugging Face Hub at 200 MB/s = 700 s + 60 s vLLM start)";
+    let arithmetic = "≈ 160–2980 s (140 GB (Llama-3.1-70B-Instruct: 70B parameters × 2 bytes, \
+                      bf16) downloaded from the Hugging Face Hub at 50–1000 MB/s = 140–2800 s + \
+                      20–180 s vLLM start)";
     // Human output: the arithmetic in the message.
     let out = probelint()
         .current_dir(dir.path())
@@ -595,7 +596,7 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
     assert!(human.contains(arithmetic), "{human}");
     // The container's one error about its startupProbe carries the liveness risk.
     assert!(
-        human.contains("runs from container start and can kill it mid-load"),
+        human.contains("runs from container start and kills it mid-load"),
         "{human}"
     );
     assert!(
@@ -610,7 +611,8 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
         .find(|f| f["rule"] == "gpu-startup-probe-missing")
         .expect("gpu-startup-probe-missing");
     let load = &startup["load"];
-    assert_eq!(load["seconds"], 760.0);
+    assert_eq!(load["fast_seconds"], 160.0);
+    assert_eq!(load["slow_seconds"], 2980.0);
     assert_eq!(load["confidence"], "estimated");
     assert_eq!(
         load["estimate"]["model"],
@@ -618,8 +620,14 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
     );
     assert_eq!(load["estimate"]["parameters_billions"], 70.0);
     assert_eq!(load["estimate"]["bytes_per_parameter"], 2.0);
-    assert_eq!(load["estimate"]["bandwidth_mb_per_second"], 200.0);
-    assert_eq!(load["estimate"]["start_seconds"], 60.0);
+    assert_eq!(
+        load["estimate"]["bandwidth_mb_per_second"],
+        serde_json::json!({"fast": 1000.0, "slow": 50.0})
+    );
+    assert_eq!(
+        load["estimate"]["start_seconds"],
+        serde_json::json!({"fast": 20.0, "slow": 180.0})
+    );
     assert_eq!(
         load["estimate"]["source"],
         "downloaded from the Hugging Face Hub"
@@ -641,14 +649,20 @@ fn the_load_time_estimate_is_shown_in_every_format_and_used_by_simulate() {
         result["properties"]["evidence"],
         "runs vLLM (the image's entrypoint)"
     );
-    // simulate: without --load-seconds it uses the estimate and says where it came from.
+    // simulate: without --load-seconds it uses the estimate's slow end and says where it came
+    // from.
     let out = probelint()
         .current_dir(dir.path())
         .args(["simulate", "llama.yaml"])
         .output()
         .unwrap();
     let timeline = text(&out);
-    assert!(timeline.contains("(model load 760 s,"), "{timeline}");
+    assert!(timeline.contains("(model load 2980 s,"), "{timeline}");
+    assert!(
+        timeline
+            .contains("simulated at its slow end, 2980 s (--load-seconds 160 tries the fast end)"),
+        "{timeline}"
+    );
     assert!(
         timeline.contains(&format!("note: model load {arithmetic}")),
         "{timeline}"

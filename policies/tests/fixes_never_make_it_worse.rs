@@ -1,7 +1,7 @@
 //! The promise of every fix, as a property over the real corpus and generated pods: a fix never
 //! shortens a kill deadline a container has, never adds one shorter than the load probelint
-//! states nor than the policy's floor, and — simulated under kubelet probe semantics at the
-//! stated load and at realistic loads below the floor — never adds a restart, nor delays the
+//! states nor than the policy's floor, and — simulated under kubelet probe semantics at both ends
+//! of the stated load and at realistic loads below the floor — never adds a restart, nor delays the
 //! first Ready of a container that was Ready only once loaded by more than the probes' own
 //! granularity (one startup period plus one readiness period: a startupProbe checks every
 //! 10 s, and readiness runs only after it has passed).
@@ -57,15 +57,25 @@ fn check(object: &Value, policy: &Policy) -> usize {
             && let Some(added) = new_c.probe(ProbeKind::Startup)
         {
             changed += 1;
+            // Where nothing could kill it before, the added deadline lies beyond any load.
+            let had_no_deadline = !old_c.runs_probe(ProbeKind::Liveness);
+            let floor = if had_no_deadline {
+                policy
+                    .model_load
+                    .new_deadline_floor_seconds
+                    .max(policy.model_load.startup_floor_seconds)
+            } else {
+                policy.model_load.startup_floor_seconds
+            };
             let needed = [
-                required_startup_seconds(old_c.load.seconds, policy.startup_margin),
+                required_startup_seconds(old_c.load.slow, policy.startup_margin),
                 old_c
                     .probe(ProbeKind::Liveness)
                     .map_or(0, |p| p.budget_seconds()),
                 old_c
                     .probe(ProbeKind::Readiness)
                     .map_or(0, |p| p.budget_seconds()),
-                policy.model_load.startup_floor_seconds as i64,
+                floor as i64,
             ];
             let needed = needed.into_iter().max().unwrap_or_default();
             assert!(
@@ -77,7 +87,7 @@ fn check(object: &Value, policy: &Policy) -> usize {
         }
         // Simulated: no added restart, no later first Ready for what was Ready once loaded.
         let mut loads = REALISTIC_LOADS.to_vec();
-        loads.push(old_c.load.seconds);
+        loads.extend([old_c.load.fast, old_c.load.slow]);
         for load in loads {
             let duration = (load * 4.0).max(3600.0);
             let was = simulate(&scenario_for(old_c, load, duration));

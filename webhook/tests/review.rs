@@ -172,7 +172,7 @@ fn gpu_deployment_without_probes_is_denied_with_rules_container_and_fix() {
     );
     // One problem, one error: the missing startupProbe carries the liveness risk.
     assert!(!status.message.contains("liveness-restart-loop"));
-    assert!(status.message.contains("can kill it mid-load"));
+    assert!(status.message.contains("kills it mid-load"));
     for rule in ["gpu-startup-probe-missing", "gpu-readiness-probe-missing"] {
         assert!(
             status

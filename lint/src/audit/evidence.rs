@@ -508,8 +508,8 @@ fn plural_s(n: u64) -> &'static str {
 }
 
 /// Whether the evidence bears a finding out, in the words the report prints. `load_seconds` is
-/// the load time the engine judged the finding's container by: a pod Ready sooner than that was
-/// sent traffic before its model could be loaded.
+/// the fast end of the load time the engine judged the finding's container by: a pod Ready
+/// sooner than that was sent traffic before its model could be loaded.
 pub fn support(
     finding: &Finding,
     evidence: Option<&WorkloadEvidence>,
@@ -566,7 +566,7 @@ pub fn support(
     {
         parts.push(format!(
             "pod {} was Ready {:.0} s after its container started, before the {load:.0} s its \
-             model takes to load",
+             model takes to load at the fastest",
             early.1, early.0
         ));
     }

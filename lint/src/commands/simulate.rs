@@ -222,14 +222,26 @@ pub fn run(req: &Args) -> Result<u8, Error> {
         if !selected {
             continue;
         }
-        // Where the load time comes from: --load-seconds, else the engine's (declared, estimated
-        // from the manifest, or the policy default), said in a note.
+        // Where the load time comes from: --load-seconds, else the slow end of the engine's
+        // (declared, estimated from the manifest, or the policy default), said in a note: a
+        // container that survives the slow end survives every load of the range.
         let (load, load_from) = match req.load_seconds {
             Some(seconds) => (seconds, "given with --load-seconds".to_owned()),
-            None => (
-                cx.container.load.seconds,
-                format!("model load {}", cx.container.load.explained()),
-            ),
+            None => {
+                let engine = &cx.container.load;
+                let end = if engine.is_point() {
+                    String::new()
+                } else {
+                    format!(
+                        "; simulated at its slow end, {} s (--load-seconds {} tries the fast end)",
+                        engine.slow, engine.fast
+                    )
+                };
+                (
+                    engine.slow,
+                    format!("model load {}{end}", engine.explained()),
+                )
+            }
         };
         let configure = |mut s: Scenario| {
             s.server = server;

@@ -2,22 +2,27 @@
 //! with scripts) rather than derived from the engine's types.
 //!
 //! ```json
-//! "load": {"seconds": 760, "confidence": "estimated", "explanation": "≈ 760 s (140 GB (…) …)",
-//!          "why"?: "…", "estimate"?: {"model", "model_from", "parameters_billions",
-//!          "parameters_from", "bytes_per_parameter", "precision", "precision_from", "bytes",
-//!          "pipeline_stages", "source", "bandwidth_mb_per_second", "read_seconds", "server",
-//!          "start_seconds", "fetched_by"}}
+//! "load": {"fast_seconds": 160, "slow_seconds": 3100, "confidence": "estimated",
+//!          "explanation": "≈ 160–3100 s (140 GB (…) …)", "why"?: "…",
+//!          "estimate"?: {"model", "model_from", "parameters_billions", "parameters_from",
+//!          "bytes_per_parameter", "precision", "precision_from", "bytes", "pipeline_stages",
+//!          "source", "bandwidth_mb_per_second": {"fast", "slow"}, "read_seconds": {"fast",
+//!          "slow"}, "server", "start_seconds": {"fast", "slow"}, "fetched_by"}}
 //! ```
+//! A load is a range: `fast_seconds` is the quickest it plausibly takes (an error that says a
+//! deadline kills it rests on this end), `slow_seconds` the slowest (what a deadline a fix adds
+//! covers). A declared or assumed load has both ends equal.
 //! `confidence` is `declared` (probelint.io/model-load-seconds), `estimated`, `lazy` (the server
 //! loads models on first request) or `assumed` (the policy's default; `why` says what was
 //! missing). Findings that rest on an assumed load are warnings at most.
 
-use probelint_policies::load::{Basis, LoadTime};
+use probelint_policies::load::{Basis, LoadTime, Span};
 use serde::Serialize;
 
 #[derive(Serialize)]
 pub(super) struct Load<'a> {
-    seconds: f64,
+    fast_seconds: f64,
+    slow_seconds: f64,
     confidence: &'static str,
     explanation: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,10 +44,10 @@ struct Estimate<'a> {
     pipeline_stages: u32,
     /// `downloaded from the Hugging Face Hub`, `read from PVC "models"`.
     source: String,
-    bandwidth_mb_per_second: f64,
-    read_seconds: f64,
+    bandwidth_mb_per_second: Span,
+    read_seconds: Span,
     server: Option<&'a str>,
-    start_seconds: f64,
+    start_seconds: Span,
     /// The init container that downloads the weights before this one starts.
     fetched_by: Option<&'a str>,
 }
@@ -76,7 +81,8 @@ impl<'a> Load<'a> {
             ),
         };
         Load {
-            seconds: load.seconds,
+            fast_seconds: load.fast,
+            slow_seconds: load.slow,
             confidence,
             explanation: load.explained().to_string(),
             why,

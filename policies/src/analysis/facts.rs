@@ -265,7 +265,7 @@ impl<'a> GpuTargets<'a> {
 fn slowest_load(w: &Workload<'_>) -> Option<crate::model::load::LoadTime> {
     w.serving_accelerated_containers()
         .map(|c| &c.load)
-        .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .max_by(|a, b| a.slow.total_cmp(&b.slow))
         .cloned()
 }
 

@@ -461,7 +461,8 @@ fn analyse_pod_spec<'a>(
 
     for container in &mut containers {
         if !(container.is_accelerated() || container.server.is_some()) {
-            container.load.seconds = policy.model_load_seconds;
+            container.load.fast = policy.model_load_seconds;
+            container.load.slow = policy.model_load_seconds;
             continue;
         }
         let cx = crate::model::load::Context {
@@ -648,12 +649,12 @@ fn analyse_container<'a>(
         probes,
         ports,
         lifecycle,
-        load: LoadTime {
-            seconds: policy.model_load_seconds,
-            basis: crate::model::load::Basis::Assumed {
+        load: LoadTime::point(
+            policy.model_load_seconds,
+            crate::model::load::Basis::Assumed {
                 why: "not an accelerator container or a known model server".to_owned(),
             },
-        },
+        ),
         pointer,
         value,
         sidecar,
@@ -820,7 +821,7 @@ mod tests {
         let pod = &w.pod_specs[0];
         assert_eq!(pod.pointer, "/spec/template/spec");
         assert!(pod.serving);
-        assert_eq!(pod.containers[0].load.seconds, 600.0);
+        assert_eq!(pod.containers[0].load.slow, 600.0);
         assert_eq!(
             pod.containers[0].load.basis,
             crate::model::load::Basis::Declared
@@ -1046,7 +1047,7 @@ mod tests {
             "spec": {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}});
         let w = analyse(&v);
         let load = &w.pod_specs[0].containers[0].load;
-        assert_eq!(load.seconds, 300.0);
+        assert_eq!((load.fast, load.slow), (300.0, 300.0));
         assert_eq!(
             load.basis,
             crate::model::load::Basis::Assumed {

@@ -144,11 +144,13 @@ fn startup_handler<'p, 'a>(
 /// probelint itself states, nor than the policy's floor. A startup budget that is too long costs
 /// only the time it takes to notice a load that hung; one that is too short is the restart
 /// storm the fix exists to prevent. So the budget is the largest of:
-/// - the load time × (1 + margin) (declared, estimated, or the policy's default);
+/// - the load time's slow end × (1 + margin) (declared, estimated, or the policy's default);
 /// - the liveness tolerance the container had, its own or its operator's (until now liveness
 ///   was the first to kill it);
 /// - the readiness budget it had (a hand-sized readiness says how long loading takes);
-/// - `modelLoad.startupFloorSeconds` (default 1,200 s, beside NIM's 1,230 s).
+/// - `modelLoad.startupFloorSeconds` (default 1,200 s, beside NIM's 1,230 s), or, for a container
+///   that had no kill deadline at all, `modelLoad.newDeadlineFloorSeconds` (default 3,600 s):
+///   there the fix creates the deadline, and it must lie beyond any plausible load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartupBudget {
     /// Seconds: `failure_threshold × STARTUP_PERIOD_SECONDS`.
@@ -160,7 +162,7 @@ pub struct StartupBudget {
 
 impl StartupBudget {
     pub fn for_container(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Self {
-        let load = required_startup_seconds(cx.container.load.seconds, policy.startup_margin);
+        let load = required_startup_seconds(cx.container.load.slow, policy.startup_margin);
         // The container's own probe, else the one its operator adds (the pod that runs).
         let budget = |kind: ProbeKind| {
             let own = cx
@@ -176,21 +178,43 @@ impl StartupBudget {
             })
             .unwrap_or(0)
         };
-        let floor = policy.model_load.startup_floor_seconds.ceil() as i64;
-        let bounds = [
-            (load, format!("the load with margin ({load} s)")),
+        let liveness = budget(ProbeKind::Liveness);
+        // Nothing could kill this container before: the startupProbe is a deadline where there
+        // was none, so it must lie beyond any load the container may have, known or not.
+        let had_no_deadline = liveness == 0
+            && !cx.container.runs_probe(ProbeKind::Liveness)
+            && !cx.container.runs_probe(ProbeKind::Startup);
+        let floor = if had_no_deadline {
             (
-                budget(ProbeKind::Liveness),
-                "the liveness tolerance it had".to_owned(),
+                policy
+                    .model_load
+                    .new_deadline_floor_seconds
+                    .max(policy.model_load.startup_floor_seconds)
+                    .ceil() as i64,
+                "modelLoad.newDeadlineFloorSeconds: a deadline where this container had none"
+                    .to_owned(),
+            )
+        } else {
+            (
+                policy.model_load.startup_floor_seconds.ceil() as i64,
+                "modelLoad.startupFloorSeconds, the shortest startup budget a fix adds".to_owned(),
+            )
+        };
+        let bounds = [
+            (
+                load,
+                if had_no_deadline {
+                    format!("the load with margin ({load} s), a deadline where it had none")
+                } else {
+                    format!("the load with margin ({load} s)")
+                },
             ),
+            (liveness, "the liveness tolerance it had".to_owned()),
             (
                 budget(ProbeKind::Readiness),
                 "the readiness budget it had".to_owned(),
             ),
-            (
-                floor,
-                "modelLoad.startupFloorSeconds, the shortest startup budget a fix adds".to_owned(),
-            ),
+            floor,
         ];
         let (needed, set_by) = bounds
             .into_iter()

@@ -22,15 +22,25 @@ pub fn threshold_for(needed: i64, period: i64, initial_delay: i64) -> i64 {
     (remaining - 1) / period + 1
 }
 
+/// The startup budget a container needs for `load`: its slow end × (1 + margin).
+pub fn needed_for(load: &LoadTime, margin: f64) -> i64 {
+    required_startup_seconds(load.slow, margin)
+}
+
 /// `150 s (load 120 s from probelint.io/model-load-seconds + 25 %)`, or with an estimate
-/// `957 s (load ≈ 765 s + 25 %; load: 141 GB (…) downloaded from the Hugging Face Hub …)`: how
-/// the required budget is explained.
+/// `3875 s (the slow end of load ≈ 241–3100 s + 25 %; 141 GB (…) downloaded from the Hugging Face
+/// Hub …)`: how the required budget is explained.
 pub fn required_arithmetic(load: &LoadTime, margin: f64) -> impl std::fmt::Display + '_ {
     shown(move |f| {
         write!(
             f,
-            "{} s (load {} + {} %",
-            required_startup_seconds(load.seconds, margin),
+            "{} s ({}load {} + {} %",
+            needed_for(load, margin),
+            if load.is_point() {
+                ""
+            } else {
+                "the slow end of "
+            },
             load.short(),
             (margin * 100.0).round() as i64
         )?;
@@ -47,20 +57,17 @@ mod tests {
 
     #[test]
     fn required_arithmetic_reads_well() {
-        let declared = LoadTime {
-            seconds: 120.0,
-            basis: Basis::Declared,
-        };
+        let declared = LoadTime::point(120.0, Basis::Declared);
         assert_eq!(
             required_arithmetic(&declared, 0.25).to_string(),
             "150 s (load 120 s from probelint.io/model-load-seconds + 25 %)"
         );
-        let assumed = LoadTime {
-            seconds: 300.0,
-            basis: Basis::Assumed {
+        let assumed = LoadTime::point(
+            300.0,
+            Basis::Assumed {
                 why: "no model named".into(),
             },
-        };
+        );
         assert_eq!(
             required_arithmetic(&assumed, 0.25).to_string(),
             "375 s (load 300 s by policy default + 25 %; no model named)"

@@ -77,19 +77,24 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                  takes longer",
                 liveness.budget_arithmetic()
             ),
-            (Some(liveness), _) if super::support::kills_before(liveness, load.seconds) => {
-                format!(
-                    "its liveness probe ({}) runs from container start and can kill it \
-                     mid-load",
+            (Some(liveness), _) => match super::support::liveness_kills(liveness, load) {
+                super::support::Kill::Certain => format!(
+                    "its liveness probe ({}) runs from container start and kills it mid-load",
                     liveness.budget_arithmetic()
-                )
-            }
-            (Some(liveness), _) => format!(
-                "its liveness probe ({}) runs from container start; it outlasts this load ({}), \
-                 but a slower one (a cold cache, a slower volume) is killed mid-load",
-                liveness.budget_arithmetic(),
-                load.short()
-            ),
+                ),
+                super::support::Kill::Possible => format!(
+                    "its liveness probe ({}) runs from container start; it outlasts the fast end \
+                     of this load ({}), but a slow start is killed mid-load",
+                    liveness.budget_arithmetic(),
+                    load.short()
+                ),
+                super::support::Kill::No => format!(
+                    "its liveness probe ({}) runs from container start; it outlasts this load \
+                     ({}), but a slower one (a cold cache, a slower volume) is killed mid-load",
+                    liveness.budget_arithmetic(),
+                    load.short()
+                ),
+            },
             (None, Some(_)) => "its liveness answers while the model loads, so nothing restarts \
                                 a load that hangs"
                 .to_owned(),
@@ -160,10 +165,13 @@ mod tests {
             "{}",
             f.message
         );
-        // The added deadline is the policy's 1,200 s floor, not the 375 s the default load needs.
+        // Nothing could kill it before, and its load is unknown: the added deadline is the
+        // policy's 3,600 s floor for a deadline where there was none, not the 375 s the default
+        // load needs.
         assert!(
             f.help.contains(
-                "failureThreshold 120 (1200 s budget, set by modelLoad.startupFloorSeconds"
+                "failureThreshold 360 (3600 s budget, set by modelLoad.newDeadlineFloorSeconds: a \
+                 deadline where this container had none"
             ),
             "{}",
             f.help
@@ -178,49 +186,50 @@ mod tests {
 
     #[test]
     fn the_added_budget_covers_the_estimated_load_and_never_undercuts_liveness() {
-        // The issue's case: vLLM 70B from the Hub, readiness only. 140 GB / 200 MB/s + 60 s =
-        // 760 s; with 25 % 950 s; the floor (1,200 s) is longer still.
+        // vLLM 70B from the Hub, readiness only: 140 GB at 50–1000 MB/s + 20–180 s = 160–2980 s;
+        // the slow end with 25 % is 3,725 s, beyond the 3,600 s floor of a new deadline.
         let yaml = include_str!(
             "../../resources/rules/gpu-startup-probe-missing/fires-vllm-70b-from-the-hub.yaml"
         );
         let f = &findings_of(yaml, ID)[0];
         assert!(
-            f.message.contains("950 s (load ≈ 760 s + 25 %; 140 GB"),
+            f.message
+                .contains("3725 s (the slow end of load ≈ 160–2980 s + 25 %; 140 GB"),
             "{}",
             f.message
         );
         assert!(
-            f.help.contains("failureThreshold 120 (1200 s budget"),
+            f.help.contains("failureThreshold 373 (3730 s budget"),
             "{}",
             f.help
         );
-        // DeepSeek-R1 on a PVC: 671B × 1 byte (FP8 in the name) / 125 MB/s = 5,368 s + 60 s.
+        // DeepSeek-R1 on a PVC: 671B × 1 byte (FP8 in the name) at 125–2000 MB/s + 20–180 s.
         let r1 = yaml
             .replace("meta-llama/Llama-3.1-70B-Instruct", "/models/DeepSeek-R1-FP8")
             .replace("          readinessProbe", "          volumeMounts: [{name: w, mountPath: /models}]\n          readinessProbe")
             .replace("      containers:", "      volumes: [{name: w, persistentVolumeClaim: {claimName: r1}}]\n      containers:");
         let f = &findings_of(&r1, ID)[0];
-        assert!(f.message.contains("load ≈ 5428 s + 25 %; 671 GB (DeepSeek-R1-FP8: 671B parameters × 1 byte, fp8) read from PVC \"r1\" at 125 MB/s = 5368 s + 60 s vLLM start"), "{}", f.message);
+        assert!(f.message.contains("load ≈ 356–5548 s + 25 %; 671 GB (DeepSeek-R1-FP8: 671B parameters × 1 byte, fp8) read from PVC \"r1\" at 125–2000 MB/s = 336–5368 s + 20–180 s vLLM start"), "{}", f.message);
         assert!(
             f.help
-                .contains("failureThreshold 679 (6790 s budget, set by the load with margin"),
+                .contains("failureThreshold 694 (6940 s budget, set by the load with margin"),
             "{}",
             f.help
         );
         // A liveness tolerance longer than all of that is kept: the fix never shortens it.
         let long = yaml.replace(
             "          readinessProbe",
-            "          livenessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 3000}\n          readinessProbe",
+            "          livenessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 5000}\n          readinessProbe",
         );
         let f = &findings_of(&long, ID)[0];
         assert!(
-            f.message.contains("its liveness probe (3030 s"),
+            f.message.contains("its liveness probe (5030 s"),
             "{}",
             f.message
         );
         assert!(
             f.help.contains(
-                "failureThreshold 303 (3030 s budget, set by the liveness tolerance it had)"
+                "failureThreshold 503 (5030 s budget, set by the liveness tolerance it had)"
             ),
             "{}",
             f.help

@@ -51,7 +51,8 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
         else {
             continue;
         };
-        if !accuses_on(load) || *scale_up_every_seconds as f64 >= load.seconds {
+        // Only where even the fastest load outlasts a scale-up period.
+        if !accuses_on(load) || *scale_up_every_seconds as f64 >= load.fast {
             continue;
         }
         let every = if *scale_up_written {
@@ -60,7 +61,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
             "the default scale-up behaviour lets it add up to 4 pods (or 100 %) every 15 s"
                 .to_owned()
         };
-        let period = (load.seconds.ceil() as i64).min(1800);
+        let period = (load.slow.ceil() as i64).min(1800);
         let finding = report.cross(
             hpa,
             if *scale_up_written {

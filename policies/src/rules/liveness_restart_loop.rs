@@ -1,7 +1,7 @@
 //! `liveness-restart-loop`: liveness without a startupProbe kills the server before it has loaded.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::{accuses_on, kill_during_load_is_real, kills_before};
+use super::support::{Kill, accuses_on, kill_during_load_is_real, liveness_kills};
 use crate::analysis::context::Analysis;
 use crate::fix::probes::startup_probe;
 use crate::model::finding::{Applicability, Severity};
@@ -17,7 +17,9 @@ kills the server mid-load, every time: a restart loop that never serves, burns G
 replicas reloading weights at once, can saturate the node's disk and network. Add a startupProbe (which \
 gates liveness until the model is loaded) rather than stretching initialDelaySeconds, which also delays \
 detection of real hangs. The load time is declared (probelint.io/model-load-seconds) or estimated from the \
-model the server is given (docs/load-time.md); where the manifest shows neither, this rule says nothing and \
+model the server is given (docs/load-time.md), as a range: an error when liveness gives up before even \
+the fast end of the load, a warning when it outlasts the fast end but not the slow end; where the \
+manifest shows neither, this rule says nothing and \
 gpu-startup-probe-missing reports the missing startupProbe. In a pod that serves, gpu-startup-probe-missing \
 reports the missing startupProbe with this risk in its message, and this rule stays quiet (one problem, one \
 error); it speaks for batch pods (a Job that runs a model server) and where that rule is turned off, with \
@@ -52,12 +54,13 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         };
         // Only a kill the load can meet, and only a load the manifest shows.
         let load = &cx.container.load;
-        if !kill_during_load_is_real(&cx, liveness)
-            || !accuses_on(load)
-            || !kills_before(liveness, load.seconds)
-        {
+        if !kill_during_load_is_real(&cx, liveness) || !accuses_on(load) {
             continue;
         }
+        let kill = liveness_kills(liveness, load);
+        let Some(severity) = kill.severity(META.severity) else {
+            continue;
+        };
         // One problem, one error: where gpu-startup-probe-missing reports this container's
         // missing startupProbe, its error already says that liveness kills it mid-load and
         // carries the fix. This rule speaks where that one does not: a batch pod, or a policy
@@ -77,17 +80,28 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let finding = report.container(
             &cx,
             liveness.pointer.clone(),
-            format!(
-                "{}: liveness tolerates {} but loading takes {}, and there is no \
-                 startupProbe: the kubelet will kill it mid-load, forever",
-                cx.container.describe(),
-                liveness.budget_arithmetic(),
-                load.explained()
-            ),
+            match kill {
+                Kill::Certain => format!(
+                    "{}: liveness tolerates {} but loading takes {}, and there is no \
+                     startupProbe: the kubelet will kill it mid-load, forever",
+                    cx.container.describe(),
+                    liveness.budget_arithmetic(),
+                    load.explained()
+                ),
+                _ => format!(
+                    "{}: liveness tolerates {}, and there is no startupProbe: it outlasts the \
+                     fast end of the load but not its slow end ({}), so a slow start is \
+                     killed mid-load, and every start after it",
+                    cx.container.describe(),
+                    liveness.budget_arithmetic(),
+                    load.explained()
+                ),
+            },
             "add a startupProbe sized to the load time (it gates liveness until the model is \
              loaded); keep liveness quick to catch real hangs"
                 .to_owned(),
         );
+        finding.severity = finding.severity.min(severity);
         finding.fix = fix;
         finding.load = Some(load.clone());
     }
@@ -131,8 +145,8 @@ mod tests {
 
     #[test]
     fn an_estimated_load_is_evidence_and_an_assumed_one_accuses_nothing() {
-        // Llama-3.1-8B from the Hub: 16 GB / 200 MB/s = 80 s + 60 s vLLM start = 140 s, which a
-        // 60 s liveness tolerance cannot cover.
+        // Llama-3.1-70B from the Hub: 160–2980 s, whose fast end a 60 s liveness tolerance
+        // cannot cover.
         let estimated = include_str!(
             "../../resources/rules/liveness-restart-loop/fires-estimated-load-from-the-hub.yaml"
         );
@@ -140,17 +154,29 @@ mod tests {
         assert_eq!(f.severity, crate::Severity::Error);
         assert!(
             f.message.contains(
-                "loading takes ≈ 140 s (16 GB (Llama-3.1-8B-Instruct: 8B parameters × 2 bytes, \
-                 bf16) downloaded from the Hugging Face Hub at 200 MB/s = 80 s + 60 s vLLM start)"
+                "loading takes ≈ 160–2980 s (140 GB (Llama-3.1-70B-Instruct: 70B parameters × 2 \
+                 bytes, bf16) downloaded from the Hugging Face Hub at 50–1000 MB/s = 140–2800 s + \
+                 20–180 s vLLM start)"
             ),
             "{}",
             f.message
         );
         let load = f.load.as_ref().expect("the load it rests on");
-        assert_eq!(load.seconds, 140.0);
+        assert_eq!((load.fast, load.slow), (160.0, 2980.0));
+        // An 8B model (36–500 s) outlasts the tolerance at its fast end but not at its slow end:
+        // a warning, not an error.
+        let small = estimated.replace("Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct");
+        let f = &of(&small, ID)[0];
+        assert_eq!(f.severity, crate::Severity::Warning, "{}", f.message);
+        assert!(
+            f.message
+                .contains("outlasts the fast end of the load but not its slow end"),
+            "{}",
+            f.message
+        );
         // No model named: the 300 s default, so a warning that says why.
         let assumed = estimated.replace(
-            "      args: [--model, meta-llama/Llama-3.1-8B-Instruct]\n",
+            "      args: [--model, meta-llama/Llama-3.1-70B-Instruct]\n",
             "",
         );
         // No model named: the 300 s default is a guess, so this rule says nothing; the
@@ -167,6 +193,6 @@ mod tests {
         // carries this risk; this rule stays quiet.
         assert!(findings_of(estimated, ID).is_empty());
         let f = &findings_of(estimated, "gpu-startup-probe-missing")[0];
-        assert!(f.message.contains("can kill it mid-load"), "{}", f.message);
+        assert!(f.message.contains("kills it mid-load"), "{}", f.message);
     }
 }

@@ -2,9 +2,8 @@
 //! probe that can kill one member costs every node of the group a full reload.
 
 use super::rule::{Report, Rule, RuleMeta};
-use super::support::{kill_during_load_is_real, kills_before};
+use super::support::{Kill, accuses_on, kill_during_load_is_real, liveness_kills, startup_kills};
 use crate::analysis::context::Analysis;
-use crate::model::budget::required_startup_seconds;
 use crate::model::finding::Severity;
 use crate::model::probe::ProbeKind;
 use serde_json::Value;
@@ -36,7 +35,6 @@ end: the group and its probes are in one object.",
 pub(crate) static RULE: Rule = Rule::object(&META, check);
 
 fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
-    let margin = analysis.policy.startup_margin;
     for workload in &analysis.workloads {
         if workload.object_ref.kind != "LeaderWorkerSet" {
             continue;
@@ -74,28 +72,33 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             let load = &c.load;
             let startup = c.probe(ProbeKind::Startup).filter(|p| p.timings_valid());
             let liveness = c.probe(ProbeKind::Liveness).filter(|p| p.timings_valid());
-            let needed = required_startup_seconds(load.seconds, margin);
             // Killed before loading: a startup budget short of the load, or liveness from
-            // container start without a startupProbe.
+            // container start without a startupProbe; only a load the manifest shows accuses.
             let kill_during_load = match (startup, liveness) {
-                _ if !during_load => None,
-                (Some(s), _) => (s.budget_seconds() < needed).then_some(s),
-                (None, Some(l)) => {
-                    (kill_during_load_is_real(&cx, l) && kills_before(l, load.seconds)).then_some(l)
+                _ if !during_load || !accuses_on(load) => None,
+                (Some(s), _) => Some((s, startup_kills(s.budget_seconds(), load))),
+                (None, Some(l)) if kill_during_load_is_real(&cx, l) => {
+                    Some((l, liveness_kills(l, load)))
                 }
-                (None, None) => None,
-            };
-            if let Some(probe) = kill_during_load {
+                _ => None,
+            }
+            .filter(|(_, kill)| *kill != Kill::No);
+            if let Some((probe, kill)) = kill_during_load {
                 report.container(
                     &cx,
                     probe.pointer.clone(),
                     format!(
-                        "{}: its {} ({}) can kill it before the model has loaded ({}), and \
+                        "{}: its {} ({}) can kill it before the model has loaded ({}{}), and \
                          every kill {cost}: the group reloads from scratch on every node",
                         c.describe(),
                         probe.kind.field(),
                         probe.budget_arithmetic(),
-                        load.explained()
+                        load.explained(),
+                        if kill == Kill::Possible {
+                            "; at the slow end"
+                        } else {
+                            ""
+                        }
                     ),
                     "cover the load first (see startup-budget-too-short / \
                      liveness-restart-loop); a group that is killed while loading never starts"

@@ -75,16 +75,17 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             continue;
         };
         // The slowest serving accelerator container: its download and load, with margin.
+        let zero = crate::model::load::Span::point(0.0);
         let slowest = workload
             .serving_accelerated_containers()
             .map(|c| {
                 let fetch = c
                     .load
                     .fetch_seconds(&policy.model_load.bandwidth)
-                    .unwrap_or(0.0);
+                    .unwrap_or(zero);
                 (c, fetch)
             })
-            .max_by(|a, b| (a.0.load.seconds + a.1).total_cmp(&(b.0.load.seconds + b.1)));
+            .max_by(|a, b| (a.0.load.slow + a.1.slow).total_cmp(&(b.0.load.slow + b.1.slow)));
         let Some((container, fetch)) = slowest else {
             continue;
         };
@@ -92,21 +93,34 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if !accuses_on(load) {
             continue;
         }
-        // The same cap as every budget: an absurd annotation ("1e300") must not overflow.
+        // An error only when even the fast end outlasts the deadline; the raise covers the slow
+        // end with margin. The same cap as every budget: an absurd annotation ("1e300") must not
+        // overflow.
         let needed = crate::model::budget::required_startup_seconds(
-            fetch + load.seconds,
+            fetch.slow + load.slow,
             policy.startup_margin,
         );
-        if deadline.seconds >= needed {
+        // Silent once the deadline covers the slow end; the raise adds the margin.
+        if deadline.seconds as f64 >= fetch.slow + load.slow {
             continue;
         }
-        let fetch_text = if fetch > 0.0 {
+        let fastest = fetch.fast + load.fast;
+        let certain = (deadline.seconds as f64) < fastest;
+        let fetch_text = if fetch.slow > 0.0 {
             format!(
-                "{} s downloading in an init container + ",
-                fetch.ceil() as i64
+                "{} downloading in an init container + ",
+                crate::model::load::seconds_range(fetch.fast.ceil(), fetch.slow.ceil())
             )
         } else {
             String::new()
+        };
+        let when = match (certain, load.is_point() && fetch.is_point()) {
+            (true, true) => String::new(),
+            (true, false) => format!(" (even the fast end, {} s, outlasts it)", fastest.ceil()),
+            (false, _) => format!(
+                " (it covers the fast end, {} s, but not a slow start)",
+                fastest.ceil()
+            ),
         };
         // Rounded up to a whole minute; progressDeadlineSeconds is an int32, so a deadline it
         // cannot hold gets no fix (the finding stays).
@@ -121,7 +135,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             deadline.pointer.clone(),
             format!(
                 "{}: {} < the {needed} s its pods need to become Ready ({fetch_text}{} for \
-                 container {:?}, + {} %): {}",
+                 container {:?}, + {} %){when}: {}",
                 workload.object_ref,
                 deadline.described,
                 load.explained(),
@@ -136,7 +150,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                     .to_owned(),
             },
         );
-        finding.severity = deadline.severity;
+        finding.severity = if certain {
+            deadline.severity
+        } else {
+            deadline.severity.min(Severity::Warning)
+        };
         finding.fix = fix;
         finding.load = Some(load.clone());
     }
@@ -341,17 +359,25 @@ mod tests {
         assert_eq!(f.pointer, "/spec");
         assert!(
             f.message.starts_with(
-                "Deployment llama-70b: progressDeadlineSeconds 600 s (the default) < the 950 s its \
-                 pods need to become Ready (≈ 760 s (140 GB"
+                "Deployment llama-70b: progressDeadlineSeconds 600 s (the default) < the 3725 s its \
+                 pods need to become Ready (≈ 160–2980 s (140 GB"
             ),
             "{}",
             f.message
         );
         assert!(f.message.contains("reported failed"), "{}", f.message);
+        // The deadline covers the fast end (160 s): a warning that says so, and a fix sized to
+        // the slow end.
+        assert!(
+            f.message
+                .contains("(it covers the fast end, 160 s, but not a slow start)"),
+            "{}",
+            f.message
+        );
         let fix = f.fix.as_ref().expect("a fix");
         assert_eq!(
             serde_json::to_value(&fix.patch).unwrap(),
-            serde_json::json!([{"op": "add", "path": "/spec/progressDeadlineSeconds", "value": 960}])
+            serde_json::json!([{"op": "add", "path": "/spec/progressDeadlineSeconds", "value": 3780}])
         );
     }
 
@@ -374,7 +400,7 @@ mod tests {
         let fix = f.fix.as_ref().expect("a fix");
         assert_eq!(
             serde_json::to_value(&fix.patch).unwrap(),
-            serde_json::json!([{"op": "add", "path": "/spec/template/metadata/annotations/serving.knative.dev~1progress-deadline", "value": "960s"}])
+            serde_json::json!([{"op": "add", "path": "/spec/template/metadata/annotations/serving.knative.dev~1progress-deadline", "value": "20520s"}])
         );
         // Without the annotation, the 600 s default: the fix adds the map.
         let bare = include_str!(
@@ -383,21 +409,22 @@ mod tests {
         let f = &findings_of(bare, ID)[0];
         assert_eq!(
             serde_json::to_value(&f.fix.as_ref().unwrap().patch).unwrap(),
-            serde_json::json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": {"serving.knative.dev/progress-deadline": "960s"}}}])
+            serde_json::json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": {"serving.knative.dev/progress-deadline": "20520s"}}}])
         );
     }
 
     #[test]
     fn a_guessed_load_accuses_nothing() {
         // An Argo Rollout that aborts, with no model named: the 300 s default is a guess, and
-        // no finding rests on it. Named, the same deadline is an error.
+        // no finding rests on it. Named, a model whose fast end (830 s) outlasts the same
+        // deadline is an error.
         let guess = include_str!(
             "../../resources/rules/progress-deadline-too-short/silent-aborting-rollout-on-the-default-load.yaml"
         );
         assert!(findings_of(guess, ID).is_empty());
         let named = guess.replace(
             "          image: vllm/vllm-openai:v0.10.1\n",
-            "          image: vllm/vllm-openai:v0.10.1\n          args: [--model, meta-llama/Llama-3.1-70B-Instruct]\n",
+            "          image: vllm/vllm-openai:v0.10.1\n          args: [--model, meta-llama/Llama-3.1-405B-Instruct]\n",
         );
         let f = &findings_of(&named, ID)[0];
         assert_eq!(f.severity, crate::Severity::Error, "{}", f.message);

@@ -1,10 +1,10 @@
 //! `startup-budget-too-short`: the startupProbe gives up before the model can have loaded.
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
-use super::support::accuses_on;
+use super::support::{Kill, accuses_on, startup_kills};
 use crate::analysis::context::Analysis;
 use crate::fix::probes::raise_threshold;
-use crate::model::budget::{required_arithmetic, required_startup_seconds, threshold_for};
+use crate::model::budget::{needed_for, required_arithmetic, threshold_for};
 use crate::model::finding::{Applicability, Severity};
 use crate::model::probe::ProbeKind;
 
@@ -18,10 +18,12 @@ model's load time restarts the server mid-load, every time: it never becomes rea
 through CrashLoopBackOff. Weights load slower on a cold node, from a busy registry or with more replicas \
 pulling at once, so the budget needs a margin over the load time: budget ≥ load × (1 + startupMargin). \
 The load time is the probelint.io/model-load-seconds annotation when there is one; else it is estimated \
-from the manifest as parameters × bytes per parameter ÷ the bandwidth of where the weights come from \
-(the Hub, a PVC, the node's disk) + the server's start, each figure from the policy's modelLoad section \
-(docs/load-time.md); where the manifest shows neither, the rule says nothing: no finding rests on a \
-guessed load.",
+from the manifest as a range, parameters × bytes per parameter ÷ the bandwidth of where the weights come \
+from (the Hub, a PVC, the node's disk) + the server's start, at the fastest and the slowest plausible \
+rate of each, from the policy's modelLoad section (docs/load-time.md). A budget shorter than even the \
+fast end is an error (every start is killed mid-load); one that covers the fast end but not the slow end \
+is a warning (a slow start is); the fix raises it to the slow end plus margin. Where the manifest shows neither, the rule says nothing: no \
+finding rests on a guessed load.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/startup-budget-too-short/bad.yaml"),
     good_example: include_str!("../../resources/rules/startup-budget-too-short/good.yaml"),
@@ -51,10 +53,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if !cx.container.loads_model_at_start() || !accuses_on(load) {
             continue;
         }
-        let needed = required_startup_seconds(load.seconds, margin);
-        if probe.budget_seconds() >= needed {
+        let kill = startup_kills(probe.budget_seconds(), load);
+        let Some(severity) = kill.severity(META.severity) else {
             continue;
-        }
+        };
+        let needed = needed_for(load, margin);
         // The same number the fix writes: both come from threshold_for.
         let threshold = threshold_for(needed, probe.period(), probe.initial_delay());
         let fix = raise_threshold(probe, needed).map(|c| c.fix(Applicability::Safe));
@@ -62,16 +65,31 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             &cx,
             probe.pointer.clone(),
             format!(
-                "{}: startup budget {} < {}",
+                "{}: startup budget {} < {}: {}",
                 cx.container.describe(),
                 probe.budget_arithmetic(),
-                required_arithmetic(load, margin)
+                required_arithmetic(load, margin),
+                match (kill, load.is_point()) {
+                    (Kill::Certain, true) => "shorter than the load itself, so every start is \
+                                              killed mid-load"
+                        .to_owned(),
+                    (Kill::Certain, false) => format!(
+                        "shorter than even the fast end ({} s), so every start is killed mid-load",
+                        load.fast
+                    ),
+                    (_, _) => format!(
+                        "it covers the fast end ({} s), but a slow start (a busy link, a cold \
+                         volume) is killed mid-load",
+                        load.fast
+                    ),
+                }
             ),
             format!(
                 "raise startupProbe.failureThreshold to {threshold} (or set \
                  probelint.io/model-load-seconds to the real worst-case load time)"
             ),
         );
+        finding.severity = finding.severity.min(severity);
         finding.fix = fix;
         finding.load = Some(load.clone());
     }
@@ -89,7 +107,8 @@ mod tests {
         assert_eq!(
             f.message,
             "container \"tgi\" (requests nvidia.com/gpu): startup budget 60 s (6 × 10 s) < 150 s \
-             (load 120 s from probelint.io/model-load-seconds + 25 %)"
+             (load 120 s from probelint.io/model-load-seconds + 25 %): shorter than the load \
+             itself, so every start is killed mid-load"
         );
         assert!(f.help.contains("failureThreshold to 15"), "{}", f.help);
         assert_eq!(f.pointer, "/spec/template/spec/containers/0/startupProbe");

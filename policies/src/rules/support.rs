@@ -2,6 +2,7 @@
 //! kills a container mid-load, and whether a finding may rest on a load time.
 
 use crate::analysis::context::ContainerContext;
+use crate::model::finding::Severity;
 use crate::model::load::LoadTime;
 use crate::model::probe::{Handler, Probe};
 use crate::model::servers;
@@ -29,6 +30,55 @@ pub(crate) fn generation_path<'p>(
 /// the startupProbe, and says the load is unknown).
 pub(crate) fn accuses_on(load: &LoadTime) -> bool {
     load.is_evidence()
+}
+
+/// How surely a deadline kills a load that is a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kill {
+    /// Even the fast end of the load outlasts the deadline: every start is killed mid-load.
+    Certain,
+    /// Only the slow end outlasts it: a slow start is killed mid-load.
+    Possible,
+    /// The deadline outlasts the whole range.
+    No,
+}
+
+impl Kill {
+    /// The severity a finding about this kill has: the rule's for a certain kill, a warning at
+    /// most for a possible one. `None` where nothing is killed.
+    pub(crate) fn severity(self, rule: Severity) -> Option<Severity> {
+        match self {
+            Kill::Certain => Some(rule),
+            Kill::Possible => Some(rule.min(Severity::Warning)),
+            Kill::No => None,
+        }
+    }
+}
+
+/// Whether a startupProbe budget of `budget_seconds` kills `load`: certainly when it is shorter
+/// than the load's fast end, possibly when it is shorter than the slow end. (A fix gives it the
+/// slow end × (1 + margin): the margin sizes what is added, it does not accuse.)
+pub(crate) fn startup_kills(budget_seconds: i64, load: &LoadTime) -> Kill {
+    let budget = budget_seconds as f64;
+    if budget < load.fast {
+        Kill::Certain
+    } else if budget < load.slow {
+        Kill::Possible
+    } else {
+        Kill::No
+    }
+}
+
+/// Whether `liveness` with no startupProbe kills `load`: certainly when its earliest kill comes
+/// before the fast end, possibly when it comes before the slow end.
+pub(crate) fn liveness_kills(liveness: &Probe<'_>, load: &LoadTime) -> Kill {
+    if kills_before(liveness, load.fast) {
+        Kill::Certain
+    } else if kills_before(liveness, load.slow) {
+        Kill::Possible
+    } else {
+        Kill::No
+    }
 }
 
 /// Whether `liveness`, running from container start with no startupProbe to gate it, can kill

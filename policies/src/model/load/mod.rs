@@ -3,12 +3,13 @@
 //! how big, from where, which server), else the policy's default — each with its arithmetic
 //! and its source, so that every message can show where its number comes from.
 //!
-//! The estimate is a worst case for one start of one pod:
+//! The estimate is a range for one start of one pod, `[fast, slow]`:
 //! `bytes read ÷ bandwidth of their source + the server's start`, where the bytes are the
 //! model's parameters × bytes per parameter (÷ pipeline stages across the pods of a group), the
-//! bandwidth is the policy's figure for the Hub, NGC, object storage, a PVC, a hostPath, the
-//! node's disk or memory, and the start is the policy's figure for the server. `docs/load-time.md`
-//! gives every default with its source.
+//! bandwidth is the policy's range for the Hub, NGC, object storage, a PVC, a hostPath, the
+//! node's disk or memory, and the start is the policy's range for the server. A finding that
+//! says a deadline kills the load is an error only when even the fast end outlasts it; a deadline
+//! a fix adds is sized to the slow end. `docs/load-time.md` gives every default with its source.
 
 pub mod model;
 pub mod settings;
@@ -19,14 +20,20 @@ use crate::model::text::shown;
 use model::{CommandLine, ModelArg};
 use serde::Serialize;
 use serde_json::Value;
-pub use settings::{Bandwidth, BandwidthFile, ModelLoad, ModelLoadFile};
+pub use settings::{Bandwidth, BandwidthFile, ModelLoad, ModelLoadFile, Span};
 use size::{Parameters, Precision};
 use source::{Fetch, WeightSource};
 
-/// A container's load time and where it comes from.
+/// A container's load time, as the range it plausibly falls in, and where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadTime {
-    pub seconds: f64,
+    /// The quickest plausible load: a deadline shorter than this kills every start mid-load.
+    #[serde(rename = "fast_seconds")]
+    pub fast: f64,
+    /// The slowest plausible load: what a kill deadline a fix adds must outlast. Equal to
+    /// `fast` for a declared or assumed load.
+    #[serde(rename = "slow_seconds")]
+    pub slow: f64,
     #[serde(flatten)]
     pub basis: Basis,
 }
@@ -59,26 +66,41 @@ pub struct Estimate {
     /// Pods of a group that each load only their pipeline stages' layers (1: the whole model).
     pub pipeline_stages: u32,
     pub source: WeightSource,
-    pub bandwidth_mb_per_second: f64,
-    pub read_seconds: f64,
+    /// MB/s at the fast end (the larger) and at the slow end.
+    pub bandwidth_mb_per_second: Span,
+    pub read_seconds: Span,
     /// The server's name, when known.
     pub server: Option<String>,
-    pub start_seconds: f64,
+    pub start_seconds: Span,
     /// An init container that downloads the weights first (outside this container's load).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetched_by: Option<Fetch>,
 }
 
 impl LoadTime {
+    /// A load of exactly `seconds` (declared, or the policy's default).
+    pub fn point(seconds: f64, basis: Basis) -> Self {
+        LoadTime {
+            fast: seconds,
+            slow: seconds,
+            basis,
+        }
+    }
+
     /// Seconds an init container spends downloading the weights before this container starts,
-    /// when the manifest says from where: the whole checkpoint at that source's bandwidth.
-    pub fn fetch_seconds(&self, bandwidth: &Bandwidth) -> Option<f64> {
+    /// when the manifest says from where: the whole checkpoint at that source's bandwidth, at
+    /// the fast and the slow end.
+    pub fn fetch_seconds(&self, bandwidth: &Bandwidth) -> Option<Span> {
         let Basis::Estimated(e) = &self.basis else {
             return None;
         };
         let from = e.fetched_by.as_ref()?.from.as_ref()?;
         let whole = e.bytes * f64::from(e.pipeline_stages);
-        Some(whole / (from.bandwidth(bandwidth) * 1e6))
+        let rate = from.bandwidth(bandwidth);
+        Some(Span {
+            fast: whole / (rate.fast * 1e6),
+            slow: whole / (rate.slow * 1e6),
+        })
     }
 
     /// Whether the manifest backs this load time (declared, or estimated from a known model);
@@ -87,17 +109,24 @@ impl LoadTime {
         !matches!(self.basis, Basis::Assumed { .. })
     }
 
-    /// `120 s from probelint.io/model-load-seconds`, `≈ 765 s`, `300 s by policy default`.
+    /// `120 s from probelint.io/model-load-seconds`, `≈ 241–3100 s`, `300 s by policy default`.
     pub fn short(&self) -> impl std::fmt::Display + '_ {
         shown(move |f| match &self.basis {
             Basis::Declared => write!(
                 f,
                 "{} from probelint.io/model-load-seconds",
-                secs(self.seconds)
+                secs(self.slow)
             ),
-            Basis::Estimated(_) | Basis::Lazy { .. } => write!(f, "≈ {}", secs(self.seconds)),
-            Basis::Assumed { .. } => write!(f, "{} by policy default", secs(self.seconds)),
+            Basis::Estimated(_) | Basis::Lazy { .. } => {
+                write!(f, "≈ {}", seconds_range(self.fast, self.slow))
+            }
+            Basis::Assumed { .. } => write!(f, "{} by policy default", secs(self.slow)),
         })
+    }
+
+    /// Whether the load is one number (declared or assumed) rather than a range.
+    pub fn is_point(&self) -> bool {
+        self.fast == self.slow
     }
 
     /// How the load time was found, in a sentence fragment (empty when declared).
@@ -119,13 +148,19 @@ impl LoadTime {
                 if e.pipeline_stages > 1 {
                     write!(f, ", ÷ {} pipeline stages", e.pipeline_stages)?;
                 }
+                // The rate low to high, as one says a range; the seconds fast end first.
+                let rate = e.bandwidth_mb_per_second;
+                write!(f, ") {} at ", e.source)?;
+                if rate.is_point() {
+                    write!(f, "{}", trim(rate.fast))?;
+                } else {
+                    write!(f, "{}–{}", trim(rate.slow), trim(rate.fast))?;
+                }
                 write!(
                     f,
-                    ") {} at {} MB/s = {} + {} {} start",
-                    e.source,
-                    trim(e.bandwidth_mb_per_second),
-                    secs(e.read_seconds.ceil()),
-                    secs(e.start_seconds),
+                    " MB/s = {} + {} {} start",
+                    seconds_range(e.read_seconds.fast.ceil(), e.read_seconds.slow.ceil()),
+                    seconds_range(e.start_seconds.fast, e.start_seconds.slow),
                     e.server.as_deref().unwrap_or("server")
                 )?;
                 if let Some(fetch) = &e.fetched_by {
@@ -186,28 +221,20 @@ pub fn load_time(
     settings: &ModelLoad,
 ) -> LoadTime {
     let invalid = match declared {
-        Some(Ok(seconds)) => {
-            return LoadTime {
-                seconds,
-                basis: Basis::Declared,
-            };
-        }
+        Some(Ok(seconds)) => return LoadTime::point(seconds, Basis::Declared),
         Some(Err(text)) => Some(text),
         None => None,
     };
     let estimated = estimate(cx, settings);
     match (estimated, invalid) {
         (Ok(load), None) => load,
-        (_, Some(text)) => LoadTime {
-            seconds: default_seconds,
-            basis: Basis::Assumed {
+        (_, Some(text)) => LoadTime::point(
+            default_seconds,
+            Basis::Assumed {
                 why: format!("probelint.io/model-load-seconds {text:?} is not a number of seconds"),
             },
-        },
-        (Err(why), None) => LoadTime {
-            seconds: default_seconds,
-            basis: Basis::Assumed { why },
-        },
+        ),
+        (Err(why), None) => LoadTime::point(default_seconds, Basis::Assumed { why }),
     }
 }
 
@@ -217,8 +244,10 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
         .server
         .filter(|s| s.during_load == crate::model::servers::DuringLoad::Lazy)
     {
+        let start = settings.start_seconds(server_id);
         return Ok(LoadTime {
-            seconds: settings.start_seconds(server_id),
+            fast: start.fast,
+            slow: start.slow,
             basis: Basis::Lazy {
                 server: server.name.to_owned(),
             },
@@ -305,11 +334,12 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     let bytes =
         parameters.billions * 1e9 * precision.bytes_per_parameter / f64::from(pipeline_stages);
     let bandwidth = located.source.bandwidth(&settings.bandwidth);
-    let read_seconds = bytes / (bandwidth * 1e6);
+    let read_seconds = bandwidth.map(|rate| bytes / (rate * 1e6));
     let start_seconds = settings.start_seconds(server_id);
     let server = cx.server.map(|s| s.name.to_owned());
     Ok(LoadTime {
-        seconds: (read_seconds + start_seconds).ceil(),
+        fast: (read_seconds.fast + start_seconds.fast).ceil(),
+        slow: (read_seconds.slow + start_seconds.slow).ceil(),
         basis: Basis::Estimated(Box::new(Estimate {
             model: reference,
             model_from,
@@ -330,6 +360,17 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
 /// Seconds without a useless `.0`.
 fn secs(value: f64) -> impl std::fmt::Display {
     shown(move |f| write!(f, "{} s", trim(value)))
+}
+
+/// `241–3100 s`, or `760 s` when both ends are one number.
+pub fn seconds_range(fast: f64, slow: f64) -> impl std::fmt::Display {
+    shown(move |f| {
+        if fast == slow {
+            write!(f, "{}", secs(slow))
+        } else {
+            write!(f, "{}–{}", trim(fast), secs(slow))
+        }
+    })
 }
 
 fn trim(value: f64) -> impl std::fmt::Display {

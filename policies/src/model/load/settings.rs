@@ -4,8 +4,118 @@
 //! explains the formula. A user policy overrides single keys: its maps add to the built-in ones.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
+
+/// A figure known only as a range: its value at the fast end of a load and at the slow end.
+/// For a bandwidth the fast end is the larger number, for seconds the smaller.
+///
+/// A finding that says a deadline kills a load rests on the fast end (even the quickest load
+/// outlasts it); a deadline a fix adds is sized to the slow end.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Span {
+    pub fast: f64,
+    pub slow: f64,
+}
+
+impl Span {
+    /// One value at both ends: a declared load, or a figure the user measured.
+    pub fn point(value: f64) -> Self {
+        Span {
+            fast: value,
+            slow: value,
+        }
+    }
+
+    pub fn is_point(&self) -> bool {
+        self.fast == self.slow
+    }
+
+    pub(crate) fn map(self, f: impl Fn(f64) -> f64) -> Self {
+        Span {
+            fast: f(self.fast),
+            slow: f(self.slow),
+        }
+    }
+}
+
+/// A range as a policy writes it: `{fast: 1000, slow: 50}`, or one number for both ends.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // Only its schema is used: `Span` deserializes itself, with clearer errors.
+enum SpanFile {
+    /// One value at both ends.
+    Point(f64),
+    /// The value at the fast end and at the slow end of a load.
+    Range { fast: f64, slow: f64 },
+}
+
+impl JsonSchema for Span {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Range".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = SpanFile::json_schema(generator);
+        // Both ends are required and nothing else is allowed, as `Span` reads them.
+        if let Some(any) = schema
+            .get_mut("anyOf")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            for variant in any.iter_mut().filter(|v| v.get("properties").is_some()) {
+                variant["additionalProperties"] = serde_json::Value::Bool(false);
+            }
+        }
+        schema
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Span;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number, or a range {fast: N, slow: N}")
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Span, E> {
+                Ok(Span::point(v))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Span, E> {
+                Ok(Span::point(v as f64))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Span, E> {
+                Ok(Span::point(v as f64))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Span, A::Error> {
+                use serde::de::Error;
+                let (mut fast, mut slow) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    let slot = match key.as_str() {
+                        "fast" => &mut fast,
+                        "slow" => &mut slow,
+                        other => return Err(A::Error::unknown_field(other, &["fast", "slow"])),
+                    };
+                    if slot.is_some() {
+                        return Err(A::Error::custom(format_args!("`{key}` given twice")));
+                    }
+                    *slot = Some(map.next_value::<f64>()?);
+                }
+                match (fast, slow) {
+                    (Some(fast), Some(slow)) => Ok(Span { fast, slow }),
+                    (None, _) => Err(A::Error::missing_field("fast")),
+                    (_, None) => Err(A::Error::missing_field("slow")),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
 
 /// `modelLoad:` as written.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -18,8 +128,9 @@ pub struct ModelLoadFile {
     /// Seconds a server needs after reading its weights before it answers (engine start, CUDA
     /// graph capture, compilation, warm-up), by server id (`vllm`, `tgi`...); `default` is used
     /// for servers not listed.
+    /// Each a range `{fast, slow}` or one number for both.
     #[serde(default)]
-    pub server_start_seconds: BTreeMap<String, f64>,
+    pub server_start_seconds: BTreeMap<String, Span>,
     /// Parameter counts, in billions, of models whose ids do not say it (`DeepSeek-R1`: 671),
     /// keyed by the start of the model's name (the part after the last `/`, any case).
     #[serde(default)]
@@ -30,38 +141,43 @@ pub struct ModelLoadFile {
     pub bytes_per_parameter: BTreeMap<String, f64>,
     /// The shortest budget, in seconds, of a startupProbe that a fix adds. Default 1200.
     pub startup_floor_seconds: Option<f64>,
+    /// The shortest budget, in seconds, of a startupProbe that a fix adds to a container that
+    /// had no kill deadline at all (no liveness, no startupProbe): the fix creates the deadline,
+    /// so it must lie beyond any load the container may have. Default 3600.
+    pub new_deadline_floor_seconds: Option<f64>,
 }
 
-/// `modelLoad.bandwidthMBPerSecond` as written.
+/// `modelLoad.bandwidthMBPerSecond` as written: each a range `{fast, slow}` (the best and the
+/// worst plausible rate) or one number for both.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BandwidthFile {
     /// Downloads from the Hugging Face Hub at container start.
-    pub hub: Option<f64>,
+    pub hub: Option<Span>,
     /// NIM's download of its model profile from NGC at container start.
-    pub ngc: Option<f64>,
+    pub ngc: Option<Span>,
     /// Downloads from object storage (s3://, gs://, azure://, https://).
-    pub object_store: Option<f64>,
+    pub object_store: Option<Span>,
     /// Reads from a PersistentVolumeClaim or another network volume (nfs, csi).
-    pub persistent_volume: Option<f64>,
+    pub persistent_volume: Option<Span>,
     /// Reads from a hostPath volume (the node's local disk).
-    pub host_path: Option<f64>,
+    pub host_path: Option<Span>,
     /// Reads from an emptyDir on the node's disk, from an image volume, or from the image itself.
-    pub node_disk: Option<f64>,
+    pub node_disk: Option<Span>,
     /// Reads from a memory-backed emptyDir (`medium: Memory`).
-    pub memory: Option<f64>,
+    pub memory: Option<Span>,
 }
 
-/// MB/s for each source of weights, every one set.
+/// MB/s for each source of weights, every one set: at the fast end (the larger) and the slow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bandwidth {
-    pub hub: f64,
-    pub ngc: f64,
-    pub object_store: f64,
-    pub persistent_volume: f64,
-    pub host_path: f64,
-    pub node_disk: f64,
-    pub memory: f64,
+    pub hub: Span,
+    pub ngc: Span,
+    pub object_store: Span,
+    pub persistent_volume: Span,
+    pub host_path: Span,
+    pub node_disk: Span,
+    pub memory: Span,
 }
 
 /// The effective `modelLoad:` settings.
@@ -69,21 +185,22 @@ pub struct Bandwidth {
 pub struct ModelLoad {
     pub bandwidth: Bandwidth,
     /// By server id, with `default`.
-    pub server_start_seconds: BTreeMap<String, f64>,
+    pub server_start_seconds: BTreeMap<String, Span>,
     /// Lower-cased name prefixes with their parameter counts in billions, longest first.
     pub parameters_billions: Vec<(String, f64)>,
     /// Lower-cased name prefixes with their checkpoints' bytes per parameter, longest first.
     pub bytes_per_parameter: Vec<(String, f64)>,
     pub startup_floor_seconds: f64,
+    pub new_deadline_floor_seconds: f64,
 }
 
 impl ModelLoad {
-    /// Seconds server `id` needs after its weights are read.
-    pub fn start_seconds(&self, id: Option<&str>) -> f64 {
+    /// Seconds server `id` needs after its weights are read, at the fast and the slow end.
+    pub fn start_seconds(&self, id: Option<&str>) -> Span {
         id.and_then(|id| self.server_start_seconds.get(id))
             .or_else(|| self.server_start_seconds.get("default"))
             .copied()
-            .unwrap_or(0.0)
+            .unwrap_or(Span::point(0.0))
     }
 
     /// Merges `user` over `base`: scalars replace, maps add keys. Errors name the key.
@@ -93,21 +210,27 @@ impl ModelLoad {
     ) -> Result<Self, (String, String)> {
         let b = base.bandwidth_mb_per_second.unwrap_or_default();
         let u = user.bandwidth_mb_per_second.unwrap_or_default();
-        let speed = |key: &str, user: Option<f64>, base: Option<f64>| {
-            let value = user.or(base).ok_or_else(|| {
-                (
-                    format!("modelLoad.bandwidthMBPerSecond.{key}"),
-                    "missing from the built-in policy".to_owned(),
-                )
-            })?;
-            if value.is_finite() && value > 0.0 {
-                Ok(value)
-            } else {
-                Err((
-                    format!("modelLoad.bandwidthMBPerSecond.{key}"),
-                    format!("expected MB/s > 0, got {value}"),
-                ))
+        let speed = |key: &str, user: Option<Span>, base: Option<Span>| {
+            let key = format!("modelLoad.bandwidthMBPerSecond.{key}");
+            let value = user
+                .or(base)
+                .ok_or_else(|| (key.clone(), "missing from the built-in policy".to_owned()))?;
+            for end in [value.fast, value.slow] {
+                if !(end.is_finite() && end > 0.0) {
+                    return Err((key, format!("expected MB/s > 0, got {end}")));
+                }
             }
+            if value.fast < value.slow {
+                return Err((
+                    key,
+                    format!(
+                        "the fast end ({}) is a lower rate than the slow end ({}): fast is the \
+                         best plausible bandwidth",
+                        value.fast, value.slow
+                    ),
+                ));
+            }
+            Ok(value)
         };
         let bandwidth = Bandwidth {
             hub: speed("hub", u.hub, b.hub)?,
@@ -121,10 +244,22 @@ impl ModelLoad {
         let mut server_start_seconds = base.server_start_seconds;
         server_start_seconds.extend(user.server_start_seconds);
         for (id, seconds) in &server_start_seconds {
-            if !(seconds.is_finite() && *seconds >= 0.0) {
+            let key = || format!("modelLoad.serverStartSeconds.{id}");
+            for end in [seconds.fast, seconds.slow] {
+                if !(end.is_finite() && end >= 0.0) {
+                    return Err((
+                        key(),
+                        format!("expected a number of seconds ≥ 0, got {end}"),
+                    ));
+                }
+            }
+            if seconds.fast > seconds.slow {
                 return Err((
-                    format!("modelLoad.serverStartSeconds.{id}"),
-                    format!("expected a number of seconds ≥ 0, got {seconds}"),
+                    key(),
+                    format!(
+                        "the fast end ({} s) is longer than the slow end ({} s)",
+                        seconds.fast, seconds.slow
+                    ),
                 ));
             }
         }
@@ -148,12 +283,23 @@ impl ModelLoad {
                 format!("expected a number of seconds ≥ 0, got {startup_floor_seconds}"),
             ));
         }
+        let new_deadline_floor_seconds = user
+            .new_deadline_floor_seconds
+            .or(base.new_deadline_floor_seconds)
+            .unwrap_or(3600.0);
+        if !(new_deadline_floor_seconds.is_finite() && new_deadline_floor_seconds >= 0.0) {
+            return Err((
+                "modelLoad.newDeadlineFloorSeconds".to_owned(),
+                format!("expected a number of seconds ≥ 0, got {new_deadline_floor_seconds}"),
+            ));
+        }
         Ok(ModelLoad {
             bandwidth,
             server_start_seconds,
             parameters_billions,
             bytes_per_parameter,
             startup_floor_seconds,
+            new_deadline_floor_seconds,
         })
     }
 }

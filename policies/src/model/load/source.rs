@@ -3,7 +3,7 @@
 //! filled, an image volume) or from the image itself.
 
 use super::model::CommandLine;
-use super::settings::Bandwidth;
+use super::settings::{Bandwidth, Span};
 use crate::model::fields::{get, pick};
 use serde::Serialize;
 use serde_json::Value;
@@ -40,8 +40,8 @@ pub enum WeightSource {
 }
 
 impl WeightSource {
-    /// MB/s the policy gives this source.
-    pub fn bandwidth(&self, b: &Bandwidth) -> f64 {
+    /// MB/s the policy gives this source, at the fast and the slow end.
+    pub fn bandwidth(&self, b: &Bandwidth) -> Span {
         match self {
             WeightSource::Hub => b.hub,
             WeightSource::Ngc => b.ngc,
