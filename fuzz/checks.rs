@@ -174,6 +174,10 @@ pub fn engine_json(data: &[u8]) {
     }
 }
 
+/// The fuzzed `--fix` applies unsafe fixes too (`--fix --unsafe-fixes`): every fix is held to
+/// the same promises.
+const UNSAFE_TOO: probelint_policies::Applicability = probelint_policies::Applicability::Unsafe;
+
 fn source(bytes: Vec<u8>) -> Source {
     Source::in_memory("fuzz.yaml", bytes)
 }
@@ -182,7 +186,7 @@ fn source(bytes: Vec<u8>) -> Source {
 /// every object turned into text edits. Never panics; a fixed text parses into as many
 /// documents as the original, and fixing it again changes nothing.
 pub fn textfix_engine(data: &[u8]) {
-    let plans = fix::plan(vec![source(data.to_vec())], &POLICY, &LIMITS).plans;
+    let plans = fix::plan(vec![source(data.to_vec())], &POLICY, &LIMITS, UNSAFE_TOO).plans;
     for plan in plans {
         let Ok(fixed) = plan.fixed else { continue };
         let before = parse_stream(data, &LIMITS).expect("only parsed files are fixed");
@@ -194,7 +198,13 @@ pub fn textfix_engine(data: &[u8]) {
             "documents lost or added\n{fixed}"
         );
         assert!(!plan.fixed_findings.is_empty());
-        let again = fix::plan(vec![source(fixed.clone().into_bytes())], &POLICY, &LIMITS).plans;
+        let again = fix::plan(
+            vec![source(fixed.clone().into_bytes())],
+            &POLICY,
+            &LIMITS,
+            UNSAFE_TOO,
+        )
+        .plans;
         for plan in again {
             if let Ok(twice) = plan.fixed {
                 assert_eq!(twice, fixed, "--fix is not idempotent");

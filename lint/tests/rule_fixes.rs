@@ -65,7 +65,32 @@ fn every_rules_bad_example_and_fixable_fixtures_are_fixed_as_pinned() {
         std::fs::write(dir.path().join("policy.yaml"), policy_text(meta)).unwrap();
         std::fs::write(dir.path().join(&*file), &text).unwrap();
 
-        let fixed = probelint(dir.path(), &["--fix", &file]);
+        // A rule whose fix is unsafe is fixed as a user asks for it: `--fix --unsafe-fixes`.
+        let unsafe_fix = meta
+            .fix
+            .as_ref()
+            .is_some_and(|f| f.applicability == probelint_policies::Applicability::Unsafe);
+        if unsafe_fix {
+            // `--fix` alone applies the other rules' safe fixes, never this one.
+            let safe_only = probelint(dir.path(), &["--fix", &file]);
+            assert!(
+                !String::from_utf8_lossy(&safe_only.stderr)
+                    .contains(&format!("fixed[{}]", meta.id)),
+                "{folder}/{file}: --fix alone applied an unsafe fix"
+            );
+            let relint = probelint(dir.path(), &["-f", "json", &file]);
+            assert!(
+                String::from_utf8_lossy(&relint.stdout).contains(&format!("\"{}\"", meta.id)),
+                "{folder}/{file}: --fix alone removed {}",
+                meta.id
+            );
+        }
+        let args: &[&str] = if unsafe_fix {
+            &["--fix", "--unsafe-fixes", &file]
+        } else {
+            &["--fix", &file]
+        };
+        let fixed = probelint(dir.path(), args);
         let stderr = String::from_utf8_lossy(&fixed.stderr);
         assert!(
             matches!(fixed.status.code(), Some(0 | 1)),

@@ -19,6 +19,7 @@ static REGISTRY: &[&Rule] = &[
     &rules::probe_port_undeclared::RULE,
     &rules::probe_threshold_invalid::RULE,
     &rules::pod_spec_invalid::RULE,
+    &rules::args_repeat_entrypoint::RULE,
     &rules::exec_probe_heavy::RULE,
     &rules::known_server_endpoint::RULE,
     &rules::readiness_timeout_too_short::RULE,

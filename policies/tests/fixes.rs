@@ -1,7 +1,7 @@
 //! Fixes, as users meet them in `probelint --fix` and the mutating webhook: they apply, they
 //! fix what they claim, they are idempotent and minimal, and they never invent an endpoint.
 
-use probelint_policies::{Policy, evaluate_one, registry};
+use probelint_policies::{Applicability, Policy, evaluate_one, merge_fixes, registry};
 use probelint_policies::{annotation_ops, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -13,14 +13,30 @@ fn apply(object: &Value, patch: &json_patch::Patch) -> Value {
     out
 }
 
-/// Idempotent, closed and minimal, for one object. Returns the fixed object.
+/// Idempotent, closed and minimal, for one object, with the safe fixes (as `--fix` and the
+/// mutating webhook apply them). Returns the fixed object.
 fn check_properties(object: &Value, policy: &Policy, what: &str) -> Value {
-    let first = mutate(object, policy);
+    check_properties_at(object, policy, what, Applicability::Safe)
+}
+
+/// The same with every fix at or above `at_least` (`--fix --unsafe-fixes` for `Unsafe`).
+fn check_properties_at(
+    object: &Value,
+    policy: &Policy,
+    what: &str,
+    at_least: Applicability,
+) -> Value {
+    let mut first = mutate(object, policy);
+    if at_least != Applicability::Safe {
+        (first.patch, first.applied) = merge_fixes(&first.findings, at_least);
+    }
     let fixed = apply(object, &first.patch);
-    // Closed: no finding with a safe fix remains.
+    // Closed: no finding with a fix of that kind remains.
     let remaining: Vec<_> = evaluate_one(&fixed, policy)
         .into_iter()
-        .filter(|f| f.fix.is_some() && !f.is_suppressed())
+        .filter(|f| {
+            f.fix.as_ref().is_some_and(|x| x.applicability >= at_least) && !f.is_suppressed()
+        })
         .map(|f| format!("{} {}", f.rule, f.pointer))
         .collect();
     assert!(
@@ -28,7 +44,10 @@ fn check_properties(object: &Value, policy: &Policy, what: &str) -> Value {
         "{what}: fixable findings remain after fixing: {remaining:?}"
     );
     // Idempotent: fixing again changes nothing.
-    let second = mutate(&fixed, policy);
+    let mut second = mutate(&fixed, policy);
+    if at_least != Applicability::Safe {
+        second.patch = merge_fixes(&second.findings, at_least).0;
+    }
     assert!(
         second.patch.0.is_empty(),
         "{what}: second mutation not empty: {:?}",
@@ -38,7 +57,7 @@ fn check_properties(object: &Value, policy: &Policy, what: &str) -> Value {
     let containers: Vec<String> = first
         .findings
         .iter()
-        .filter(|f| f.fix.is_some())
+        .filter(|f| f.fix.as_ref().is_some_and(|x| x.applicability >= at_least))
         .map(|f| {
             let p = &f.pointer;
             // The container pointer is the prefix up to `/containers/N` or `/initContainers/N`
@@ -89,8 +108,12 @@ fn every_fixable_bad_example_is_fixed() {
             Some(p) => Policy::with_user_yaml(p).expect("example policy"),
             None => Policy::default(),
         };
+        let at_least = m
+            .fix
+            .as_ref()
+            .map_or(Applicability::Safe, |f| f.applicability);
         for object in objects(m.bad_example) {
-            let fixed = check_properties(&object, &policy, m.id);
+            let fixed = check_properties_at(&object, &policy, m.id, at_least);
             let before = evaluate_one(&object, &policy)
                 .into_iter()
                 .filter(|f| f.rule == m.id)

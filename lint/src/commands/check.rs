@@ -62,6 +62,11 @@ pub struct Args {
     /// With --fix: show the changes as a unified diff instead of writing them.
     #[arg(long, requires = "fix")]
     pub dry_run: bool,
+
+    /// With --fix: also apply unsafe fixes (ones that change what a container runs, such as
+    /// args-repeat-entrypoint's), which the mutating webhook never applies.
+    #[arg(long, requires = "fix")]
+    pub unsafe_fixes: bool,
 }
 
 /// Pairs each `--output` with the `--format` written before it; formats without one go to
@@ -157,7 +162,12 @@ pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
     }));
 
     let report = if args.fix {
-        let planned = fix::plan(sources, &policy, &limits);
+        let at_least = if args.unsafe_fixes {
+            probelint_policies::Applicability::Unsafe
+        } else {
+            probelint_policies::Applicability::Safe
+        };
+        let planned = fix::plan(sources, &policy, &limits, at_least);
         let fixed = fix::apply(planned, args.dry_run, &policy, &limits);
         fixed
             .print(&mut std::io::stdout().lock(), &mut anstream::stderr())

@@ -45,12 +45,24 @@ impl Planned {
     }
 }
 
-/// Checks every file and computes its safe fixes as text edits that keep everything else
-/// byte-for-byte.
-pub fn plan<S: Into<Pending> + Send>(sources: Vec<S>, policy: &Policy, limits: &Limits) -> Planned {
+/// Checks every file and computes its fixes at or above `at_least` (safe ones, or with
+/// `--unsafe-fixes` unsafe ones too) as text edits that keep everything else byte-for-byte.
+pub fn plan<S: Into<Pending> + Send>(
+    sources: Vec<S>,
+    policy: &Policy,
+    limits: &Limits,
+    at_least: Applicability,
+) -> Planned {
     let (files, plans): (Vec<Checked>, Vec<Option<FilePlan>>) = sources
         .into_par_iter()
-        .map(|s| plan_file(load::load(s.into().read(limits), limits), policy, limits))
+        .map(|s| {
+            plan_file(
+                load::load(s.into().read(limits), limits),
+                policy,
+                limits,
+                at_least,
+            )
+        })
         .unzip();
     Planned {
         files,
@@ -62,6 +74,7 @@ fn plan_file(
     loaded: load::Loaded,
     policy: &Policy,
     limits: &Limits,
+    at_least: Applicability,
 ) -> (Checked, Option<FilePlan>) {
     let Some(text) = loaded.text.clone() else {
         return (check::file(loaded, policy, Texts::All, |_, _| {}), None);
@@ -79,7 +92,7 @@ fn plan_file(
         if fixable.is_empty() {
             return;
         }
-        let (patch, applied) = probelint_policies::merge_fixes(&fixable, Applicability::Safe);
+        let (patch, applied) = probelint_policies::merge_fixes(&fixable, at_least);
         if patch.0.is_empty() {
             return;
         }
@@ -321,7 +334,7 @@ mod tests {
         let policy = Policy::default();
         let limits = Limits::default();
         let sources = vec![source("gpu.yaml", GPU), source("service.yaml", SERVICE)];
-        let planned = plan(sources, &policy, &limits);
+        let planned = plan(sources, &policy, &limits, Applicability::Safe);
         assert_eq!(planned.plans.len(), 1, "the Service has nothing to fix");
         let summary = apply(planned, true, &policy, &limits);
         assert_eq!(summary.files_changed(), 1);

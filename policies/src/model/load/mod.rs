@@ -253,7 +253,7 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
             },
         });
     }
-    let line = CommandLine::of(cx.container);
+    let line = CommandLine::running(cx.container, cx.image);
     let mut found = model::find(server_id, &line, cx.image, cx.container);
     let mut kserve_storage =
         matches!(found, ModelArg::Found { ref found_in, .. } if found_in == "storageUri");

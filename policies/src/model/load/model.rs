@@ -60,6 +60,24 @@ impl CommandLine {
         CommandLine { words, env }
     }
 
+    /// The words the container runs: as [`CommandLine::of`], with the image's entrypoint before
+    /// its `args` when it gives no `command` and its image is an official server image
+    /// ([`crate::model::entrypoint`]): `args: [M]` under `vllm/vllm-openai` is `vllm serve M`.
+    /// Leading `args` that repeat the entrypoint (`serve M`) are left out here: the
+    /// `args-repeat-entrypoint` rule reports them, and the estimate reads what was meant.
+    pub fn running(container: &Value, image: &str) -> Self {
+        let mut line = Self::of(container);
+        if let Some(entry) = crate::model::entrypoint::runs(container, image) {
+            let args: Vec<&str> = line.words.iter().map(String::as_str).collect();
+            let repeated = entry.repeated_words(&args);
+            let mut words: Vec<String> = Vec::with_capacity(entry.words.len() + args.len());
+            words.extend(entry.words.iter().map(|w| (*w).to_owned()));
+            words.extend(line.words.drain(repeated..));
+            line.words = words;
+        }
+        line
+    }
+
     /// The value of the first of `flags` given (`--model X` or `--model=X`), with the flag.
     /// Dashes and underscores in long flags are the same (`--pipeline_parallel_size`), as the
     /// servers' argument parsers treat them.
