@@ -10,7 +10,7 @@ use probelint_policies::Analysis;
 use probelint_policies::Policy;
 use probelint_policies::ProbeKind;
 use probelint_policies::required_startup_seconds;
-use probelint_policies::simulate::{scenario_for, simulate};
+use probelint_policies::simulate::{loading_server_of, scenario_for, simulate};
 use probelint_policies::{STARTUP_PERIOD_SECONDS, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -26,6 +26,32 @@ fn check(object: &Value, policy: &Policy) -> usize {
     }
     let mut fixed = object.clone();
     json_patch::patch(&mut fixed, &mutation.patch).expect("the engine's patch applies");
+    compare(object, fixed, policy)
+}
+
+/// The same promise for advice: every display-only fix (a `help` that proposes a probe change,
+/// as the patch it would be) applied on its own. Returns how many pieces of advice were held to it.
+fn check_advice(object: &Value, policy: &Policy) -> usize {
+    let mut held = 0;
+    for finding in probelint_policies::evaluate_one(object, policy) {
+        let Some(fix) = finding
+            .fix
+            .filter(|f| f.applicability == probelint_policies::Applicability::DisplayOnly)
+        else {
+            continue;
+        };
+        let mut advised = object.clone();
+        json_patch::patch(&mut advised, &fix.patch)
+            .unwrap_or_else(|e| panic!("{}: the advice does not apply: {e}", finding.rule));
+        compare(object, advised, policy);
+        held += 1;
+    }
+    held
+}
+
+/// The promise between `object` as written and `fixed`, container by container; returns how many
+/// containers got a startupProbe they did not have.
+fn compare(object: &Value, fixed: Value, policy: &Policy) -> usize {
     let before = [object.clone()];
     let after = [fixed];
     let before = Analysis::new(&before, policy);
@@ -90,8 +116,16 @@ fn check(object: &Value, policy: &Policy) -> usize {
         loads.extend([old_c.load.fast, old_c.load.slow]);
         for load in loads {
             let duration = (load * 4.0).max(3600.0);
-            let was = simulate(&scenario_for(old_c, load, duration));
-            let now = simulate(&scenario_for(new_c, load, duration));
+            // As the container's server behaves while it loads (a port check passes early on
+            // llama.cpp, never on vLLM), the same for both.
+            let server = loading_server_of(old_c);
+            let run = |c| {
+                let mut s = scenario_for(c, load, duration);
+                s.server = server;
+                simulate(&s)
+            };
+            let was = run(old_c);
+            let now = run(new_c);
             // At a load beyond both deadlines the container loops, fixed or not, and the count
             // within the window is a matter of where the back-off falls: a longer deadline
             // (kept by the check above) can end one more cycle inside the window, since the
@@ -138,6 +172,27 @@ fn on_the_real_corpus_no_fix_makes_a_workload_worse() {
         changed >= 20,
         "only {changed} containers got a startupProbe"
     );
+}
+
+#[test]
+fn no_advice_adds_a_restart_on_the_corpus_or_the_rules_fixtures() {
+    let policy = Policy::default();
+    let mut held = 0;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/rules");
+    let mut files = probelint_testkit::corpus::real_manifests();
+    files.extend(probelint_testkit::corpus::manifests_under(&root));
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("manifest is UTF-8");
+        let Ok(docs) = probelint_testkit::yaml::try_objects(&text) else {
+            continue;
+        };
+        for doc in docs.iter().filter(|d| d.is_object()) {
+            held += check_advice(doc, &policy);
+        }
+    }
+    // liveness-checks-readiness advises on the corpus and on its own fixtures (llama.cpp behind
+    // a tcpSocket gate among them): the property is exercised.
+    assert!(held >= 3, "only {held} pieces of advice were checked");
 }
 
 #[test]

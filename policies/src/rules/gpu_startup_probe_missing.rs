@@ -53,8 +53,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let fix = (cx.workload.object_ref.kind != "NIMService")
             .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))
             .flatten();
+        // Help says what to change and why; the fix line beside it says what --fix writes.
         let help = match &fix {
-            Some(fix) => fix.description.clone(),
+            Some(_) => "add a startupProbe on the server's health check with a budget beyond the \
+                        slowest plausible load: it holds liveness and readiness off until the \
+                        model is loaded, and lets liveness stay quick to catch real hangs"
+                .to_owned(),
             None => {
                 let budget = StartupBudget::for_container(&cx, analysis.policy);
                 format!(
@@ -135,6 +139,13 @@ mod tests {
 
     const ID: &str = "gpu-startup-probe-missing";
 
+    /// What --fix writes, where the rule offers a fix; else the help, which then says it.
+    fn fix_of(f: &crate::Finding) -> &str {
+        f.fix
+            .as_ref()
+            .map_or(f.help.as_str(), |x| x.description.as_str())
+    }
+
     #[test]
     fn message_names_container_and_budget() {
         let f = &findings_of(super::META.bad_example, ID)[0];
@@ -169,18 +180,17 @@ mod tests {
         // policy's 3,600 s floor for a deadline where there was none, not the 375 s the default
         // load needs.
         assert!(
-            f.help.contains(
+            fix_of(f).contains(
                 "failureThreshold 360 (3600 s budget, set by modelLoad.newDeadlineFloorSeconds: a \
                  deadline where this container had none"
             ),
             "{}",
-            f.help
+            fix_of(f)
         );
         assert!(
-            f.help
-                .contains("readiness check (httpGet /health on port 8000)"),
+            fix_of(f).contains("readiness check (httpGet /health on port 8000)"),
             "{}",
-            f.help
+            fix_of(f)
         );
     }
 
@@ -199,9 +209,9 @@ mod tests {
             f.message
         );
         assert!(
-            f.help.contains("failureThreshold 373 (3730 s budget"),
+            fix_of(f).contains("failureThreshold 373 (3730 s budget"),
             "{}",
-            f.help
+            fix_of(f)
         );
         // DeepSeek-R1 on a PVC: 671B × 1 byte (FP8 in the name) at 125–2000 MB/s + 20–180 s.
         let r1 = yaml
@@ -211,10 +221,9 @@ mod tests {
         let f = &findings_of(&r1, ID)[0];
         assert!(f.message.contains("load ≈ 356–5548 s + 25 %; 671 GB (DeepSeek-R1-FP8: 671B parameters × 1 byte, fp8) read from PVC \"r1\" at 125–2000 MB/s = 336–5368 s + 20–180 s vLLM start"), "{}", f.message);
         assert!(
-            f.help
-                .contains("failureThreshold 694 (6940 s budget, set by the load with margin"),
+            fix_of(f).contains("failureThreshold 694 (6940 s budget, set by the load with margin"),
             "{}",
-            f.help
+            fix_of(f)
         );
         // A liveness tolerance longer than all of that is kept: the fix never shortens it.
         let long = yaml.replace(
@@ -228,11 +237,11 @@ mod tests {
             f.message
         );
         assert!(
-            f.help.contains(
+            fix_of(f).contains(
                 "failureThreshold 503 (5030 s budget, set by the liveness tolerance it had)"
             ),
             "{}",
-            f.help
+            fix_of(f)
         );
     }
 

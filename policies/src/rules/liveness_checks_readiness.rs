@@ -1,13 +1,19 @@
 //! `liveness-checks-readiness`: liveness asks "can you serve?" instead of "are you alive?".
 
-use super::rule::{Report, Rule, RuleMeta};
+use super::rule::{FixMeta, Report, Rule, RuleMeta};
 use crate::analysis::context::{Analysis, ContainerContext};
-use crate::fix::probes::GENERATION_TIMEOUT_SECONDS;
-use crate::model::finding::Severity;
-use crate::model::probe::{Handler, ProbeKind};
+use crate::fix::Change;
+use crate::fix::patch::{add, remove, replace};
+use crate::fix::probes::{GENERATION_TIMEOUT_SECONDS, StartupBudget, startup_probe};
+use crate::model::budget::threshold_for;
+use crate::model::finding::{Applicability, Fix, Severity};
+use crate::model::pointer;
+use crate::model::probe::{Handler, PortRef, Probe, ProbeKind};
 use crate::model::servers::{
     DuringLoad, GENERIC_READY_PATHS, KNOWN_SERVERS, KnownServer, is_inference_path, strip_query,
 };
+use crate::policy::Policy;
+use serde_json::json;
 
 static META: RuleMeta = RuleMeta {
     id: "liveness-checks-readiness",
@@ -23,7 +29,14 @@ for both (vLLM's, TGI's and llama.cpp's /health) is not flagged for using it twi
     example_policy: None,
     bad_example: include_str!("../../resources/rules/liveness-checks-readiness/bad.yaml"),
     good_example: include_str!("../../resources/rules/liveness-checks-readiness/good.yaml"),
-    fix: None,
+    fix: Some(FixMeta {
+        applicability: Applicability::DisplayOnly,
+        what: "Advice, never applied: the liveness endpoint of the recognised server, with the \
+timeout a generating endpoint needs, and — where that endpoint fails while the model loads and no \
+startupProbe waits for the model — a startupProbe on the server's ready endpoint sized to the load \
+first. It is shown as the patch it would be, and held to the invariant fixes are: simulated as written \
+and as advised at both ends of the load, it adds no restart.",
+    }),
 };
 
 /// Handlers compared for identity: what they check, not how often.
@@ -68,14 +81,20 @@ pub(crate) static RULE: Rule = Rule::object(&META, check);
 /// model gates it; a tcpSocket startupProbe on a server that opens its port before the model is
 /// loaded does not. And an endpoint that runs a generation (SGLang's /health) needs the generous
 /// timeout a generation takes, or the kubelet's 1 s default fails it under load.
-fn advice(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> String {
+fn advice(
+    cx: &ContainerContext<'_, '_>,
+    server: &KnownServer,
+    liveness: &Probe<'_>,
+    policy: &Policy,
+) -> (String, Option<Fix>) {
     let fails_during_load = cx.container.loads_model_at_start()
         && matches!(
             server.during_load,
             DuringLoad::PortClosed | DuringLoad::Unavailable | DuringLoad::Unknown
         )
         && !server.answers_during_load(server.live_path);
-    let gated = match cx.container.probe(ProbeKind::Startup) {
+    let startup = cx.container.probe(ProbeKind::Startup);
+    let gated = match startup {
         Some(startup) => match &startup.handler {
             // The port is open while llama.cpp or SGLang loads: this gate opens too early.
             Handler::TcpSocket { .. } => server.during_load == DuringLoad::PortClosed,
@@ -89,19 +108,137 @@ fn advice(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> String {
     } else {
         String::new()
     };
-    if fails_during_load && !gated {
-        return format!(
+    let needs_gate = fails_during_load && !gated;
+    let text = if needs_gate {
+        format!(
             "first make the startupProbe an httpGet {} sized to the model load (it fails while \
              {} loads, and would then gate liveness); then point liveness at {}{timeout} ({}'s \
              liveness endpoint). Pointing liveness there without that gate would kill the \
              server mid-load",
             server.ready_path, server.name, server.live_path, server.name
-        );
-    }
-    format!(
-        "point liveness at {}{timeout} ({}'s liveness endpoint)",
-        server.live_path, server.name
+        )
+    } else {
+        format!(
+            "point liveness at {}{timeout} ({}'s liveness endpoint)",
+            server.live_path, server.name
+        )
+    };
+    let patch = advised_patch(cx, server, liveness, startup, needs_gate, policy);
+    (
+        text,
+        patch.map(|(description, ops)| {
+            Change::new(description, ops).fix(Applicability::DisplayOnly)
+        }),
     )
+}
+
+/// The advice as the patch it would be: liveness on the server's liveness path (an httpGet
+/// liveness keeps its port), the timeout a generating endpoint needs, and where a gate is needed
+/// the startupProbe that waits for the model. `None` where the advice has no exact patch (an
+/// exec or tcpSocket liveness, a startupProbe that is not a mapping).
+fn advised_patch(
+    cx: &ContainerContext<'_, '_>,
+    server: &KnownServer,
+    liveness: &Probe<'_>,
+    startup: Option<&Probe<'_>>,
+    needs_gate: bool,
+    policy: &Policy,
+) -> Option<(String, Vec<json_patch::PatchOperation>)> {
+    let port_value = |port: &PortRef<'_>| match port {
+        PortRef::Number(n) => Some(json!(n)),
+        PortRef::Name(n) => Some(json!(n)),
+        PortRef::Invalid(_) => None,
+    };
+    let mut ops = match &liveness.handler {
+        Handler::HttpGet { path, .. }
+            if liveness.value.pointer("/httpGet/path").is_some()
+                && strip_query(path) != server.live_path =>
+        {
+            vec![replace(
+                pointer::join(&pointer::join(&liveness.pointer, "httpGet"), "path"),
+                json!(server.live_path),
+            )]
+        }
+        // A port check, asked over HTTP for the liveness endpoint on the same port.
+        Handler::TcpSocket { port } if liveness.value.is_object() => vec![
+            remove(pointer::join(&liveness.pointer, "tcpSocket")),
+            add(
+                pointer::join(&liveness.pointer, "httpGet"),
+                json!({"path": server.live_path, "port": port_value(port)?}),
+            ),
+        ],
+        _ => return None,
+    };
+    let mut said = format!("point liveness at {}", server.live_path);
+    if server.live_runs_generation && liveness.timeout() < GENERATION_TIMEOUT_SECONDS {
+        let path = pointer::join(&liveness.pointer, "timeoutSeconds");
+        ops.push(if liveness.value.get("timeoutSeconds").is_some() {
+            replace(path, json!(GENERATION_TIMEOUT_SECONDS))
+        } else {
+            add(path, json!(GENERATION_TIMEOUT_SECONDS))
+        });
+        said.push_str(&format!(
+            " with timeoutSeconds {GENERATION_TIMEOUT_SECONDS}"
+        ));
+    }
+    if !needs_gate {
+        return Some((said, ops));
+    }
+    let budget = StartupBudget::for_container(cx, policy);
+    match startup {
+        // A tcpSocket gate on a port that opens early: the same port, asked over HTTP for the
+        // ready endpoint, with a budget that covers the load.
+        Some(
+            gate @ Probe {
+                handler: Handler::TcpSocket { port },
+                ..
+            },
+        ) if gate.value.is_object() => {
+            let port = port_value(port)?;
+            let period = gate.period();
+            if period <= 0 {
+                return None;
+            }
+            let threshold = threshold_for(budget.seconds, period, gate.initial_delay())
+                .max(gate.failure_threshold());
+            ops.insert(0, remove(pointer::join(&gate.pointer, "tcpSocket")));
+            ops.insert(
+                1,
+                add(
+                    pointer::join(&gate.pointer, "httpGet"),
+                    json!({"path": server.ready_path, "port": port}),
+                ),
+            );
+            let field = pointer::join(&gate.pointer, "failureThreshold");
+            ops.insert(
+                2,
+                if gate.value.get("failureThreshold").is_some() {
+                    replace(field, json!(threshold))
+                } else {
+                    add(field, json!(threshold))
+                },
+            );
+            Some((
+                format!(
+                    "make the startupProbe httpGet {} with failureThreshold {threshold} ({} s \
+                     budget, set by {}), then {said}",
+                    server.ready_path,
+                    threshold.saturating_mul(period),
+                    budget.set_by
+                ),
+                ops,
+            ))
+        }
+        // No startupProbe at all: the one gpu-startup-probe-missing adds, then liveness.
+        None => {
+            let gate = startup_probe(cx, policy)?;
+            let description = format!("{}, then {said}", gate.description);
+            let mut all = gate.ops;
+            all.extend(ops);
+            Some((description, all))
+        }
+        Some(_) => None,
+    }
 }
 
 fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
@@ -117,23 +254,29 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let readiness = cx.container.probe(ProbeKind::Readiness);
         // Built only for a finding.
         let live_help = || match cx.container.server {
-            Some(s) => advice(&cx, s),
-            None => "point liveness at a cheap endpoint that only fails when the process is wedged"
-                .to_owned(),
+            Some(s) => advice(&cx, s, liveness, analysis.policy),
+            None => (
+                "point liveness at a cheap endpoint that only fails when the process is wedged"
+                    .to_owned(),
+                None,
+            ),
         };
         if let Handler::HttpGet { path, .. } = &liveness.handler
             && let Some(what) = readiness_like(path)
         {
-            report.container(
-                &cx,
-                liveness.pointer.clone(),
-                format!(
-                    "{}: livenessProbe targets {path}, {what}: a busy model gets restarted instead \
-                     of taken out of rotation",
-                    cx.container.describe()
-                ),
-                live_help(),
-            );
+            let (help, fix) = live_help();
+            report
+                .container(
+                    &cx,
+                    liveness.pointer.clone(),
+                    format!(
+                        "{}: livenessProbe targets {path}, {what}: a busy model gets restarted \
+                         instead of taken out of rotation",
+                        cx.container.describe()
+                    ),
+                    help,
+                )
+                .fix = fix;
             continue;
         }
         let Some(readiness) = readiness else {
@@ -151,17 +294,20 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if designed_for_both {
             continue;
         }
-        report.container(
-            &cx,
-            liveness.pointer.clone(),
-            format!(
-                "{}: livenessProbe is the same check as readinessProbe ({}): a busy model gets \
-                 restarted instead of taken out of rotation",
-                cx.container.describe(),
-                liveness.handler.describe()
-            ),
-            live_help(),
-        );
+        let (help, fix) = live_help();
+        report
+            .container(
+                &cx,
+                liveness.pointer.clone(),
+                format!(
+                    "{}: livenessProbe is the same check as readinessProbe ({}): a busy model \
+                     gets restarted instead of taken out of rotation",
+                    cx.container.describe(),
+                    liveness.handler.describe()
+                ),
+                help,
+            )
+            .fix = fix;
     }
 }
 

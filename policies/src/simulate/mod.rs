@@ -594,6 +594,17 @@ pub fn scenario_for(
     }
 }
 
+/// What `container`'s recognised server does with a check while its model loads, from the
+/// server table: the port closed (vLLM, TGI…) refuses every check; a server that is up but
+/// answers 503 (llama.cpp, SGLang), or one whose behaviour is not known, passes only `tcpSocket`
+/// checks, the worse case for a startupProbe on the port.
+pub fn loading_server_of(container: &crate::analysis::object::Container<'_>) -> LoadingServer {
+    match container.server.map(|s| s.during_load) {
+        Some(crate::model::servers::DuringLoad::PortClosed) => LoadingServer::Refuses,
+        _ => LoadingServer::Unavailable,
+    }
+}
+
 /// [`scenario_for`] with the pod's `terminationGracePeriodSeconds`.
 pub fn scenario_for_pod(
     pod: &crate::analysis::object::PodSpec<'_>,
