@@ -268,7 +268,7 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
         };
         kserve_storage = true;
     }
-    let (reference, model_from) = match found {
+    let (reference, mut model_from) = match found {
         ModelArg::Found {
             reference,
             found_in,
@@ -282,19 +282,39 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
             return Err("no model named in the container's command, args or env".to_owned());
         }
     };
-    let parameters =
-        size::parameters(&reference, &settings.parameters_billions).ok_or_else(|| {
-            format!(
-                "the size of {:?} is not in its name (add it to modelLoad.parametersBillions)",
-                size::model_name(&reference)
-            )
-        })?;
+    // A local path that names no size may be where an init container downloads the model:
+    // the download names it (`hf download ID --local-dir PATH`).
+    let mut downloaded = None;
+    let parameters = match size::parameters(&reference, &settings.parameters_billions) {
+        Some(p) => p,
+        None => {
+            let traced = (reference.starts_with('/'))
+                .then(|| source::downloaded_into(&reference, cx.pod))
+                .flatten()
+                .and_then(|(init, id, from)| {
+                    let p = size::parameters(&id, &settings.parameters_billions)?;
+                    Some((init, id, from, p))
+                });
+            let Some((init, id, from, p)) = traced else {
+                return Err(format!(
+                    "the size of {:?} is not in its name (add it to modelLoad.parametersBillions)",
+                    size::model_name(&reference)
+                ));
+            };
+            downloaded = Some((init, id, from));
+            p
+        }
+    };
+    // The name that says the size says the precision too.
+    let sized_by = downloaded
+        .as_ref()
+        .map_or(reference.clone(), |(_, id, _)| id.clone());
     let quantization = line
         .flag(&["--quantization", "--quantize", "-q"])
         .map(|(_, v)| v);
     let dtype = line.flag(&["--dtype"]).map(|(_, v)| v);
     let precision = size::precision(
-        &reference,
+        &sized_by,
         &settings.bytes_per_parameter,
         quantization,
         dtype,
@@ -307,6 +327,13 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     };
     let kserve_storage = kserve_storage || storage != reference;
     let mut located = source::locate(storage, cx.pod, cx.container, &line, kserve_storage);
+    if let Some((init, id, from)) = downloaded {
+        located.fetched_by = Some(source::Fetch {
+            container: init,
+            from: Some(from),
+        });
+        model_from = format!("{model_from} {reference}, downloaded there as {id}");
+    }
     // NIM fetches the model its image names from NGC, not from the Hub.
     if server_id == Some("nim")
         && model_from == "the image name"
@@ -341,7 +368,7 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
         fast: (read_seconds.fast + start_seconds.fast).ceil(),
         slow: (read_seconds.slow + start_seconds.slow).ceil(),
         basis: Basis::Estimated(Box::new(Estimate {
-            model: reference,
+            model: sized_by,
             model_from,
             parameters,
             precision,

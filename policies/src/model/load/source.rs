@@ -330,6 +330,76 @@ fn init_containers_mounting<'a>(
         })
 }
 
+/// What an init container downloads into the local path `path`: the model it names (a Hub id
+/// after `download`, or an object-storage URI) and where from, when its command writes to `path`
+/// or a directory above it (`hf download ID --local-dir /models/llama`, `huggingface-cli
+/// download`, `aws s3 cp|sync s3://…/Llama-3.1-70B /models/…`, `gsutil -m cp -r gs://… /models`,
+/// `gcloud storage cp`). The server's `--model /models/llama` names no size; the download does.
+pub fn downloaded_into(path: &str, pod: &Value) -> Option<(String, String, WeightSource)> {
+    let path = path.trim_end_matches('/');
+    let inside = |dir: &str| {
+        let dir = dir.trim_end_matches('/');
+        !dir.is_empty() && (path == dir || path.starts_with(&format!("{dir}/")))
+    };
+    for init in get(pod, "initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let line = CommandLine::of(init);
+        let words = &line.words;
+        let name = get(init, "name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        // The Hugging Face CLIs: `download ID ... --local-dir DIR`, as many as the script runs.
+        let downloads: Vec<usize> = (1..words.len())
+            .filter(|&i| {
+                words[i] == "download"
+                    && matches!(
+                        words[i - 1].rsplit('/').next(),
+                        Some("hf" | "huggingface-cli")
+                    )
+            })
+            .collect();
+        for (k, &at) in downloads.iter().enumerate() {
+            let end = downloads.get(k + 1).copied().unwrap_or(words.len());
+            let segment = &words[at + 1..end];
+            let dir = segment
+                .iter()
+                .enumerate()
+                .find_map(|(j, w)| match w.split_once('=') {
+                    Some(("--local-dir", dir)) => Some(dir),
+                    _ if w == "--local-dir" => segment.get(j + 1).map(String::as_str),
+                    _ => None,
+                });
+            if let (Some(dir), Some(id)) = (dir, segment.iter().find(|w| !w.starts_with('-')))
+                && inside(dir)
+            {
+                return Some((name, id.clone(), WeightSource::Hub));
+            }
+        }
+        // A copy from object storage to a directory holding the path.
+        let copies = words.iter().any(|w| {
+            matches!(
+                w.rsplit('/').next(),
+                Some("aws" | "gsutil" | "gcloud" | "s5cmd" | "rclone" | "azcopy")
+            )
+        });
+        if copies
+            && words.iter().any(|w| w.starts_with('/') && inside(w))
+            && let Some(uri) = words.iter().find(|w| w.contains("://"))
+        {
+            let scheme = uri
+                .split_once("://")
+                .map_or("", |(s, _)| s)
+                .to_ascii_lowercase();
+            return Some((name, uri.clone(), WeightSource::ObjectStore { scheme }));
+        }
+    }
+    None
+}
+
 /// An init container whose command names `model` and that shares a volume with the container:
 /// it downloads the weights there before the server starts.
 fn init_fetching(model: &str, pod: &Value, mounts: &Mounts<'_>) -> Option<(String, WeightSource)> {

@@ -176,9 +176,46 @@ fn an_init_container_download_leaves_only_the_local_read_in_the_load() {
             "volumeMounts": [{"name": "models", "mountPath": "/models"}]}],
         "volumes": [{"name": "models", "emptyDir": {}}]
     });
-    // The path says no size, so the estimate cannot be made: the default, with the reason.
+    // The path says no size, but the init container's download does: the model it fetches,
+    // read from the emptyDir it fills.
     let load = pod_load(pod.clone(), Some("vllm"));
-    assert!(!load.is_evidence(), "{load}");
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(e.model, "meta-llama/Llama-3.1-8B-Instruct");
+    assert_eq!(
+        e.model_from,
+        "--model /models/llama, downloaded there as meta-llama/Llama-3.1-8B-Instruct"
+    );
+    assert_eq!(
+        e.fetched_by.as_ref().map(|f| f.container.as_str()),
+        Some("fetch")
+    );
+    assert_eq!((load.fast, load.slow), (28.0, 308.0), "{load}");
+    // Object storage copies are traced the same way.
+    let mut s3 = pod.clone();
+    s3["initContainers"][0]["command"] = json!([
+        "aws",
+        "s3",
+        "sync",
+        "s3://weights/Qwen2.5-72B-Instruct",
+        "/models/llama"
+    ]);
+    let load = pod_load(s3, Some("vllm"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(e.parameters.billions, 72.0, "{load}");
+    // A download elsewhere says nothing about this path.
+    let mut elsewhere = pod.clone();
+    elsewhere["initContainers"][0]["command"] = json!([
+        "hf",
+        "download",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--local-dir",
+        "/cache/other"
+    ]);
+    assert!(!pod_load(elsewhere, Some("vllm")).is_evidence());
     // Served by its Hub id from the shared cache, it can.
     let mut by_id = pod;
     by_id["containers"][0]["args"] = json!(["--model", "meta-llama/Llama-3.1-8B-Instruct"]);
