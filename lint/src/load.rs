@@ -5,8 +5,8 @@
 
 use crate::atomic::FileStamp;
 use crate::error::Error;
-use crate::input::{Input, Origin, Source, is_helm_template, read_input};
-use crate::report::{InputError, Skipped};
+use crate::input::{Input, Origin, Source, display_path, helm_chart_of, read_input};
+use crate::report::{InputError, SkipKind, Skipped};
 use probelint_yaml::load::{self as yaml, Limits, Locations, YamlError};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -69,11 +69,14 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
         }
     };
     if let Origin::File(path) = &file.origin
-        && is_helm_template(path)
+        && let Some(chart) = helm_chart_of(path)
     {
         file.skipped.push(Skipped {
             file: file.name.clone(),
             reason: HELM_HINT.to_owned(),
+            kind: SkipKind::HelmTemplate {
+                chart: Some(display_path(chart)),
+            },
         });
         return file;
     }
@@ -83,9 +86,14 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             .and_then(|n| n.to_str())
             .is_some_and(|n| crate::input::kustomize::KUSTOMIZATION_NAMES.contains(&n))
     {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => display_path(dir),
+            _ => ".".to_owned(),
+        };
         file.skipped.push(Skipped {
             file: file.name.clone(),
             reason: KUSTOMIZE_HINT.to_owned(),
+            kind: SkipKind::Kustomization { dir },
         });
         return file;
     }
@@ -96,6 +104,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             file.skipped.push(Skipped {
                 file: file.name.clone(),
                 reason: format!("{HELM_HINT} (not valid YAML: {error})"),
+                kind: SkipKind::HelmTemplate { chart: None },
             });
             return file;
         }
@@ -133,6 +142,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
                     reason: format!(
                         "document at line {line} is not a Kubernetes object (no apiVersion/kind)"
                     ),
+                    kind: SkipKind::NotKubernetes,
                 }),
             }
         }

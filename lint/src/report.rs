@@ -30,6 +30,20 @@ pub struct InputError {
 pub struct Skipped {
     pub file: String,
     pub reason: String,
+    pub kind: SkipKind,
+}
+
+/// Why a file was not linted: most skipped YAML is not Kubernetes at all (values files, CI
+/// configuration); Helm templates and kustomizations are manifests that need rendering first,
+/// which a run reports without `--verbose` (a CI job pointed at a chart must not pass silently).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipKind {
+    /// A document that is not a Kubernetes object.
+    NotKubernetes,
+    /// A Helm template, with the chart directory when it sits in one's `templates/`.
+    HelmTemplate { chart: Option<String> },
+    /// A kustomization file, with its directory.
+    Kustomization { dir: String },
 }
 
 /// The whole result of a run.

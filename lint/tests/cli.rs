@@ -168,6 +168,88 @@ fn helm_templates_are_skipped_with_a_hint_but_valid_yaml_with_braces_is_linted()
     );
 }
 
+/// A CI job pointed at a chart or an overlay must not pass while checking nothing: without
+/// `--verbose`, stderr says how many templates and kustomizations were not linted and how to
+/// lint them, and a run that linted nothing at all because of them fails (exit 2).
+#[test]
+fn unrendered_charts_and_kustomizations_are_reported_and_fail_a_run_that_linted_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    );
+    write(dir.path(), "chart/values.yaml", "replicaCount: 2\n");
+    for name in ["deploy", "service"] {
+        write(
+            dir.path(),
+            &format!("chart/templates/{name}.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+        );
+    }
+    write(
+        dir.path(),
+        "overlay/kustomization.yaml",
+        "resources: [../base]\n",
+    );
+    write(dir.path(), "deploy/good.yaml", GOOD_GPU);
+    let run = |args: &[&str]| {
+        let out = probelint()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code().unwrap(), stdout, stderr)
+    };
+
+    let (code, stdout, stderr) = run(&["chart"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(!stdout.contains("No problems found"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "probelint: error: 2 Helm templates were not linted (chart): render the chart and \
+             lint the output, e.g. `helm template RELEASE chart | probelint -`"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was linted"), "{stderr}");
+    // The same in a machine format: the notice is on stderr, the report on stdout.
+    let (code, stdout, stderr) = run(&["--format", "json", "chart"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("2 Helm templates were not linted"),
+        "{stderr}"
+    );
+    serde_json::from_str::<Value>(&stdout).expect("a JSON report");
+
+    let (code, _, stderr) = run(&["overlay"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "1 kustomization was not linted as rendered (overlay): lint what kustomize renders \
+             with `probelint --kustomize overlay`"
+        ),
+        "{stderr}"
+    );
+
+    // Beside a manifest that was linted, the run keeps its own exit code, and still says it.
+    let (alone, _, stderr) = run(&["deploy"]);
+    assert!(!stderr.contains("not linted"), "{stderr}");
+    let (code, stdout, stderr) = run(&["."]);
+    assert_eq!(code, alone, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("probelint: warning: 2 Helm templates were not linted (chart)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("probelint: warning: 1 kustomization was not linted as rendered"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("nothing was linted"), "{stderr}");
+}
+
 #[test]
 fn gitignore_and_exclude_are_honoured() {
     let dir = tempfile::tempdir().unwrap();

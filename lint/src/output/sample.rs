@@ -10,7 +10,7 @@ use probelint_policies::{
 };
 
 use super::{Format, Options, render};
-use crate::report::{InputError, LocatedFinding, Report, Skipped};
+use crate::report::{InputError, LocatedFinding, Report, SkipKind, Skipped};
 
 pub(super) const VLLM_YAML: &str = r#"apiVersion: apps/v1
 kind: Deployment
@@ -202,6 +202,7 @@ pub(super) fn sample() -> Report {
         skipped: vec![Skipped {
             file: "charts/values.yaml".to_owned(),
             reason: "no Kubernetes objects (no apiVersion and kind)".to_owned(),
+            kind: SkipKind::NotKubernetes,
         }],
         files: 4,
         objects: 5,
