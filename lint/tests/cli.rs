@@ -250,6 +250,54 @@ fn unrendered_charts_and_kustomizations_are_reported_and_fail_a_run_that_linted_
     assert!(!stderr.contains("nothing was linted"), "{stderr}");
 }
 
+/// A report written with `--output` is created as any program creates a file, 0666 less the
+/// umask (a CI artifact or a shared directory must be able to read it); an existing one keeps
+/// its mode.
+#[cfg(unix)]
+#[test]
+fn output_files_follow_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "deploy/good.yaml", GOOD_GPU);
+    let mode = |name: &str| {
+        fs::metadata(dir.path().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for (umask, report, expected) in [
+        ("022", "report-022.json", 0o644),
+        ("002", "report-002.json", 0o664),
+        ("077", "report-077.json", 0o600),
+    ] {
+        let out = std::process::Command::new("sh")
+            .current_dir(dir.path())
+            .args(["-c", &format!("umask {umask} && exec \"$0\" \"$@\"")])
+            .arg(common::BIN)
+            .args(["--format", "json", "--output", report, "deploy"])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some_and(|c| c < 2), "{}", text(&out));
+        assert_eq!(mode(report), expected, "umask {umask}");
+    }
+    fs::set_permissions(
+        dir.path().join("report-022.json"),
+        fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    probelint()
+        .current_dir(dir.path())
+        .args(["--format", "json", "--output", "report-022.json", "deploy"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        mode("report-022.json"),
+        0o640,
+        "an existing report keeps its mode"
+    );
+}
+
 #[test]
 fn gitignore_and_exclude_are_honoured() {
     let dir = tempfile::tempdir().unwrap();
