@@ -6,7 +6,7 @@
 use crate::atomic::FileStamp;
 use crate::error::Error;
 use crate::input::{Input, Origin, Source, display_path, helm_chart_of, read_input};
-use crate::report::{InputError, SkipKind, Skipped};
+use crate::report::{InputError, SkipKind, Skipped, Stage};
 use probelint_yaml::load::{self as yaml, Limits, Locations, YamlError};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -64,6 +64,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
                 line: None,
                 column: None,
                 message: error.to_string(),
+                stage: Stage::Read,
             });
             return file;
         }
@@ -113,6 +114,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             line: Some(error.line),
             column: Some(error.column),
             message: error.message.clone(),
+            stage: Stage::Read,
         });
     }
     // Read as kubectl reads them, and said: a reviewer reading the file as YAML sees other
@@ -123,6 +125,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             line: Some(divergence.line),
             column: Some(divergence.column),
             message: divergence.message.clone(),
+            stage: Stage::Read,
         });
     }
     // Keep the text for snippets only when it is text; the parser already said if it is not.

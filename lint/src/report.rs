@@ -16,13 +16,23 @@ pub struct LocatedFinding {
     pub column: usize,
 }
 
-/// A file (or document) that could not be read or parsed.
+/// A file (or document) that could not be read or parsed, or (with `--fix`) not be fixed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
     pub file: String,
     pub line: Option<usize>,
     pub column: Option<usize>,
     pub message: String,
+    pub stage: Stage,
+}
+
+/// Where a file failed: the summary says "could not be read" only of the files that could not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Reading or parsing it.
+    Read,
+    /// `--fix`: it was read and checked, but not fixed (not written, or not editable exactly).
+    Fix,
 }
 
 /// A file or document that was deliberately not linted, and why.

@@ -298,6 +298,60 @@ fn output_files_follow_the_umask() {
     );
 }
 
+/// The human summary is worded by outcome: a run where most files could not be read begins with
+/// them, not with "No problems found", and a file `--fix` could not write is one that could not
+/// be fixed, not one that could not be read.
+#[cfg(unix)]
+#[test]
+fn the_summary_says_which_files_could_not_be_read_and_which_not_fixed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "read/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    for n in 1..=2 {
+        write(
+            dir.path(),
+            &format!("read/broken-{n}.yaml"),
+            "apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n",
+        );
+    }
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--color", "never", "read"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert_eq!(
+        summary,
+        "2 of 3 files could not be read; no problems found in the 1 object read"
+    );
+
+    write(dir.path(), "fix/bad.yaml", BAD_GPU);
+    let bad = dir.path().join("fix/bad.yaml");
+    fs::set_permissions(&bad, fs::Permissions::from_mode(0o444)).unwrap();
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--color", "never", "--fix", "fix"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("read-only"), "{stdout}");
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("Found "))
+        .unwrap_or_default();
+    assert!(
+        summary.ends_with("; 1 file could not be fixed") && !summary.contains("could not be read"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn gitignore_and_exclude_are_honoured() {
     let dir = tempfile::tempdir().unwrap();

@@ -198,6 +198,7 @@ pub(super) fn sample() -> Report {
             line: Some(3),
             column: Some(5),
             message: "did not find expected key while parsing a block mapping".to_owned(),
+            stage: crate::report::Stage::Read,
         }],
         skipped: vec![Skipped {
             file: "charts/values.yaml".to_owned(),
