@@ -537,10 +537,39 @@ fn version_names_the_builtin_policy_and_policy_default_prints_it() {
         "{text}"
     );
     let out = probelint().arg("--policy-default").output().unwrap();
+    let policy = String::from_utf8(out.stdout).unwrap();
+    assert!(policy.contains("modelLoadSeconds: 300"), "{policy}");
+    // The schema line resolves from wherever the user saves the file: a URL to the schema in
+    // the repository, never a path relative to policies/.
+    let first = policy.lines().next().unwrap_or_default();
+    let url = first
+        .strip_prefix("# yaml-language-server: $schema=")
+        .unwrap_or_else(|| panic!("first line: {first}"));
+    let in_repo = url
+        .strip_prefix("https://raw.githubusercontent.com/probelint/probelint/main/")
+        .unwrap_or_else(|| panic!("not a URL into the repository: {url}"));
     assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("modelLoadSeconds: 300")
+        common::workspace_root().join(in_repo).is_file(),
+        "{in_repo} does not exist"
+    );
+    assert_eq!(
+        policy.matches("yaml-language-server").count(),
+        1,
+        "{policy}"
+    );
+    // Saved as a user's policy, it loads.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".probelint.yaml", &policy);
+    write(dir.path(), "good.yaml", GOOD_GPU);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--config", ".probelint.yaml", "good.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        common::text(&out)
     );
 }
 

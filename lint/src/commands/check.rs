@@ -118,7 +118,7 @@ fn destinations(
 /// the report instead (exit 2).
 pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
     if args.policy_default {
-        print!("{DEFAULT_POLICY_YAML}");
+        print!("{}", policy_default());
         return Ok(0);
     }
     let destinations = destinations(args, matches)?;
@@ -228,6 +228,23 @@ pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
         !report.errors.is_empty() || unwritten || nothing_linted,
         failing,
     ))
+}
+
+/// The policy schema where an editor can fetch it: the repository's `docs/policy.schema.json`,
+/// as the README gives it.
+pub const POLICY_SCHEMA_URL: &str =
+    "https://raw.githubusercontent.com/probelint/probelint/main/docs/policy.schema.json";
+
+/// The built-in policy as `--policy-default` prints it, to start a `.probelint.yaml` from. Its
+/// `yaml-language-server` line names the schema relative to `policies/` in the repository,
+/// which resolves nowhere beside a user's file: it names the URL instead.
+fn policy_default() -> String {
+    const MODELINE: &str = "# yaml-language-server: $schema=";
+    let body = match DEFAULT_POLICY_YAML.split_once('\n') {
+        Some((first, rest)) if first.starts_with(MODELINE) => rest,
+        _ => DEFAULT_POLICY_YAML,
+    };
+    format!("{MODELINE}{POLICY_SCHEMA_URL}\n{body}")
 }
 
 /// At most this many charts or directories are named in a line; the rest are counted.
