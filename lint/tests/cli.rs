@@ -352,6 +352,27 @@ fn the_summary_says_which_files_could_not_be_read_and_which_not_fixed() {
     );
 }
 
+/// A policy file's error points at the file by its path (as given), never at `<input>`.
+#[test]
+fn a_policy_error_names_the_policy_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "policies/team.yaml",
+        "modelLoadSeconds: 600\nmodelLoadSecond: 600\n",
+    );
+    write(dir.path(), "good.yaml", GOOD_GPU);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--config", "policies/team.yaml", "good.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--> policies/team.yaml:2:1"), "{stderr}");
+    assert!(!stderr.contains("<input>"), "{stderr}");
+}
+
 #[test]
 fn gitignore_and_exclude_are_honoured() {
     let dir = tempfile::tempdir().unwrap();
