@@ -204,19 +204,25 @@ fn replace(
         writable(target, meta)?;
     }
     read_only_directory(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".probelint-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            refused(
-                e.kind(),
-                format!(
-                    "cannot create a temporary file in {} to write it: {e}",
-                    crate::input::display_path(dir)
-                ),
-            )
-        })?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".probelint-").suffix(".tmp");
+    // A new file gets the mode any program gives one (0666 less the umask), not the temporary
+    // file's 0600: a report written for a CI artifact or a teammate must stay readable to them.
+    // An existing file keeps its own mode (below).
+    #[cfg(unix)]
+    if existing.is_none() {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temp = builder.tempfile_in(dir).map_err(|e| {
+        refused(
+            e.kind(),
+            format!(
+                "cannot create a temporary file in {} to write it: {e}",
+                crate::input::display_path(dir)
+            ),
+        )
+    })?;
     {
         let mut out = io::BufWriter::new(temp.as_file_mut());
         fill(&mut out)?;

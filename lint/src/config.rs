@@ -2,7 +2,7 @@
 //! directory (the way `.editorconfig`, ruff and kube-linter find theirs).
 
 use crate::error::ConfigError;
-use probelint_policies::Policy;
+use probelint_policies::{Policy, PolicyError};
 use std::path::{Path, PathBuf};
 
 /// The names a policy file may have, in the order they are looked for.
@@ -28,7 +28,17 @@ pub fn load(path: Option<&Path>) -> Result<Policy, ConfigError> {
         path: shown.clone(),
         error,
     })?;
-    Policy::with_user_yaml(&text).map_err(|error| ConfigError::Invalid { path: shown, error })
+    Policy::with_user_yaml(&text).map_err(|error| {
+        // The YAML layer knows no file name and calls the text `<input>` in its snippet's
+        // `-->` line: name the file there, so that an editor or a terminal can open it.
+        let error = match error {
+            PolicyError::Parse(message) => {
+                PolicyError::Parse(message.replace("--> <input>:", &format!("--> {shown}:")))
+            }
+            other => other,
+        };
+        ConfigError::Invalid { path: shown, error }
+    })
 }
 
 /// The policy file in use: `--config FILE` when given, else the nearest `.probelint.yaml` above

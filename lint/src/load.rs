@@ -5,8 +5,8 @@
 
 use crate::atomic::FileStamp;
 use crate::error::Error;
-use crate::input::{Input, Origin, Source, is_helm_template, read_input};
-use crate::report::{InputError, Skipped};
+use crate::input::{Input, Origin, Source, display_path, helm_chart_of, read_input};
+use crate::report::{InputError, SkipKind, Skipped, Stage};
 use probelint_yaml::load::{self as yaml, Limits, Locations, YamlError};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -64,16 +64,20 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
                 line: None,
                 column: None,
                 message: error.to_string(),
+                stage: Stage::Read,
             });
             return file;
         }
     };
     if let Origin::File(path) = &file.origin
-        && is_helm_template(path)
+        && let Some(chart) = helm_chart_of(path)
     {
         file.skipped.push(Skipped {
             file: file.name.clone(),
             reason: HELM_HINT.to_owned(),
+            kind: SkipKind::HelmTemplate {
+                chart: Some(display_path(chart)),
+            },
         });
         return file;
     }
@@ -83,9 +87,14 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             .and_then(|n| n.to_str())
             .is_some_and(|n| crate::input::kustomize::KUSTOMIZATION_NAMES.contains(&n))
     {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => display_path(dir),
+            _ => ".".to_owned(),
+        };
         file.skipped.push(Skipped {
             file: file.name.clone(),
             reason: KUSTOMIZE_HINT.to_owned(),
+            kind: SkipKind::Kustomization { dir },
         });
         return file;
     }
@@ -96,6 +105,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             file.skipped.push(Skipped {
                 file: file.name.clone(),
                 reason: format!("{HELM_HINT} (not valid YAML: {error})"),
+                kind: SkipKind::HelmTemplate { chart: None },
             });
             return file;
         }
@@ -104,6 +114,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             line: Some(error.line),
             column: Some(error.column),
             message: error.message.clone(),
+            stage: Stage::Read,
         });
     }
     // Read as kubectl reads them, and said: a reviewer reading the file as YAML sees other
@@ -114,6 +125,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
             line: Some(divergence.line),
             column: Some(divergence.column),
             message: divergence.message.clone(),
+            stage: Stage::Read,
         });
     }
     // Keep the text for snippets only when it is text; the parser already said if it is not.
@@ -133,6 +145,7 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
                     reason: format!(
                         "document at line {line} is not a Kubernetes object (no apiVersion/kind)"
                     ),
+                    kind: SkipKind::NotKubernetes,
                 }),
             }
         }

@@ -16,13 +16,23 @@ pub struct LocatedFinding {
     pub column: usize,
 }
 
-/// A file (or document) that could not be read or parsed.
+/// A file (or document) that could not be read or parsed, or (with `--fix`) not be fixed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
     pub file: String,
     pub line: Option<usize>,
     pub column: Option<usize>,
     pub message: String,
+    pub stage: Stage,
+}
+
+/// Where a file failed: the summary says "could not be read" only of the files that could not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Reading or parsing it.
+    Read,
+    /// `--fix`: it was read and checked, but not fixed (not written, or not editable exactly).
+    Fix,
 }
 
 /// A file or document that was deliberately not linted, and why.
@@ -30,6 +40,20 @@ pub struct InputError {
 pub struct Skipped {
     pub file: String,
     pub reason: String,
+    pub kind: SkipKind,
+}
+
+/// Why a file was not linted: most skipped YAML is not Kubernetes at all (values files, CI
+/// configuration); Helm templates and kustomizations are manifests that need rendering first,
+/// which a run reports without `--verbose` (a CI job pointed at a chart must not pass silently).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipKind {
+    /// A document that is not a Kubernetes object.
+    NotKubernetes,
+    /// A Helm template, with the chart directory when it sits in one's `templates/`.
+    HelmTemplate { chart: Option<String> },
+    /// A kustomization file, with its directory.
+    Kustomization { dir: String },
 }
 
 /// The whole result of a run.

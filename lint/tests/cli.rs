@@ -168,6 +168,211 @@ fn helm_templates_are_skipped_with_a_hint_but_valid_yaml_with_braces_is_linted()
     );
 }
 
+/// A CI job pointed at a chart or an overlay must not pass while checking nothing: without
+/// `--verbose`, stderr says how many templates and kustomizations were not linted and how to
+/// lint them, and a run that linted nothing at all because of them fails (exit 2).
+#[test]
+fn unrendered_charts_and_kustomizations_are_reported_and_fail_a_run_that_linted_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    );
+    write(dir.path(), "chart/values.yaml", "replicaCount: 2\n");
+    for name in ["deploy", "service"] {
+        write(
+            dir.path(),
+            &format!("chart/templates/{name}.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+        );
+    }
+    write(
+        dir.path(),
+        "overlay/kustomization.yaml",
+        "resources: [../base]\n",
+    );
+    write(dir.path(), "deploy/good.yaml", GOOD_GPU);
+    let run = |args: &[&str]| {
+        let out = probelint()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code().unwrap(), stdout, stderr)
+    };
+
+    let (code, stdout, stderr) = run(&["chart"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(!stdout.contains("No problems found"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "probelint: error: 2 Helm templates were not linted (chart): render the chart and \
+             lint the output, e.g. `helm template RELEASE chart | probelint -`"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was linted"), "{stderr}");
+    // The same in a machine format: the notice is on stderr, the report on stdout.
+    let (code, stdout, stderr) = run(&["--format", "json", "chart"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("2 Helm templates were not linted"),
+        "{stderr}"
+    );
+    serde_json::from_str::<Value>(&stdout).expect("a JSON report");
+
+    let (code, _, stderr) = run(&["overlay"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "1 kustomization was not linted as rendered (overlay): lint what kustomize renders \
+             with `probelint --kustomize overlay`"
+        ),
+        "{stderr}"
+    );
+
+    // Beside a manifest that was linted, the run keeps its own exit code, and still says it.
+    let (alone, _, stderr) = run(&["deploy"]);
+    assert!(!stderr.contains("not linted"), "{stderr}");
+    let (code, stdout, stderr) = run(&["."]);
+    assert_eq!(code, alone, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("probelint: warning: 2 Helm templates were not linted (chart)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("probelint: warning: 1 kustomization was not linted as rendered"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("nothing was linted"), "{stderr}");
+}
+
+/// A report written with `--output` is created as any program creates a file, 0666 less the
+/// umask (a CI artifact or a shared directory must be able to read it); an existing one keeps
+/// its mode.
+#[cfg(unix)]
+#[test]
+fn output_files_follow_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "deploy/good.yaml", GOOD_GPU);
+    let mode = |name: &str| {
+        fs::metadata(dir.path().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for (umask, report, expected) in [
+        ("022", "report-022.json", 0o644),
+        ("002", "report-002.json", 0o664),
+        ("077", "report-077.json", 0o600),
+    ] {
+        let out = std::process::Command::new("sh")
+            .current_dir(dir.path())
+            .args(["-c", &format!("umask {umask} && exec \"$0\" \"$@\"")])
+            .arg(common::BIN)
+            .args(["--format", "json", "--output", report, "deploy"])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some_and(|c| c < 2), "{}", text(&out));
+        assert_eq!(mode(report), expected, "umask {umask}");
+    }
+    fs::set_permissions(
+        dir.path().join("report-022.json"),
+        fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    probelint()
+        .current_dir(dir.path())
+        .args(["--format", "json", "--output", "report-022.json", "deploy"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        mode("report-022.json"),
+        0o640,
+        "an existing report keeps its mode"
+    );
+}
+
+/// The human summary is worded by outcome: a run where most files could not be read begins with
+/// them, not with "No problems found", and a file `--fix` could not write is one that could not
+/// be fixed, not one that could not be read.
+#[cfg(unix)]
+#[test]
+fn the_summary_says_which_files_could_not_be_read_and_which_not_fixed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "read/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    for n in 1..=2 {
+        write(
+            dir.path(),
+            &format!("read/broken-{n}.yaml"),
+            "apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n",
+        );
+    }
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--color", "never", "read"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert_eq!(
+        summary,
+        "2 of 3 files could not be read; no problems found in the 1 object read"
+    );
+
+    write(dir.path(), "fix/bad.yaml", BAD_GPU);
+    let bad = dir.path().join("fix/bad.yaml");
+    fs::set_permissions(&bad, fs::Permissions::from_mode(0o444)).unwrap();
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--color", "never", "--fix", "fix"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("read-only"), "{stdout}");
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("Found "))
+        .unwrap_or_default();
+    assert!(
+        summary.ends_with("; 1 file could not be fixed") && !summary.contains("could not be read"),
+        "{stdout}"
+    );
+}
+
+/// A policy file's error points at the file by its path (as given), never at `<input>`.
+#[test]
+fn a_policy_error_names_the_policy_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "policies/team.yaml",
+        "modelLoadSeconds: 600\nmodelLoadSecond: 600\n",
+    );
+    write(dir.path(), "good.yaml", GOOD_GPU);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--config", "policies/team.yaml", "good.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--> policies/team.yaml:2:1"), "{stderr}");
+    assert!(!stderr.contains("<input>"), "{stderr}");
+}
+
 #[test]
 fn gitignore_and_exclude_are_honoured() {
     let dir = tempfile::tempdir().unwrap();
@@ -353,10 +558,39 @@ fn version_names_the_builtin_policy_and_policy_default_prints_it() {
         "{text}"
     );
     let out = probelint().arg("--policy-default").output().unwrap();
+    let policy = String::from_utf8(out.stdout).unwrap();
+    assert!(policy.contains("modelLoadSeconds: 300"), "{policy}");
+    // The schema line resolves from wherever the user saves the file: a URL to the schema in
+    // the repository, never a path relative to policies/.
+    let first = policy.lines().next().unwrap_or_default();
+    let url = first
+        .strip_prefix("# yaml-language-server: $schema=")
+        .unwrap_or_else(|| panic!("first line: {first}"));
+    let in_repo = url
+        .strip_prefix("https://raw.githubusercontent.com/probelint/probelint/main/")
+        .unwrap_or_else(|| panic!("not a URL into the repository: {url}"));
     assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("modelLoadSeconds: 300")
+        common::workspace_root().join(in_repo).is_file(),
+        "{in_repo} does not exist"
+    );
+    assert_eq!(
+        policy.matches("yaml-language-server").count(),
+        1,
+        "{policy}"
+    );
+    // Saved as a user's policy, it loads.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".probelint.yaml", &policy);
+    write(dir.path(), "good.yaml", GOOD_GPU);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["--config", ".probelint.yaml", "good.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        common::text(&out)
     );
 }
 

@@ -103,3 +103,114 @@ fn the_readme_rule_table_lists_every_rule() {
         "README.md's rule table lacks {missing:?}"
     );
 }
+
+/// The Markdown files of the repository, with the two user-facing YAML files that read as docs
+/// (the pre-commit hooks and the GitHub Action); not `target/`, and not the vendored corpora
+/// under `tests/corpus/` (their own READMEs name files of the projects they come from).
+fn doc_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = vec![root.join(".pre-commit-hooks.yaml"), root.join("action.yml")];
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                let vendored = dir == root.join("tests").join("corpus");
+                if !name.starts_with('.') && name != "target" && !vendored {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".md") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What a doc names in backticks and as the target of relative links.
+fn named_paths(text: &str) -> (Vec<&str>, Vec<&str>) {
+    let mut ticks = Vec::new();
+    for (i, span) in text.split('`').enumerate() {
+        if i % 2 == 1 && !span.contains('\n') {
+            ticks.push(span.trim());
+        }
+    }
+    let mut links = Vec::new();
+    for (i, _) in text.match_indices("](") {
+        let rest = &text[i + 2..];
+        if let Some(end) = rest.find(')') {
+            links.push(&rest[..end]);
+        }
+    }
+    (ticks, links)
+}
+
+/// A backticked span that reads as a path in this repository: one word, no placeholder or
+/// glob, a `/`, and a first part that is a top-level directory (or `shared/`, the workspace
+/// beside a checkout, which users do not have), with any `:line` or `::item` dropped.
+fn repo_path<'a>(span: &'a str, tops: &[String]) -> Option<&'a str> {
+    if span.contains(|c: char| c.is_whitespace() || "<>*{}$…|\\()=,'\"".contains(c)) {
+        return None;
+    }
+    let span = span.split("::").next()?;
+    let span = match span.rsplit_once(':') {
+        Some((path, line)) if line.chars().all(|c| c.is_ascii_digit() || c == '-') => path,
+        _ => span,
+    };
+    let span = span.trim_end_matches(['.', ';', ':']);
+    let (first, _) = span.split_once('/')?;
+    (first == "shared" || tops.iter().any(|t| t == first)).then_some(span)
+}
+
+/// Every repository file a doc names exists: a backticked path that starts with a top-level
+/// directory (from the repository root, or from the doc's own directory, as a crate's README
+/// names `tests/...`), and every relative link (from the doc's directory). A rename that leaves
+/// a doc behind fails here instead of in a reader's hands.
+#[test]
+fn every_path_a_doc_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let tops: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && n != "target")
+        .collect();
+    let docs = doc_files(root);
+    assert!(docs.len() > 20, "found only {docs:?}");
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        let here = doc.parent().unwrap();
+        let shown = doc.strip_prefix(root).unwrap().display().to_string();
+        let (ticks, links) = named_paths(&text);
+        for path in ticks.into_iter().filter_map(|s| repo_path(s, &tops)) {
+            checked += 1;
+            if !root.join(path).exists() && !here.join(path).exists() {
+                missing.push(format!("{shown}: `{path}`"));
+            }
+        }
+        for link in links {
+            let link = link.split('#').next().unwrap_or_default();
+            let external = link.contains("://") || link.starts_with("mailto:");
+            if link.is_empty() || external || link.contains(char::is_whitespace) {
+                continue;
+            }
+            checked += 1;
+            if !here.join(link).exists() {
+                missing.push(format!("{shown}: ({link})"));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} paths checked: the scan finds nothing"
+    );
+    assert!(
+        missing.is_empty(),
+        "docs name files that do not exist:\n{}",
+        missing.join("\n")
+    );
+}

@@ -971,9 +971,14 @@ fn cpu_deployment(name: &str) -> Value {
 fn with_the_webhook_down_what_people_apply_is_refused_and_running_workloads_still_scale() {
     let env = env("webhook_down");
     let cluster = env.cluster;
-    // The chart's defaults: every workload is sent, validation fails closed.
+    // Enforce mode with the chart's defaults: every workload is sent, validation fails closed.
     let webhook = Webhook::prepare("down");
-    let release = Release::install(&env, "down", &webhook, json!({}));
+    let release = Release::install(
+        &env,
+        "down",
+        &webhook,
+        json!({"webhook": {"mode": "enforce"}}),
+    );
     let ns = release.namespace_in_use("down", &webhook);
     // acceleratorsOnly: CPU workloads never wait on the webhook.
     let accel_webhook = Webhook::prepare("down-accel");
@@ -981,17 +986,17 @@ fn with_the_webhook_down_what_people_apply_is_refused_and_running_workloads_stil
         &env,
         "down-accel",
         &accel_webhook,
-        json!({"webhook": {"acceleratorsOnly": {"enabled": true}}}),
+        json!({"webhook": {"mode": "enforce", "acceleratorsOnly": {"enabled": true}}}),
     );
     let accel_ns = accel.namespace_in_use("down-accel", &accel_webhook);
-    // A GPU Deployment admitted while the webhook was up.
+    // Warn mode (the chart's default) fails open: a webhook that is down blocks nothing.
+    let warn_webhook = Webhook::prepare("down-warn");
+    let warn = Release::install(&env, "down-warn", &warn_webhook, json!({}));
+    let warn_ns = warn.namespace_in_use("down-warn", &warn_webhook);
+    // A GPU Deployment admitted while the webhook was up (it passes every error rule: enforce).
+    let clean = json!([gpu_container("server", CUSTOM_IMAGE, good_probes())]);
     ok(
-        &cluster_apply(
-            &env,
-            &deployment("running", 1, json!([vllm("vllm")])),
-            &ns,
-            &[],
-        ),
+        &cluster_apply(&env, &deployment("running", 1, clean.clone()), &ns, &[]),
         "apply while up",
     );
     wait_for("its Pod", Duration::from_secs(60), || {
@@ -1000,6 +1005,16 @@ fn with_the_webhook_down_what_people_apply_is_refused_and_running_workloads_stil
 
     webhook.stop();
     accel_webhook.stop();
+    warn_webhook.stop();
+    ok(
+        &cluster_apply(
+            &env,
+            &pod("gpu", json!([vllm("vllm")])),
+            &warn_ns,
+            &["--dry-run=server"],
+        ),
+        "a GPU Pod in warn mode with the webhook down",
+    );
 
     let refused = |out: &std::process::Output, ns: &str| {
         assert!(
@@ -1053,15 +1068,10 @@ fn with_the_webhook_down_what_people_apply_is_refused_and_running_workloads_stil
     wait_for("the scaled-up Pod", Duration::from_secs(60), || {
         (pods_of(&env, &ns, "running").len() == 2).then_some(())
     });
-    // Back up, the same GPU object is admitted again.
+    // Back up, a GPU object that passes is admitted again.
     webhook.start(&release.policy());
     ok(
-        &cluster_apply(
-            &env,
-            &pod("gpu", json!([vllm("vllm")])),
-            &ns,
-            &["--dry-run=server"],
-        ),
+        &cluster_apply(&env, &pod("gpu", clean), &ns, &["--dry-run=server"]),
         "webhook back",
     );
 }
@@ -1086,14 +1096,18 @@ fn a_slow_webhook_is_cut_off_at_the_charts_timeout_and_the_message_says_so() {
             url: proxy.url(),
             ca_pem: webhook.ca.pem.clone(),
         },
-        json!({"webhook": {"timeoutSeconds": 2}}),
+        json!({"webhook": {"mode": "enforce", "timeoutSeconds": 2}}),
     );
     webhook.start(&release.policy());
     let ns = release.namespace_in_use("slow", &webhook);
+    // Enforce mode fails closed; the pods pass every error rule, so only a timeout refuses one.
     ok(
         &cluster_apply(
             &env,
-            &pod("fast", json!([vllm("vllm")])),
+            &pod(
+                "fast",
+                json!([gpu_container("server", CUSTOM_IMAGE, good_probes())]),
+            ),
             &ns,
             &["--dry-run=server"],
         ),
@@ -1105,7 +1119,10 @@ fn a_slow_webhook_is_cut_off_at_the_charts_timeout_and_the_message_says_so() {
     proxy.set_delay(Duration::from_secs(3));
     let out = cluster_apply(
         &env,
-        &pod("slow", json!([vllm("vllm")])),
+        &pod(
+            "slow",
+            json!([gpu_container("server", CUSTOM_IMAGE, good_probes())]),
+        ),
         &ns,
         &["--dry-run=server"],
     );
@@ -1113,7 +1130,7 @@ fn a_slow_webhook_is_cut_off_at_the_charts_timeout_and_the_message_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("failed calling webhook \"validate.probelint.io\"")
-            && stderr.contains("/validate/warn?timeout=2s")
+            && stderr.contains("/validate?timeout=2s")
             && stderr.contains("context deadline exceeded"),
         "{stderr}"
     );
@@ -1123,7 +1140,10 @@ fn a_slow_webhook_is_cut_off_at_the_charts_timeout_and_the_message_says_so() {
     ok(
         &cluster_apply(
             &env,
-            &pod("again", json!([vllm("vllm")])),
+            &pod(
+                "again",
+                json!([gpu_container("server", CUSTOM_IMAGE, good_probes())]),
+            ),
             &ns,
             &["--dry-run=server"],
         ),
@@ -1142,15 +1162,16 @@ fn the_serving_certificate_and_ca_bundle_rotate_while_objects_are_admitted_witho
     let old_ca = webhook.ca.pem.clone();
     let new_ca = probelint_cluster::Ca::new("probelint-e2e rotation webhook CA 2");
 
-    // Objects are created all along (each goes through both webhooks; validation fails
-    // closed, so a handshake the apiserver cannot verify is a refused object).
+    // Objects are created all along, each through both webhooks. Warn mode fails open, so an
+    // object admitted after a handshake the apiserver could not verify has no review in the
+    // webhook's log: every admitted object must have one (checked below).
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let admitted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let creator = {
         let (stop, admitted, ns) = (stop.clone(), admitted.clone(), ns.clone());
         let kubeconfig = cluster.kubeconfig.clone();
         std::thread::spawn(move || {
-            let mut failures = Vec::new();
+            let (mut failures, mut names) = (Vec::new(), Vec::new());
             let mut n = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 let object = pod(&format!("during-{n}"), json!([vllm("vllm")]));
@@ -1161,13 +1182,14 @@ fn the_serving_certificate_and_ca_bundle_rotate_while_objects_are_admitted_witho
                     &object.to_string(),
                 );
                 if out.status.success() {
+                    names.push(format!("during-{n}"));
                     admitted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 } else {
                     failures.push(text(&out));
                 }
                 n += 1;
             }
-            failures
+            (failures, names)
         })
     };
     let admitted_more = |what: &str, count: usize| {
@@ -1238,11 +1260,30 @@ fn the_serving_certificate_and_ca_bundle_rotate_while_objects_are_admitted_witho
     upgraded_in_use("v3");
     admitted_more("admissions with only the new CA trusted", 3);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let failures = creator.join().expect("the creating thread");
+    let (failures, names) = creator.join().expect("the creating thread");
     assert!(
         failures.is_empty(),
         "{} admissions failed during the rotation: {failures:#?}",
         failures.len()
+    );
+    // The objects were created one after another: once the last one's review is logged, every
+    // earlier one's is.
+    if let Some(last) = names.last() {
+        webhook.wait_review(&ns, last, "validate/warn");
+    }
+    let reviewed: std::collections::HashSet<String> = webhook
+        .reviews()
+        .iter()
+        .filter(|r| r["namespace"] == ns.as_str() && r["endpoint"] == "validate/warn")
+        .filter_map(|r| r["name"].as_str().map(str::to_owned))
+        .collect();
+    let unreviewed: Vec<&String> = names.iter().filter(|n| !reviewed.contains(*n)).collect();
+    assert!(
+        unreviewed.is_empty(),
+        "{} of {} objects were admitted without a review (the apiserver could not reach the \
+         webhook and failed open): {unreviewed:?}",
+        unreviewed.len(),
+        names.len()
     );
 
     // The webhook serves the new certificate (the old CA no longer verifies it), and the

@@ -86,8 +86,41 @@ certificate once --client-ca is set, and the kubelet has none. */}}
 {{- end }}
 
 {{/*
+The failurePolicy of each webhook, as JSON {"validating": ..., "mutating": ...}, refusing the
+values with which the chart could lock a cluster (webhook-configurations.yaml and NOTES.txt both
+include it, so they can never disagree):
+- validating: empty means by mode, `Ignore` in warn mode and `Fail` in enforce mode;
+- warn mode never denies, so `Fail` there (either webhook) would only make applies wait on, and
+  fail with, a webhook that is down: refused;
+- `Fail` with fewer than two replicas in the cluster: each restart, eviction or image pull of the
+  one replica refuses every matching object in scope. Refused unless
+  webhook.allowSingleReplicaFailClosed says that is wanted. (With webhook.external.url there is
+  no Deployment: the replicas are the operator's.)
+*/}}
+{{- define "probelint.failurePolicies" -}}
+{{- $hook := .Values.webhook }}
+{{- $enforce := eq $hook.mode "enforce" }}
+{{- $validating := $hook.validating.failurePolicy | default ($enforce | ternary "Fail" "Ignore") }}
+{{- $mutating := $hook.mutating.failurePolicy | default "Ignore" }}
+{{- $failing := list }}
+{{- if and $hook.validating.enabled (eq $validating "Fail") }}
+{{- $failing = append $failing "webhook.validating.failurePolicy" }}
+{{- end }}
+{{- if and $hook.mutating.enabled (eq $mutating "Fail") }}
+{{- $failing = append $failing "webhook.mutating.failurePolicy" }}
+{{- end }}
+{{- if and $failing (not $enforce) }}
+{{- fail (printf "%s is Fail in warn mode: warn mode never denies, so Fail would only refuse every matching apply while the webhook is down. Leave webhook.validating.failurePolicy empty (Ignore in warn mode, Fail in enforce mode) and webhook.mutating.failurePolicy Ignore, or set webhook.mode=enforce" (join " and " $failing)) }}
+{{- end }}
+{{- if and $failing (not $hook.external.url) (lt (int .Values.replicaCount) 2) (not $hook.allowSingleReplicaFailClosed) }}
+{{- fail (printf "%s is Fail with replicaCount %d: while the one webhook replica restarts, is evicted or pulls its image, the apiserver refuses every matching object in scope. Set replicaCount to 2 or more, or webhook.validating.failurePolicy=Ignore, or accept the outages with webhook.allowSingleReplicaFailClosed=true" (join " and " $failing) (int .Values.replicaCount)) }}
+{{- end }}
+{{- dict "validating" $validating "mutating" $mutating | toJson }}
+{{- end }}
+
+{{/*
 The rules of both webhooks: Pods and every workload kind whose pod templates the engine reads
-(policies/src/workload.rs). CRD versions are "*": the apiserver matches whichever version a
+(policies/src/analysis/layout.rs, `builtin_layout`). CRD versions are "*": the apiserver matches whichever version a
 cluster serves. Rules for CRDs a cluster does not have are harmless.
 
 Operations follow what the webhook evaluates (webhook/src/review.rs, `scope`): Pods, Jobs,
@@ -262,7 +295,7 @@ matchExpressions:
 
 {{/*
 matchConditions: call the webhook only for objects with an accelerator in some pod spec, the way
-the engine decides it (policies/src/workload.rs): a container or native sidecar requesting an
+the engine decides it (policies/src/analysis/layout.rs, `builtin_layout`): a container or native sidecar requesting an
 accelerator resource or a DRA claim, or a pod with an accelerator runtimeClassName. Init
 containers and pod-level resourceClaims count too: a superset only costs a webhook call. Objects
 of kinds not listed here (extraRules) always go to the webhook.

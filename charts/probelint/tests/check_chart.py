@@ -9,7 +9,8 @@ Secrets), so the chart is rendered by Helm itself, `lookup` included, without a 
 
 Checks (each selectable with --only):
   lint     Helm's Lint, default values and every certificate mode / webhook mode variant
-  render   the rendered objects, per values variant, against the chart's specification; the
+  render   the rendered objects, per values variant, against the chart's specification (warn
+           mode fails open, enforce mode closed, never with one replica unless allowed); the
            rendered Deployment against tests/rendered-deployment.yaml and through `probelint`
   schema   values.schema.json refuses wrong values, with a message naming the value
   upgrade  the Helm-generated certificate: valid for the Service name, kept across
@@ -492,6 +493,7 @@ def variant_values(ca_pem: str) -> dict[str, dict]:
     return {
         "default": {},
         "enforce": {"webhook": {"mode": "enforce"}},
+        "enforce-singleReplica-allowed": {"replicaCount": 1, "webhook": {"mode": "enforce", "allowSingleReplicaFailClosed": True}},
         "certManager": {"certificates": {"mode": "certManager"}},
         "certManager-clusterIssuer": {
             "certificates": {"mode": "certManager", "certManager": {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}}}
@@ -737,7 +739,8 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
     vwc = r.one("ValidatingWebhookConfiguration")["webhooks"]
     mwc = r.one("MutatingWebhookConfiguration")["webhooks"]
     check(len(vwc) == 1 and len(mwc) == 1, "one webhook each")
-    _check_webhook(vwc[0], path="/validate/warn", failure_policy="Fail", namespace=NAMESPACE)
+    # Warn mode never denies, so a webhook that is down must not refuse anything either.
+    _check_webhook(vwc[0], path="/validate/warn", failure_policy="Ignore", namespace=NAMESPACE)
     _check_webhook(mwc[0], path="/mutate", failure_policy="Ignore", namespace=NAMESPACE)
     check(mwc[0]["reinvocationPolicy"] == "IfNeeded", "reinvocationPolicy")
     check("reinvocationPolicy" not in vwc[0], "validating webhooks have no reinvocationPolicy")
@@ -764,6 +767,9 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
     check("kubectl run" in r.notes and "nvidia.com/gpu" in r.notes and "--dry-run=server" in r.notes, f"NOTES:\n{r.notes}")
     check("warn mode" in r.notes.lower() and "webhook.mode=enforce" in r.notes, f"NOTES (warn mode):\n{r.notes}")
     check("Warning:" in r.notes, "NOTES shows what the admin sees")
+    check("validating (Ignore): matching objects are admitted unchecked" in r.notes, f"NOTES (webhook down, warn mode):\n{r.notes}")
+    check("mutating (Ignore): matching objects are admitted without the probe defaults" in r.notes, f"NOTES (webhook down, mutation):\n{r.notes}")
+    check("REFUSED" not in r.notes, f"NOTES: warn mode refuses nothing, even with the webhook down:\n{r.notes}")
 
     # --- the Deployment fixture and probelint ----------------------------------------------
     rendered_deployment = r.source_of("Deployment")
@@ -801,11 +807,16 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
     # --- variants -----------------------------------------------------------------------------
     r = render(variants["enforce"])
     _check_webhook(r.one("ValidatingWebhookConfiguration")["webhooks"][0], path="/validate", failure_policy="Fail", namespace=NAMESPACE)
+    _check_webhook(r.one("MutatingWebhookConfiguration")["webhooks"][0], path="/mutate", failure_policy="Ignore", namespace=NAMESPACE)
     check("denied the request" in r.notes, f"NOTES in enforce mode:\n{r.notes}")
     check("webhook.mode=enforce" not in r.notes, "no rollout step left in enforce mode")
+    check("validating (Fail): matching objects are REFUSED" in r.notes and "Keep replicaCount >= 2 (now 2)" in r.notes, f"NOTES (webhook down, enforce mode):\n{r.notes}")
 
-    r = render({"webhook": {"validating": {"failurePolicy": "Ignore"}}}, namespace="admission")
-    _check_webhook(r.one("ValidatingWebhookConfiguration")["webhooks"][0], path="/validate/warn", failure_policy="Ignore", namespace="admission")
+    r = render({"webhook": {"mode": "enforce", "validating": {"failurePolicy": "Ignore"}}}, namespace="admission")
+    _check_webhook(r.one("ValidatingWebhookConfiguration")["webhooks"][0], path="/validate", failure_policy="Ignore", namespace="admission")
+    check("validating (Ignore): matching objects are admitted unchecked" in r.notes, f"NOTES (enforce, Ignore):\n{r.notes}")
+
+    _check_failure_policies()
 
     r = render(variants["certManager"])
     check(not r.all("Secret"), "no Helm-made Secret with cert-manager")
@@ -902,8 +913,47 @@ def check_render(probelint: Probelint, update_fixture: bool) -> None:
         config.write_text(policy_text)
         out = probelint.run("--config", str(config), "--format", "json", str(FIXTURE), cwd=tmp)
         check(out.returncode == 0, f"probelint refuses the policy the chart mounts:\n{out.stderr}")
-    print("  variants: enforce, Ignore, cert-manager (own CA / ClusterIssuer), Secret (PEM / base64), "
+    print("  variants: enforce, enforce + Ignore, cert-manager (own CA / ClusterIssuer), Secret (PEM / base64), "
           "acceleratorsOnly, podsOnly, client auth + ServiceMonitor, NetworkPolicy, one replica + policy")
+
+
+def _render_refused(values: dict, expected: list[str]) -> str:
+    """The chart's own refusal (a `fail` in a template) of `values`, naming each of `expected`."""
+    try:
+        render(values)
+    except Exception as e:  # helm_sdkpy.InstallError
+        message = str(e)
+    else:
+        raise CheckFailed(f"the chart renders {json.dumps(values)}, which it must refuse")
+    missing = [e for e in expected if e not in message]
+    check(not missing, f"{json.dumps(values)}: the refusal does not name {missing}:\n{message}")
+    return message
+
+
+def _check_failure_policies() -> None:
+    """No values the chart renders can lock a cluster by accident: Fail never in warn mode, and
+    never with a single replica unless webhook.allowSingleReplicaFailClosed says so."""
+    one = {"replicaCount": 1}
+    enforce = {"webhook": {"mode": "enforce"}}
+    message = _render_refused(deep_merge(enforce, one), ["webhook.validating.failurePolicy is Fail with replicaCount 1", "webhook.allowSingleReplicaFailClosed=true", "replicaCount to 2 or more"])
+    print(f"  refused enforce mode with one replica: {message.splitlines()[-1].strip()}")
+    r = render(deep_merge(deep_merge(enforce, one), {"webhook": {"allowSingleReplicaFailClosed": True}}))
+    check(r.one("Deployment")["spec"]["replicas"] == 1, "one replica when allowed")
+    check(r.one("ValidatingWebhookConfiguration")["webhooks"][0]["failurePolicy"] == "Fail", "Fail with one replica when allowed")
+    check("Keep replicaCount >= 2 (now 1)" in r.notes, f"NOTES, one replica failing closed:\n{r.notes}")
+    r = render(deep_merge(deep_merge(enforce, one), {"webhook": {"validating": {"failurePolicy": "Ignore"}}}))
+    check(r.one("ValidatingWebhookConfiguration")["webhooks"][0]["failurePolicy"] == "Ignore", "enforce, Ignore, one replica")
+    r = render(one)
+    check(r.one("ValidatingWebhookConfiguration")["webhooks"][0]["failurePolicy"] == "Ignore", "warn mode with one replica renders, failing open")
+    _render_refused(deep_merge(enforce, {"replicaCount": 1, "webhook": {"validating": {"failurePolicy": "Ignore"}, "mutating": {"failurePolicy": "Fail"}}}), ["webhook.mutating.failurePolicy is Fail with replicaCount 1"])
+    # Out of the cluster there is no Deployment: how many replicas answer the URL is not the chart's.
+    r = render(deep_merge(enforce, {"replicaCount": 1, "webhook": {"external": {"url": "https://127.0.0.1:8443", "caBundle": sample_ca_pem()}}}))
+    check(r.one("ValidatingWebhookConfiguration")["webhooks"][0]["failurePolicy"] == "Fail", "external enforce: Fail")
+    for hook in ("validating", "mutating"):
+        message = _render_refused({"webhook": {hook: {"failurePolicy": "Fail"}}}, [f"webhook.{hook}.failurePolicy is Fail in warn mode", "warn mode never denies"])
+        print(f"  refused warn mode with {hook} Fail: {message.splitlines()[-1].strip()}")
+    # A disabled webhook's failurePolicy is not rendered, so it refuses nothing.
+    render({"webhook": {"validating": {"enabled": False, "failurePolicy": "Fail"}}})
 
 
 def _schema_error(values: dict) -> str:
@@ -923,6 +973,7 @@ def check_schema(probelint: Probelint) -> None:
         ({"webhook": {"external": {"url": "http://127.0.0.1:8443", "caBundle": "x"}}}, ["/webhook/external/url"]),
         ({"webhook": {"external": {"url": "https://127.0.0.1:8443/validate", "caBundle": "x"}}}, ["/webhook/external/url"]),
         ({"replicaCount": "two"}, ["/replicaCount", "integer"]),
+        ({"webhook": {"allowSingleReplicaFailClosed": "yes"}}, ["/webhook/allowSingleReplicaFailClosed", "boolean"]),
         ({"replicas": 3}, ["replicas"]),
         ({"certificates": {"mode": "vault"}}, ["/certificates/mode", "helm", "certManager", "secret"]),
         ({"certificates": {"mode": "secret"}}, ["/certificates/secret", "name", "caBundle"]),

@@ -6,6 +6,7 @@ use crate::commands::fix;
 use crate::error::{Error, UsageError};
 use crate::input::{self, Origin, Pending, Source};
 use crate::output::{self, Format};
+use crate::report::{Report, SkipKind};
 use clap::ArgAction;
 use probelint_policies::DEFAULT_POLICY_YAML;
 use probelint_yaml::load::Limits;
@@ -117,7 +118,7 @@ fn destinations(
 /// the report instead (exit 2).
 pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
     if args.policy_default {
-        print!("{DEFAULT_POLICY_YAML}");
+        print!("{}", policy_default());
         return Ok(0);
     }
     let destinations = destinations(args, matches)?;
@@ -173,9 +174,10 @@ pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
             .print(&mut std::io::stdout().lock(), &mut anstream::stderr())
             .map_err(Error::Diff)?;
         if args.dry_run {
+            let nothing_linted = report_unrendered(&fixed.report);
             // Like `ruff --diff`: the diff is the output; exit 1 when something would change.
             return Ok(exit_code(
-                !fixed.report.errors.is_empty(),
+                !fixed.report.errors.is_empty() || nothing_linted,
                 fixed.files_changed() > 0,
             ));
         }
@@ -216,10 +218,123 @@ pub fn run(args: &Args, matches: &clap::ArgMatches) -> Result<u8, Error> {
         }
     }
 
+    let nothing_linted = report_unrendered(&report);
     let threshold = args.fail_on.threshold();
     let failing = report
         .findings
         .iter()
         .any(|f| !f.finding.is_suppressed() && f.finding.severity >= threshold);
-    Ok(exit_code(!report.errors.is_empty() || unwritten, failing))
+    Ok(exit_code(
+        !report.errors.is_empty() || unwritten || nothing_linted,
+        failing,
+    ))
+}
+
+/// The policy schema where an editor can fetch it: the repository's `docs/policy.schema.json`,
+/// as the README gives it.
+pub const POLICY_SCHEMA_URL: &str =
+    "https://raw.githubusercontent.com/probelint/probelint/main/docs/policy.schema.json";
+
+/// The built-in policy as `--policy-default` prints it, to start a `.probelint.yaml` from. Its
+/// `yaml-language-server` line names the schema relative to `policies/` in the repository,
+/// which resolves nowhere beside a user's file: it names the URL instead.
+fn policy_default() -> String {
+    const MODELINE: &str = "# yaml-language-server: $schema=";
+    let body = match DEFAULT_POLICY_YAML.split_once('\n') {
+        Some((first, rest)) if first.starts_with(MODELINE) => rest,
+        _ => DEFAULT_POLICY_YAML,
+    };
+    format!("{MODELINE}{POLICY_SCHEMA_URL}\n{body}")
+}
+
+/// At most this many charts or directories are named in a line; the rest are counted.
+const NAMED: usize = 3;
+
+/// Says on standard error, whatever the format and without `--verbose`, how many Helm templates
+/// and kustomizations were not linted and how to lint them: a run pointed at an unrendered chart
+/// must not look like a clean one. Returns whether nothing at all was linted because of them (no
+/// object, no input error): that run fails (exit 2), or a CI job on a chart would pass forever.
+fn report_unrendered(report: &Report) -> bool {
+    let lines = unrendered_lines(report);
+    if lines.is_empty() {
+        return false;
+    }
+    let nothing_linted = report.objects == 0 && report.errors.is_empty();
+    let mut err = anstream::stderr();
+    let level = if nothing_linted { "error" } else { "warning" };
+    for line in &lines {
+        let _ = writeln!(err, "probelint: {level}: {line}");
+    }
+    if nothing_linted {
+        let _ = writeln!(
+            err,
+            "probelint: error: nothing was linted: every manifest found needs rendering first"
+        );
+    }
+    nothing_linted
+}
+
+/// One line per kind of input that needs rendering, with how to lint it.
+fn unrendered_lines(report: &Report) -> Vec<String> {
+    let mut templates = 0;
+    let mut charts: Vec<&str> = Vec::new();
+    let mut unknown_chart = false;
+    let mut dirs: Vec<&str> = Vec::new();
+    for skipped in &report.skipped {
+        match &skipped.kind {
+            SkipKind::NotKubernetes => {}
+            SkipKind::HelmTemplate { chart } => {
+                templates += 1;
+                match chart {
+                    Some(chart) => charts.push(chart),
+                    None => unknown_chart = true,
+                }
+            }
+            SkipKind::Kustomization { dir } => dirs.push(dir),
+        }
+    }
+    charts.sort_unstable();
+    charts.dedup();
+    dirs.sort_unstable();
+    dirs.dedup();
+    let mut lines = Vec::new();
+    if templates > 0 {
+        let chart = match (charts.as_slice(), unknown_chart) {
+            ([one], false) => *one,
+            _ => "CHART",
+        };
+        let place = if charts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", named(&charts))
+        };
+        lines.push(format!(
+            "{} not linted{place}: render the chart and lint the output, e.g. \
+             `helm template RELEASE {chart} | probelint -`",
+            output::plural(templates, "Helm template was", "Helm templates were"),
+        ));
+    }
+    if !dirs.is_empty() {
+        let args = if dirs.len() <= NAMED {
+            dirs.join(" ")
+        } else {
+            "DIR...".to_owned()
+        };
+        lines.push(format!(
+            "{} not linted as rendered ({}): lint what kustomize renders with \
+             `probelint --kustomize {args}`",
+            output::plural(dirs.len(), "kustomization was", "kustomizations were"),
+            named(&dirs),
+        ));
+    }
+    lines
+}
+
+/// `a, b, c` or `a, b, c and 2 more`.
+fn named(items: &[&str]) -> String {
+    let shown = items[..items.len().min(NAMED)].join(", ");
+    match items.len().saturating_sub(NAMED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }

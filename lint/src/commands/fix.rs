@@ -226,6 +226,7 @@ pub fn apply(planned: Planned, dry_run: bool, policy: &Policy, limits: &Limits) 
             line: None,
             column: None,
             message: format!("not fixed (file left unchanged): {why}"),
+            stage: crate::report::Stage::Fix,
         };
         let new_text = match plan.fixed {
             Err(why) => {

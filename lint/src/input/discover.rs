@@ -195,12 +195,12 @@ pub fn describe_io(e: &std::io::Error) -> String {
     }
 }
 
-/// Whether a file sits in a Helm chart's `templates/` directory (a `Chart.yaml` beside it).
-pub fn is_helm_template(path: &Path) -> bool {
-    path.ancestors().skip(1).any(|dir| {
-        dir.file_name().is_some_and(|n| n == "templates")
-            && dir
-                .parent()
-                .is_some_and(|chart| chart.join("Chart.yaml").is_file())
+/// The chart of a file that sits in a Helm chart's `templates/` directory: the directory
+/// holding `Chart.yaml`, if it is in one.
+pub fn helm_chart_of(path: &Path) -> Option<&Path> {
+    path.ancestors().skip(1).find_map(|dir| {
+        let chart = dir.parent()?;
+        (dir.file_name().is_some_and(|n| n == "templates") && chart.join("Chart.yaml").is_file())
+            .then_some(chart)
     })
 }

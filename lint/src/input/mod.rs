@@ -6,7 +6,7 @@ pub mod kustomize;
 pub mod read;
 
 pub use discover::{
-    Discovery, Input, describe_io, discover, display_path, exclude_set, is_helm_template,
+    Discovery, Input, describe_io, discover, display_path, exclude_set, helm_chart_of,
     is_manifest_name,
 };
 pub use read::{Origin, Pending, Source, read_input};

@@ -152,6 +152,7 @@ mod tests {
                 line: None,
                 column: None,
                 message: "stdin is not UTF-8".to_owned(),
+                stage: crate::report::Stage::Read,
             }],
             ..Report::default()
         };

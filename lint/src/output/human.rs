@@ -14,7 +14,8 @@ use anstyle::{AnsiColor, Effects};
 use probelint_policies::{Applicability, Finding, Severity};
 use rayon::prelude::*;
 
-use super::{Options, display_path, plural, sanitize, suppression_parts, unreadable_files};
+use super::{Options, display_path, failed_files, plural, sanitize, suppression_parts};
+use crate::report::Stage;
 use crate::report::{LocatedFinding, Report, SourceLines};
 
 const ERROR: Style = AnsiColor::BrightRed.on_default().effects(Effects::BOLD);
@@ -243,7 +244,10 @@ fn closing_quote(text: &str, quote: char) -> Option<usize> {
 
 /// `Found 3 errors, 1 warning and 2 info (1 suppressed) in 5 objects across 4 files; 1 file
 /// could not be read`. Zero counts are left out so that the line says what matters; with no
-/// objects at all it says so, since "no problems" would then mean nothing was checked.
+/// objects at all it says so, since "no problems" would then mean nothing was checked. Worded
+/// by outcome: a run with files that could not be read and nothing found begins with them
+/// (`8 of 9 files could not be read; no problems found in the 1 object read`), never with
+/// "No problems found".
 pub(super) fn summary_line(report: &Report, options: &Options) -> String {
     let summary = report.summary();
     let scope = format!(
@@ -257,37 +261,64 @@ pub(super) fn summary_line(report: &Report, options: &Options) -> String {
         0 => String::new(),
         n => format!(" ({n} suppressed)"),
     };
-    let mut line = if report.objects == 0 {
-        format!(
+    let mut counts = Vec::new();
+    if summary.errors > 0 {
+        counts.push(plural(summary.errors, "error", "errors"));
+    }
+    if summary.warnings > 0 {
+        counts.push(plural(summary.warnings, "warning", "warnings"));
+    }
+    if summary.infos > 0 {
+        counts.push(format!("{} info", summary.infos));
+    }
+    let counts = match counts.split_last() {
+        None => None,
+        Some((last, [])) => Some(last.clone()),
+        Some((last, rest)) => Some(format!("{} and {last}", rest.join(", "))),
+    };
+    let unreadable = failed_files(report, Stage::Read);
+    let unreadable_part = || {
+        let files = if unreadable >= report.files {
+            plural(unreadable, "file", "files")
+        } else {
+            format!("{unreadable} of {}", plural(report.files, "file", "files"))
+        };
+        format!("{files} could not be read")
+    };
+    let mut line = match counts {
+        Some(counts) => {
+            let mut line = format!("Found {counts}{suppressed} {scope}");
+            if unreadable > 0 {
+                line.push_str(&format!(
+                    "; {} could not be read",
+                    plural(unreadable, "file", "files")
+                ));
+            }
+            line
+        }
+        None if unreadable > 0 => {
+            let mut line = unreadable_part();
+            if report.objects > 0 {
+                line.push_str(&format!(
+                    "; no problems found in the {} read{suppressed}",
+                    plural(report.objects, "object", "objects")
+                ));
+            } else if unreadable < report.files {
+                line.push_str("; no Kubernetes objects found in the others");
+            }
+            line
+        }
+        None if report.objects == 0 => format!(
             "No Kubernetes objects found in {}",
             plural(report.files, "file", "files")
-        )
-    } else {
-        let mut counts = Vec::new();
-        if summary.errors > 0 {
-            counts.push(plural(summary.errors, "error", "errors"));
-        }
-        if summary.warnings > 0 {
-            counts.push(plural(summary.warnings, "warning", "warnings"));
-        }
-        if summary.infos > 0 {
-            counts.push(format!("{} info", summary.infos));
-        }
-        let counts = match counts.split_last() {
-            None => None,
-            Some((last, [])) => Some(last.clone()),
-            Some((last, rest)) => Some(format!("{} and {last}", rest.join(", "))),
-        };
-        match counts {
-            None => format!("No problems found {scope}{suppressed}"),
-            Some(counts) => format!("Found {counts}{suppressed} {scope}"),
-        }
+        ),
+        None => format!("No problems found {scope}{suppressed}"),
     };
-    let unreadable = unreadable_files(report);
-    if unreadable > 0 {
+    let unfixed = failed_files(report, Stage::Fix);
+    if unfixed > 0 {
         line.push_str(&format!(
-            "; {} could not be read",
-            plural(unreadable, "file", "files")
+            "; {} could not be fixed",
+            plural(unfixed, "file", "files")
         ));
     }
     if !report.skipped.is_empty() {
@@ -342,7 +373,7 @@ mod tests {
     use super::underline;
     use crate::output::sample::*;
     use crate::output::{Format, Options};
-    use crate::report::Report;
+    use crate::report::{Report, Stage};
     use probelint_policies::Severity;
 
     use std::sync::Arc;
@@ -466,6 +497,52 @@ mod tests {
             summary_line(&sample(), &plain()),
             "Found 2 errors, 1 warning and 1 info (2 suppressed) in 5 objects across 4 files; \
          1 file could not be read; 1 skipped (--verbose lists them)"
+        );
+
+        // Worded by outcome: files that could not be read come first, and "could not be read"
+        // is said only of those; a file --fix could not write was read.
+        let error = |file: &str, stage| crate::report::InputError {
+            file: file.to_owned(),
+            line: None,
+            column: None,
+            message: "m".to_owned(),
+            stage,
+        };
+        let mostly_unread = Report {
+            files: 9,
+            objects: 1,
+            errors: (1..9)
+                .map(|n| error(&format!("f{n}.yaml"), Stage::Read))
+                .collect(),
+            ..Report::default()
+        };
+        assert_eq!(
+            summary_line(&mostly_unread, &plain()),
+            "8 of 9 files could not be read; no problems found in the 1 object read"
+        );
+        let none_read = Report {
+            files: 2,
+            errors: vec![error("a.yaml", Stage::Read), error("b.yaml", Stage::Read)],
+            ..Report::default()
+        };
+        assert_eq!(
+            summary_line(&none_read, &plain()),
+            "2 files could not be read"
+        );
+        let one_unread = Report {
+            files: 2,
+            errors: vec![error("a.yaml", Stage::Read)],
+            ..Report::default()
+        };
+        assert_eq!(
+            summary_line(&one_unread, &plain()),
+            "1 of 2 files could not be read; no Kubernetes objects found in the others"
+        );
+        let mut unfixed = single.clone();
+        unfixed.errors = vec![error("a.yaml", Stage::Fix)];
+        assert_eq!(
+            summary_line(&unfixed, &plain()),
+            "Found 1 warning in 1 object across 1 file; 1 file could not be fixed"
         );
 
         let mut only_suppressed = clean.clone();

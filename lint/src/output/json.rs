@@ -289,6 +289,7 @@ mod tests {
                 line: None,
                 column: None,
                 message: "file is larger than 8 MiB".to_owned(),
+                stage: crate::report::Stage::Read,
             }],
             files: 1,
             ..Report::default()

@@ -17,7 +17,7 @@ use std::io::Write;
 
 use probelint_policies::{Suppression, SuppressionSource};
 
-use crate::report::Report;
+use crate::report::{Report, Stage};
 
 mod github;
 mod human;
@@ -126,10 +126,15 @@ pub(crate) fn plural(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
 }
 
-/// How many distinct files had at least one input error (a multi-document file with two bad
-/// documents is one file that could not be read).
-fn unreadable_files(report: &Report) -> usize {
-    let mut files: Vec<&str> = report.errors.iter().map(|e| e.file.as_str()).collect();
+/// How many distinct files had at least one error at `stage` (a multi-document file with two
+/// bad documents is one file that could not be read).
+fn failed_files(report: &Report, stage: Stage) -> usize {
+    let mut files: Vec<&str> = report
+        .errors
+        .iter()
+        .filter(|e| e.stage == stage)
+        .map(|e| e.file.as_str())
+        .collect();
     files.sort_unstable();
     files.dedup();
     files.len()

@@ -10,7 +10,7 @@ use probelint_policies::{
 };
 
 use super::{Format, Options, render};
-use crate::report::{InputError, LocatedFinding, Report, Skipped};
+use crate::report::{InputError, LocatedFinding, Report, SkipKind, Skipped};
 
 pub(super) const VLLM_YAML: &str = r#"apiVersion: apps/v1
 kind: Deployment
@@ -198,10 +198,12 @@ pub(super) fn sample() -> Report {
             line: Some(3),
             column: Some(5),
             message: "did not find expected key while parsing a block mapping".to_owned(),
+            stage: crate::report::Stage::Read,
         }],
         skipped: vec![Skipped {
             file: "charts/values.yaml".to_owned(),
             reason: "no Kubernetes objects (no apiVersion and kind)".to_owned(),
+            kind: SkipKind::NotKubernetes,
         }],
         files: 4,
         objects: 5,
