@@ -341,6 +341,35 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     {
         located.source = WeightSource::Ngc;
     }
+    // A NIMService reads its model store at /model-store: the PVC of its NIMCache (which the
+    // NIM Operator filled from NGC beforehand), its own `storage.pvc`, or a `storage.hostPath`
+    // (k8s-nim-operator@0464933f api/apps/v1alpha1/nimservice_types.go, GetVolumes).
+    if cx.kind == "NIMService"
+        && let Some(storage) = cx.object.pointer("/spec/storage")
+    {
+        let named = |p: &str| {
+            storage
+                .pointer(p)
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+        };
+        if let Some(cache) = named("/nimCache/name") {
+            located.source = WeightSource::PersistentVolume {
+                volume: format!("NIMCache {cache}"),
+                claim: None,
+            };
+            located.fetched_by = None;
+        } else if let Some(claim) = named("/pvc/name") {
+            located.source = WeightSource::PersistentVolume {
+                volume: "model-store".to_owned(),
+                claim: Some(claim.to_owned()),
+            };
+        } else if named("/hostPath").is_some() {
+            located.source = WeightSource::HostPath {
+                volume: "model-store".to_owned(),
+            };
+        }
+    }
     // Pipeline stages across the pods of a LeaderWorkerSet group: each pod reads its stages'
     // layers. Tensor-parallel ranks read every file and keep their slice, and a download
     // fetches the whole checkpoint on every node: neither splits.

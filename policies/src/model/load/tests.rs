@@ -321,3 +321,26 @@ fn the_policy_can_change_every_constant() {
         "{err}"
     );
 }
+
+#[test]
+fn a_nimservice_reads_its_nimcache_from_a_volume_not_ngc() {
+    let spec = json!({"image": {"repository": "nvcr.io/nim/meta/llama-3.1-70b-instruct", "tag": "1.3.3"},
+        "storage": {"nimCache": {"name": "llama-70b-cache", "profile": ""}}});
+    let object = json!({"kind": "NIMService", "spec": spec});
+    let pod = json!({"containers": [{"image": "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.3.3"}]});
+    let load = load_of("NIMService", &object, &pod, Some("nim"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(
+        e.source.to_string(),
+        "read from network volume \"NIMCache llama-70b-cache\""
+    );
+    // Without a cache it is NGC's download.
+    let bare = json!({"kind": "NIMService", "spec": {"image": spec["image"].clone()}});
+    let load = load_of("NIMService", &bare, &pod, Some("nim"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(e.source, WeightSource::Ngc);
+}
