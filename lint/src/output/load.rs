@@ -12,7 +12,8 @@
 //! A load is a range: `fast_seconds` is the quickest it plausibly takes (an error that says a
 //! deadline kills it rests on this end), `slow_seconds` the slowest (what a deadline a fix adds
 //! covers). A declared or assumed load has both ends equal.
-//! `confidence` is `declared` (probelint.io/model-load-seconds), `estimated`, `lazy` (the server
+//! `confidence` is `declared` (probelint.io/model-load-seconds), `declared-bounded` (in strict
+//! mode, a declared load below the estimate's fast end: the estimate stands), `estimated`, `lazy` (the server
 //! loads models on first request) or `assumed` (the policy's default; `why` says what was
 //! missing). Findings that rest on an assumed load are warnings at most.
 
@@ -58,8 +59,12 @@ impl<'a> Load<'a> {
             Basis::Declared => ("declared", None, None),
             Basis::Lazy { .. } => ("lazy", None, None),
             Basis::Assumed { why } => ("assumed", Some(why.as_str()), None),
-            Basis::Estimated(e) => (
-                "estimated",
+            Basis::Estimated(e) | Basis::Bounded { estimate: e, .. } => (
+                if matches!(load.basis, Basis::Bounded { .. }) {
+                    "declared-bounded"
+                } else {
+                    "estimated"
+                },
                 None,
                 Some(Estimate {
                     model: &e.model,

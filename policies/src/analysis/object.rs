@@ -478,6 +478,7 @@ fn analyse_pod_spec<'a>(
             declared.clone(),
             policy.model_load_seconds,
             &policy.model_load,
+            !policy.allow_annotation_exemptions,
         );
     }
 

@@ -150,4 +150,40 @@ mod tests {
             serde_json::json!([{"op": "replace", "path": "/spec/containers/0/startupProbe/failureThreshold", "value": 13}])
         );
     }
+
+    #[test]
+    fn in_strict_mode_the_judged_do_not_supply_the_number_that_judges_them() {
+        // `probelint.io/model-load-seconds: "1"` on a 70B model behind a 60 s startup budget.
+        let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations: {probelint.io/model-load-seconds: "1"}
+spec:
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:v0.10.1
+      args: [--model, meta-llama/Llama-3.1-70B-Instruct]
+      ports: [{containerPort: 8000}]
+      resources: {limits: {nvidia.com/gpu: 4}}
+      startupProbe: {httpGet: {path: /health, port: 8000}, failureThreshold: 6}
+"#;
+        assert!(
+            findings_of(yaml, ID).is_empty(),
+            "the declared 1 s stands by default"
+        );
+        let strict = crate::Policy::with_user_yaml("allowAnnotationExemptions: false\n").unwrap();
+        let found: Vec<_> = crate::rules::testing::lint_with(yaml, &strict)
+            .into_iter()
+            .filter(|f| f.rule == ID)
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, crate::Severity::Error);
+        assert!(
+            found[0].message.contains("says 1 s, below the estimate"),
+            "{}",
+            found[0].message
+        );
+    }
 }

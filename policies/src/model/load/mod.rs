@@ -44,6 +44,13 @@ pub struct LoadTime {
 pub enum Basis {
     /// `probelint.io/model-load-seconds` on the object or its pod template.
     Declared,
+    /// In strict mode (`allowAnnotationExemptions: false`), a declared load below the fast end
+    /// of the engine's estimate: the person judged does not supply the number that judges them,
+    /// so the estimate's range stands, each end at least the declared figure.
+    Bounded {
+        declared: f64,
+        estimate: Box<Estimate>,
+    },
     /// Computed from the model, its size, its source and the server.
     Estimated(Box<Estimate>),
     /// The server loads models on first request, not at start (Ollama).
@@ -91,7 +98,7 @@ impl LoadTime {
     /// when the manifest says from where: the whole checkpoint at that source's bandwidth, at
     /// the fast and the slow end.
     pub fn fetch_seconds(&self, bandwidth: &Bandwidth) -> Option<Span> {
-        let Basis::Estimated(e) = &self.basis else {
+        let (Basis::Estimated(e) | Basis::Bounded { estimate: e, .. }) = &self.basis else {
             return None;
         };
         let from = e.fetched_by.as_ref()?.from.as_ref()?;
@@ -120,6 +127,13 @@ impl LoadTime {
             Basis::Estimated(_) | Basis::Lazy { .. } => {
                 write!(f, "≈ {}", seconds_range(self.fast, self.slow))
             }
+            Basis::Bounded { declared, .. } => write!(
+                f,
+                "≈ {} (probelint.io/model-load-seconds says {}, below the estimate; strict mode \
+                 keeps the estimate)",
+                seconds_range(self.fast, self.slow),
+                secs(*declared)
+            ),
             Basis::Assumed { .. } => write!(f, "{} by policy default", secs(self.slow)),
         })
     }
@@ -133,7 +147,7 @@ impl LoadTime {
     pub fn derivation(&self) -> impl std::fmt::Display + '_ {
         shown(move |f| match &self.basis {
             Basis::Declared => Ok(()),
-            Basis::Estimated(e) => {
+            Basis::Estimated(e) | Basis::Bounded { estimate: e, .. } => {
                 write!(f, "{} (", gigabytes(e.bytes))?;
                 let per = e.precision.bytes_per_parameter;
                 write!(
@@ -214,13 +228,34 @@ pub struct Context<'a> {
 
 /// The load time of `cx`'s container: `declared` (the annotation: its seconds, or the text that
 /// is not a number), else the estimate, else `default_seconds`.
+///
+/// `bound_declared` (strict mode): a declared load shorter than the estimate's fast end does not
+/// stand; the estimate does, each end at least the declared figure ([`Basis::Bounded`]).
 pub fn load_time(
     cx: &Context<'_>,
     declared: Option<Result<f64, String>>,
     default_seconds: f64,
     settings: &ModelLoad,
+    bound_declared: bool,
 ) -> LoadTime {
     let invalid = match declared {
+        Some(Ok(seconds)) if bound_declared => {
+            return match estimate(cx, settings) {
+                Ok(LoadTime {
+                    fast,
+                    slow,
+                    basis: Basis::Estimated(estimate),
+                }) if seconds < fast => LoadTime {
+                    fast,
+                    slow: slow.max(seconds),
+                    basis: Basis::Bounded {
+                        declared: seconds,
+                        estimate,
+                    },
+                },
+                _ => LoadTime::point(seconds, Basis::Declared),
+            };
+        }
         Some(Ok(seconds)) => return LoadTime::point(seconds, Basis::Declared),
         Some(Err(text)) => Some(text),
         None => None,

@@ -23,7 +23,13 @@ fn load_of(kind: &str, object: &Value, pod: &Value, server: Option<&'static str>
         image: container["image"].as_str().unwrap_or_default(),
         server,
     };
-    load_time(&cx, None, policy.model_load_seconds, &policy.model_load)
+    load_time(
+        &cx,
+        None,
+        policy.model_load_seconds,
+        &policy.model_load,
+        false,
+    )
 }
 
 fn pod_load(pod: Value, server: Option<&'static str>) -> LoadTime {
@@ -304,7 +310,7 @@ fn the_policy_can_change_every_constant() {
             .iter()
             .find(|s| s.id == "vllm"),
     };
-    let load = load_time(&cx, None, 300.0, &policy.model_load);
+    let load = load_time(&cx, None, 300.0, &policy.model_load, false);
     assert_eq!(
         (load.fast, load.slow),
         (20.0, 20.0),
@@ -343,4 +349,41 @@ fn a_nimservice_reads_its_nimcache_from_a_volume_not_ngc() {
         panic!("{load}")
     };
     assert_eq!(e.source, WeightSource::Ngc);
+}
+
+#[test]
+fn in_strict_mode_a_declared_load_below_the_estimate_does_not_stand() {
+    let policy = Policy::default();
+    let pod = json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1", "args": ["--model", "meta-llama/Llama-3.1-70B-Instruct"]}]});
+    let container = &pod["containers"][0];
+    let vllm = crate::model::servers::KNOWN_SERVERS
+        .iter()
+        .find(|s| s.id == "vllm");
+    let cx = Context {
+        object: &json!({}),
+        kind: "Pod",
+        pod: &pod,
+        container,
+        image: "vllm/vllm-openai:v0.10.1",
+        server: vllm,
+    };
+    let at = |declared: f64, strict: bool| {
+        load_time(&cx, Some(Ok(declared)), 300.0, &policy.model_load, strict)
+    };
+    // "1" on a 70B model: honoured as written by default, bounded by the estimate in strict mode.
+    assert_eq!((at(1.0, false).fast, at(1.0, false).slow), (1.0, 1.0));
+    let strict = at(1.0, true);
+    assert_eq!((strict.fast, strict.slow), (160.0, 2980.0));
+    assert!(matches!(strict.basis, Basis::Bounded { declared, .. } if declared == 1.0));
+    assert!(
+        strict
+            .short()
+            .to_string()
+            .contains("says 1 s, below the estimate"),
+        "{}",
+        strict.short()
+    );
+    // A declared load at or above the fast end is the user's measurement, strict or not.
+    assert_eq!(at(900.0, true).basis, Basis::Declared);
+    assert_eq!((at(900.0, true).fast, at(900.0, true).slow), (900.0, 900.0));
 }
