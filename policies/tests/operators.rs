@@ -258,7 +258,7 @@ fn liveness_restart_loop_fires_only_where_a_kill_during_load_is_real() {
 
 #[test]
 fn servers_are_recognised_by_command_and_fixed_on_their_own_port() {
-    let llmd = lint("fires-vllm-by-command-in-llm-d-image.yaml");
+    let llmd = lint("warns-vllm-by-command-in-llm-d-image.yaml");
     let f = llmd
         .iter()
         .find(|f| f.rule == "readiness-port-open")

@@ -610,9 +610,14 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
     for &i in &workloads {
         let analysed = probelint_policies::Workload::analyse(i, &objects[i], policy);
         for spec in &analysed.pod_specs {
-            for container in spec.containers.iter().filter(|c| c.is_accelerated()) {
+            // A load the manifest shows (never the policy's guess): its fast end, since a pod
+            // Ready sooner cannot have loaded its model.
+            for container in spec
+                .containers
+                .iter()
+                .filter(|c| c.is_accelerated() && c.load.is_evidence())
+            {
                 let load = loads.entry((i, container.name.clone())).or_default();
-                // The fast end: a pod Ready sooner cannot have loaded its model.
                 *load = load.max(container.load.fast);
             }
         }

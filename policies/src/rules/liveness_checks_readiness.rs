@@ -75,6 +75,16 @@ fn readiness_like(path: &str) -> Option<&'static str> {
 
 pub(crate) static RULE: Rule = Rule::object(&META, check);
 
+/// The path a `curl` in an exec command asks for (`curl -f localhost:3000/health` → `/health`).
+fn curl_path(command: &[String]) -> Option<&str> {
+    let mut words = command.iter().flat_map(|a| a.split_whitespace());
+    words.find(|w| w.rsplit('/').next() == Some("curl"))?;
+    let url = words.find(|w| !w.starts_with('-') && w.contains('/'))?;
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = &rest[rest.find('/')?..];
+    Some(strip_query(path))
+}
+
 /// What to point liveness at, held to a fix's invariant: advice that would add a restart is not
 /// given. A liveness endpoint that fails while the model loads (llama.cpp's /health answers 503,
 /// vLLM's port is closed) kills the container mid-load unless a startupProbe that waits for the
@@ -282,12 +292,24 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let Some(readiness) = readiness else {
             continue;
         };
+        // `curl URL` without --fail exits 0 on any HTTP status: as liveness it fails only on a
+        // refused connection, which a busy server does not give (readiness-port-open reports the
+        // same curl as a readiness check).
+        if let Handler::Exec { command } = &liveness.handler
+            && super::readiness_port_open::curl_without_fail(command).is_some()
+        {
+            continue;
+        }
         if !same_check(&liveness.handler, &readiness.handler) {
             continue;
         }
         let designed_for_both = match (&liveness.handler, cx.container.server) {
             (Handler::HttpGet { path, .. }, Some(s)) => {
                 s.single_health_endpoint && strip_query(path) == s.live_path
+            }
+            // `curl -f localhost:3000/health`: the same endpoint, asked by exec.
+            (Handler::Exec { command }, Some(s)) => {
+                s.single_health_endpoint && curl_path(command) == Some(s.live_path)
             }
             _ => false,
         };

@@ -18,9 +18,11 @@ ready endpoint. An exec probe that runs `curl` without `--fail` is the same chec
 exits 0 on an HTTP 503, so only a refused connection fails it (`wget` fails on an error status by \
 default, and Python's urllib raises, so those are real checks). Where a container has no readiness of \
 its own and its operator injects a port check (KServe raw deployments on the first containerPort, \
-Knative's queue-proxy), the finding says so; it is a warning when the server is known to open its \
-port only once the model is loaded (vLLM, TGI, TEI, trtllm-serve, Triton). Error on accelerator \
-containers, warning elsewhere.",
+Knative's queue-proxy), the finding says so. A tcpSocket check, its own or injected, is a warning when \
+the server is known to open its port only once the model is loaded (vLLM, TGI, TEI, trtllm-serve, \
+Triton, each read in the server's source): it then holds traffic through the load, and misses only an \
+engine that dies with the port open. Otherwise an error on accelerator containers, a warning \
+elsewhere.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/readiness-port-open/bad.yaml"),
     good_example: include_str!("../../resources/rules/readiness-port-open/good.yaml"),
@@ -77,17 +79,30 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                   once the model is loaded and can infer"
                 .to_owned(),
         };
+        // A server that opens its port only once the model is loaded (vLLM listens after its
+        // engine is built, TGI's router after its shards) holds traffic through the load on a
+        // port check: what such a check misses is an engine that dies with the port open.
+        let binds_late = matches!(probe.handler, Handler::TcpSocket { .. })
+            && cx
+                .container
+                .server
+                .is_some_and(|s| s.during_load == DuringLoad::PortClosed);
+        let consequence = match cx.container.server {
+            Some(server) if binds_late => format!(
+                "{} opens its port only once the model is loaded, so this holds traffic through \
+                 the load, but it never sees an engine that has died with the port open",
+                server.name
+            ),
+            _ => "an open port does not mean the model is loaded".to_owned(),
+        };
         let finding = report.container(
             &cx,
             at,
-            format!(
-                "{} {what}: an open port does not mean the model is loaded",
-                cx.container.describe()
-            ),
+            format!("{} {what}: {consequence}", cx.container.describe()),
             help,
         );
-        if !cx.container.is_accelerated() {
-            finding.severity = Severity::Warning;
+        if binds_late || !cx.container.is_accelerated() {
+            finding.severity = finding.severity.min(Severity::Warning);
         }
         if matches!(probe.handler, Handler::TcpSocket { .. }) {
             finding.fix = crate::fix::probes::readiness_endpoint(&cx, probe)
@@ -219,6 +234,26 @@ pub(crate) fn curl_without_fail(command: &[String]) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_port_check_on_a_server_that_listens_only_once_loaded_is_a_warning() {
+        let yaml = include_str!(
+            "../../resources/rules/readiness-port-open/fires-vllm-port-check-is-a-warning.yaml"
+        );
+        let f = &crate::rules::testing::findings_of(yaml, "readiness-port-open")[0];
+        assert_eq!(f.severity, crate::Severity::Warning, "{}", f.message);
+        assert!(
+            f.message
+                .contains("vLLM opens its port only once the model is loaded"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.fix.is_some(),
+            "the ready endpoint is still the better check"
+        );
+    }
+
     use crate::Severity;
     use crate::rules::testing::findings_of;
 
