@@ -49,7 +49,8 @@ fn enforce_mode_refuses_a_gpu_deployment_without_probes_naming_rule_container_an
         ),
         // Each rule, the container, and the fix.
         "- gpu-startup-probe-missing: container \"server\" (requests nvidia.com/gpu) has no startupProbe",
-        "  fix: add a startupProbe on the server's health endpoint with periodSeconds: 10 and failureThreshold: 120 (a 1200 s budget, set by modelLoad.startupFloorSeconds",
+        // No liveness and no startupProbe: the fix creates the only deadline it will have.
+        "  fix: add a startupProbe on the server's health endpoint with periodSeconds: 10 and failureThreshold: 360 (a 3600 s budget, set by modelLoad.newDeadlineFloorSeconds: a deadline where this container had none)",
         "- gpu-readiness-probe-missing: container \"server\" (requests nvidia.com/gpu) has no readinessProbe",
         "  fix: add a readinessProbe",
         "To exempt this object from a rule, annotate it with probelint.io/ignore",

@@ -583,8 +583,11 @@ fn analyse_container<'a>(
     // Kinds the container has, or that its NIMService turns off: the operator fills neither.
     let off = [startup, readiness, liveness].map(disabled);
     let own = [0, 1, 2].map(|k| off[k] || probes[k].is_some());
+    // An empty name is no name (`name: ''`, as OpenShift AI's dashboard writes a predictor
+    // model's): the container runs under the default, KServe's `kserve-container` for one.
     let name = name
         .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
         .unwrap_or(default_name)
         .to_owned();
     let server = crate::model::servers::recognise(value).or_else(|| {
@@ -1027,6 +1030,13 @@ mod tests {
         assert_eq!(c.pointer, "/spec/predictor/model");
         assert_eq!(c.name, "kserve-container");
         assert!(c.is_accelerated());
+        // `name: ''` (as OpenShift AI's dashboard writes it) is no name.
+        let mut unnamed = v.clone();
+        unnamed["spec"]["predictor"]["model"]["name"] = json!("");
+        assert_eq!(
+            analyse(&unnamed).pod_specs[0].containers[0].name,
+            "kserve-container"
+        );
     }
 
     #[test]

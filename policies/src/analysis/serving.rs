@@ -457,6 +457,11 @@ fn command_counter_evidence(words: &[&str]) -> Option<CounterEvidence> {
         if let Some((_, what)) = INTERACTIVE_PROGRAMS.iter().find(|(p, _)| *p == base) {
             return Some(CounterEvidence::Interactive(what));
         }
+        // `service ssh start -D`, `service sshd start`: the init script starts sshd.
+        if base == "service" && (lower.contains("service ssh ") || lower.contains("service sshd "))
+        {
+            return Some(CounterEvidence::Interactive("sshd (a development box)"));
+        }
         if base == "code" && lower.contains("code tunnel") {
             return Some(CounterEvidence::Interactive(
                 "a VS Code tunnel (a development box)",
@@ -586,6 +591,10 @@ mod tests {
     fn interactive_servers_and_stress_tools_are_counter_evidence() {
         assert_eq!(
             command_counter_evidence(&["/usr/sbin/sshd", "-D", "-e"]),
+            Some(CounterEvidence::Interactive("sshd (a development box)"))
+        );
+        assert_eq!(
+            command_counter_evidence(&["sh", "-c", "service ssh start -D && sleep infinity"]),
             Some(CounterEvidence::Interactive("sshd (a development box)"))
         );
         assert_eq!(
