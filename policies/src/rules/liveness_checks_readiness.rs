@@ -271,22 +271,26 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 None,
             ),
         };
-        if let Handler::HttpGet { path, .. } = &liveness.handler
-            && let Some(what) = readiness_like(path)
-        {
+        // One finding, with the advice and the patch it would be.
+        let emit = |report: &mut Report<'_>, what: String| {
             let (help, fix) = live_help();
             report
                 .container(
                     &cx,
                     liveness.pointer.clone(),
                     format!(
-                        "{}: livenessProbe targets {path}, {what}: a busy model gets restarted \
-                         instead of taken out of rotation",
+                        "{}: livenessProbe {what}: a busy model gets restarted instead of taken \
+                         out of rotation",
                         cx.container.describe()
                     ),
                     help,
                 )
                 .fix = fix;
+        };
+        if let Handler::HttpGet { path, .. } = &liveness.handler
+            && let Some(what) = readiness_like(path)
+        {
+            emit(report, format!("targets {path}, {what}"));
             continue;
         }
         let Some(readiness) = readiness else {
@@ -316,20 +320,13 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if designed_for_both {
             continue;
         }
-        let (help, fix) = live_help();
-        report
-            .container(
-                &cx,
-                liveness.pointer.clone(),
-                format!(
-                    "{}: livenessProbe is the same check as readinessProbe ({}): a busy model \
-                     gets restarted instead of taken out of rotation",
-                    cx.container.describe(),
-                    liveness.handler.describe()
-                ),
-                help,
-            )
-            .fix = fix;
+        emit(
+            report,
+            format!(
+                "is the same check as readinessProbe ({})",
+                liveness.handler.describe()
+            ),
+        );
     }
 }
 
