@@ -362,6 +362,13 @@ fn estimate(cx: &Context<'_>, settings: &ModelLoad) -> Result<LoadTime, String> 
     };
     let kserve_storage = kserve_storage || storage != reference;
     let mut located = source::locate(storage, cx.pod, cx.container, &line, kserve_storage);
+    // vLLM's tensorizer reads the serialized weights from its own URI.
+    if let Some(from) = source::tensorizer(&line, cx.pod, cx.container) {
+        located = source::Located {
+            source: from,
+            fetched_by: None,
+        };
+    }
     if let Some((init, id, from)) = downloaded {
         located.fetched_by = Some(source::Fetch {
             container: init,

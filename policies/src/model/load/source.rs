@@ -330,6 +330,36 @@ fn init_containers_mounting<'a>(
         })
 }
 
+/// Where vLLM reads the weights from with `--load-format tensorizer`: the `tensorizer_uri` of
+/// `--model-loader-extra-config` (object storage such as `s3://…/model.tensors`, or a path on a
+/// volume), not the Hub id or path the model is named by.
+pub fn tensorizer(line: &CommandLine, pod: &Value, container: &Value) -> Option<WeightSource> {
+    let (_, format) = line.flag(&["--load-format"])?;
+    if format != "tensorizer" {
+        return None;
+    }
+    // The JSON config arrives split into words (`{"tensorizer_uri":`, `"s3://…"}`): the URI is
+    // the first value after the key, its quotes and braces trimmed.
+    let at = line
+        .words
+        .iter()
+        .position(|w| w.contains("tensorizer_uri"))?;
+    let uri = line.words[at..]
+        .iter()
+        .flat_map(|w| w.split(['"', '\'', ',', '{', '}']))
+        .skip_while(|part| !part.contains("tensorizer_uri"))
+        .skip(1)
+        .map(|part| part.trim_start_matches(':').trim())
+        .find(|part| !part.is_empty())?;
+    if let Some((scheme, _)) = uri.split_once("://") {
+        return Some(WeightSource::ObjectStore {
+            scheme: scheme.to_ascii_lowercase(),
+        });
+    }
+    uri.starts_with('/')
+        .then(|| Mounts::of(pod, container).source_of(uri))
+}
+
 /// What an init container downloads into the local path `path`: the model it names (a Hub id
 /// after `download`, or an object-storage URI) and where from, when its command writes to `path`
 /// or a directory above it (`hf download ID --local-dir /models/llama`, `huggingface-cli

@@ -387,3 +387,32 @@ fn in_strict_mode_a_declared_load_below_the_estimate_does_not_stand() {
     assert_eq!(at(900.0, true).basis, Basis::Declared);
     assert_eq!((at(900.0, true).fast, at(900.0, true).slow), (900.0, 900.0));
 }
+
+#[test]
+fn tensorizer_weights_are_read_from_their_uri_not_the_hub() {
+    // As coreweave/kubernetes-cloud's online-inference vLLM example serves a model.
+    let pod = json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1",
+        "command": ["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server --model EleutherAI/pythia-70m --model-loader-extra-config '{\"tensorizer_uri\": \"s3://model-store/vllm/EleutherAI/pythia-70m/vllm/model.tensors\"}' --load-format tensorizer"]}]});
+    let load = pod_load(pod, Some("vllm"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(
+        e.source,
+        WeightSource::ObjectStore {
+            scheme: "s3".to_owned()
+        },
+        "{load}"
+    );
+    // The same flags as args, the JSON one word; a tensorizer file on a volume is read there.
+    let args = json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1",
+        "args": ["--model", "EleutherAI/pythia-70m", "--load-format", "tensorizer",
+                 "--model-loader-extra-config", "{\"tensorizer_uri\": \"/weights/model.tensors\"}"],
+        "volumeMounts": [{"name": "w", "mountPath": "/weights"}]}],
+        "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "tensors"}}]});
+    let load = pod_load(args, Some("vllm"));
+    let Basis::Estimated(e) = &load.basis else {
+        panic!("{load}")
+    };
+    assert_eq!(e.source.to_string(), "read from PVC \"tensors\"", "{load}");
+}
