@@ -529,11 +529,7 @@ fn image_counter_evidence(container: &Value) -> Option<CounterEvidence> {
     let image = fields::get(container, "image")?
         .as_str()?
         .to_ascii_lowercase();
-    let repository = image.split(['@']).next().unwrap_or_default();
-    let repository = repository
-        .rsplit_once(':')
-        .filter(|(_, tag)| !tag.contains('/'))
-        .map_or(repository, |(repo, _)| repo);
+    let repository = crate::model::servers::repository(&image);
     // The tag counts too: tensorflow/tensorflow:latest-gpu-jupyter runs a notebook.
     if image.contains("jupyter") || repository.contains("notebook") {
         return Some(CounterEvidence::Interactive("a Jupyter image (a notebook)"));

@@ -64,11 +64,9 @@ pub static IMAGE_ENTRYPOINTS: &[ImageEntrypoint] = &[
 pub fn of_image(image: &str) -> Option<&'static ImageEntrypoint> {
     let image = image.trim();
     let image = image.split('@').next().unwrap_or(image);
-    let (path, tag) = match image.rfind(':') {
-        Some(colon) if !image[colon..].contains('/') => (&image[..colon], &image[colon + 1..]),
-        _ => (image, ""),
-    };
-    let path = path.to_ascii_lowercase();
+    let repository = crate::model::servers::repository(image);
+    let tag = image[repository.len()..].trim_start_matches(':');
+    let path = repository.to_ascii_lowercase();
     IMAGE_ENTRYPOINTS.iter().find(|e| {
         let named = path == e.repository
             || path

@@ -544,7 +544,7 @@ fn command_text(container: &Value) -> Option<String> {
 
 /// The image's repository: no tag, no digest (`ghcr.io/x/ollama:0.5` → `ghcr.io/x/ollama`); a
 /// registry port (`host:5000/x`) is not a tag.
-fn repository(image: &str) -> &str {
+pub(crate) fn repository(image: &str) -> &str {
     let image = image.split('@').next().unwrap_or(image);
     match image.rfind(':') {
         Some(colon) if !image[colon..].contains('/') => &image[..colon],

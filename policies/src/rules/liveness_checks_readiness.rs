@@ -4,8 +4,9 @@ use super::rule::{FixMeta, Report, Rule, RuleMeta};
 use crate::analysis::context::{Analysis, ContainerContext};
 use crate::fix::Change;
 use crate::fix::patch::{add, remove, replace};
-use crate::fix::probes::{GENERATION_TIMEOUT_SECONDS, StartupBudget, startup_probe};
-use crate::model::budget::threshold_for;
+use crate::fix::probes::{
+    GENERATION_TIMEOUT_SECONDS, StartupBudget, raise_threshold, startup_probe,
+};
 use crate::model::finding::{Applicability, Fix, Severity};
 use crate::model::pointer;
 use crate::model::probe::{Handler, PortRef, Probe, ProbeKind};
@@ -77,12 +78,9 @@ pub(crate) static RULE: Rule = Rule::object(&META, check);
 
 /// The path a `curl` in an exec command asks for (`curl -f localhost:3000/health` → `/health`).
 fn curl_path(command: &[String]) -> Option<&str> {
-    let mut words = command.iter().flat_map(|a| a.split_whitespace());
-    words.find(|w| w.rsplit('/').next() == Some("curl"))?;
-    let url = words.find(|w| !w.starts_with('-') && w.contains('/'))?;
+    let url = super::readiness_port_open::curl_call(command)?.url;
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let path = &rest[rest.find('/')?..];
-    Some(strip_query(path))
+    Some(strip_query(&rest[rest.find('/')?..]))
 }
 
 /// What to point liveness at, held to a fix's invariant: advice that would add a restart is not
@@ -205,38 +203,25 @@ fn advised_patch(
             },
         ) if gate.value.is_object() => {
             let port = port_value(port)?;
-            let period = gate.period();
-            if period <= 0 {
-                return None;
-            }
-            let threshold = threshold_for(budget.seconds, period, gate.initial_delay())
-                .max(gate.failure_threshold());
-            ops.insert(0, remove(pointer::join(&gate.pointer, "tcpSocket")));
-            ops.insert(
-                1,
+            // The threshold the same way every raised startupProbe gets it, never lower.
+            let needed = budget.seconds.max(gate.budget_seconds());
+            let raise = raise_threshold(gate, needed)?;
+            let mut gate_ops = vec![
+                remove(pointer::join(&gate.pointer, "tcpSocket")),
                 add(
                     pointer::join(&gate.pointer, "httpGet"),
                     json!({"path": server.ready_path, "port": port}),
                 ),
-            );
-            let field = pointer::join(&gate.pointer, "failureThreshold");
-            ops.insert(
-                2,
-                if gate.value.get("failureThreshold").is_some() {
-                    replace(field, json!(threshold))
-                } else {
-                    add(field, json!(threshold))
-                },
-            );
+            ];
+            gate_ops.extend(raise.ops);
+            gate_ops.extend(ops);
             Some((
                 format!(
-                    "make the startupProbe httpGet {} with failureThreshold {threshold} ({} s \
-                     budget, set by {}), then {said}",
-                    server.ready_path,
-                    threshold.saturating_mul(period),
-                    budget.set_by
+                    "make the startupProbe httpGet {} and {} (a {needed} s budget, set by {}), \
+                     then {said}",
+                    server.ready_path, raise.description, budget.set_by
                 ),
-                ops,
+                gate_ops,
             ))
         }
         // No startupProbe at all: the one gpu-startup-probe-missing adds, then liveness.

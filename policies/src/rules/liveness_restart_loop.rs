@@ -58,9 +58,9 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             continue;
         }
         let kill = liveness_kills(liveness, load);
-        let Some(severity) = kill.severity(META.severity) else {
+        if kill == Kill::No {
             continue;
-        };
+        }
         // One problem, one error: where gpu-startup-probe-missing reports this container's
         // missing startupProbe, its error already says that liveness kills it mid-load and
         // carries the fix. This rule speaks where that one does not: a batch pod, or a policy
@@ -101,7 +101,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
              loaded); keep liveness quick to catch real hangs"
                 .to_owned(),
         );
-        finding.severity = finding.severity.min(severity);
+        finding.severity = kill.cap(finding.severity);
         finding.fix = fix;
         finding.load = Some(load.clone());
     }

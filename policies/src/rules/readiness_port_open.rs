@@ -82,11 +82,8 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         // A server that opens its port only once the model is loaded (vLLM listens after its
         // engine is built, TGI's router after its shards) holds traffic through the load on a
         // port check: what such a check misses is an engine that dies with the port open.
-        let binds_late = matches!(probe.handler, Handler::TcpSocket { .. })
-            && cx
-                .container
-                .server
-                .is_some_and(|s| s.during_load == DuringLoad::PortClosed);
+        let binds_late =
+            matches!(probe.handler, Handler::TcpSocket { .. }) && listens_once_loaded(&cx);
         let consequence = match cx.container.server {
             Some(server) if binds_late => format!(
                 "{} opens its port only once the model is loaded, so this holds traffic through \
@@ -111,6 +108,15 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
     }
 }
 
+/// Whether the container's server opens its port only once the model is loaded (the server
+/// table's `PortClosed`: vLLM, TGI, TEI, trtllm-serve, Triton), so that a port check holds
+/// traffic through the load.
+fn listens_once_loaded(cx: &ContainerContext<'_, '_>) -> bool {
+    cx.container
+        .server
+        .is_some_and(|s| s.during_load == DuringLoad::PortClosed)
+}
+
 /// A container without readiness of its own whose operator injects a port check (KServe's raw
 /// deployments, Knative's queue-proxy): said as what the pod will run, not as "no readiness".
 /// A warning where the server is known to open its port only once the model is loaded (the check
@@ -131,10 +137,7 @@ fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
     {
         return;
     }
-    let binds_late = cx
-        .container
-        .server
-        .is_some_and(|s| s.during_load == DuringLoad::PortClosed);
+    let binds_late = listens_once_loaded(cx);
     let endpoint = match cx.container.server {
         Some(server) if !server.paths_need_model_name => {
             format!(
@@ -171,6 +174,20 @@ fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
 /// %{http_code}`), where the exit status is not curl's alone. `wget` fails on an error status by
 /// default, and Python's urllib raises, so neither is a port check.
 pub(crate) fn curl_without_fail(command: &[String]) -> Option<&str> {
+    curl_call(command)
+        .filter(|call| !call.fails_on_error)
+        .map(|call| call.url)
+}
+
+/// The first `curl` of an exec command: the URL it asks for, and whether an error status fails
+/// it (`--fail`, `-f`, `-sf`…). `None` where there is no curl, or a pipeline or a test reads its
+/// output (the exit status is then not curl's alone).
+pub(crate) struct CurlCall<'c> {
+    pub url: &'c str,
+    pub fails_on_error: bool,
+}
+
+pub(crate) fn curl_call(command: &[String]) -> Option<CurlCall<'_>> {
     let words: Vec<&str> = command.iter().flat_map(|a| a.split_whitespace()).collect();
     if words
         .iter()
@@ -203,6 +220,7 @@ pub(crate) fn curl_without_fail(command: &[String]) -> Option<&str> {
         "--cert",
     ];
     let mut url = None;
+    let mut fails_on_error = false;
     let mut skip = false;
     for word in &words[start + 1..] {
         let word = word.trim_matches(|c| c == '"' || c == '\'');
@@ -217,19 +235,23 @@ pub(crate) fn curl_without_fail(command: &[String]) -> Option<&str> {
             continue;
         }
         if word == "--fail" || word == "--fail-with-body" || word == "--fail-early" {
-            return None;
-        }
-        if let Some(short) = word.strip_prefix('-')
+            fails_on_error = true;
+        } else if let Some(short) = word.strip_prefix('-')
             && !short.starts_with('-')
             && short.contains('f')
         {
-            return None;
-        }
-        if url.is_none() && !word.starts_with('-') && (word.contains(':') || word.contains('/')) {
+            fails_on_error = true;
+        } else if url.is_none()
+            && !word.starts_with('-')
+            && (word.contains(':') || word.contains('/'))
+        {
             url = Some(word);
         }
     }
-    url
+    Some(CurlCall {
+        url: url?,
+        fails_on_error,
+    })
 }
 
 #[cfg(test)]

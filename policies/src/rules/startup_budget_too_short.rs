@@ -54,9 +54,9 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             continue;
         }
         let kill = startup_kills(probe.budget_seconds(), load);
-        let Some(severity) = kill.severity(META.severity) else {
+        if kill == Kill::No {
             continue;
-        };
+        }
         let needed = needed_for(load, margin);
         // The same number the fix writes: both come from threshold_for.
         let threshold = threshold_for(needed, probe.period(), probe.initial_delay());
@@ -89,7 +89,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                  probelint.io/model-load-seconds to the real worst-case load time)"
             ),
         );
-        finding.severity = finding.severity.min(severity);
+        finding.severity = kill.cap(finding.severity);
         finding.fix = fix;
         finding.load = Some(load.clone());
     }

@@ -44,13 +44,12 @@ pub(crate) enum Kill {
 }
 
 impl Kill {
-    /// The severity a finding about this kill has: the rule's for a certain kill, a warning at
-    /// most for a possible one. `None` where nothing is killed.
-    pub(crate) fn severity(self, rule: Severity) -> Option<Severity> {
+    /// The severity a finding about this kill gets, from the one the policy gives the rule: a
+    /// possible kill is a warning at most.
+    pub(crate) fn cap(self, configured: Severity) -> Severity {
         match self {
-            Kill::Certain => Some(rule),
-            Kill::Possible => Some(rule.min(Severity::Warning)),
-            Kill::No => None,
+            Kill::Possible => configured.min(Severity::Warning),
+            Kill::Certain | Kill::No => configured,
         }
     }
 }

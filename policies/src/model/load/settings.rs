@@ -273,26 +273,29 @@ impl ModelLoad {
             base.bytes_per_parameter,
             user.bytes_per_parameter,
         )?;
-        let startup_floor_seconds = user
-            .startup_floor_seconds
-            .or(base.startup_floor_seconds)
-            .unwrap_or(1200.0);
-        if !(startup_floor_seconds.is_finite() && startup_floor_seconds >= 0.0) {
-            return Err((
-                "modelLoad.startupFloorSeconds".to_owned(),
-                format!("expected a number of seconds ≥ 0, got {startup_floor_seconds}"),
-            ));
-        }
-        let new_deadline_floor_seconds = user
-            .new_deadline_floor_seconds
-            .or(base.new_deadline_floor_seconds)
-            .unwrap_or(3600.0);
-        if !(new_deadline_floor_seconds.is_finite() && new_deadline_floor_seconds >= 0.0) {
-            return Err((
-                "modelLoad.newDeadlineFloorSeconds".to_owned(),
-                format!("expected a number of seconds ≥ 0, got {new_deadline_floor_seconds}"),
-            ));
-        }
+        let floor = |key: &str, user: Option<f64>, base: Option<f64>, default: f64| {
+            let seconds = user.or(base).unwrap_or(default);
+            if seconds.is_finite() && seconds >= 0.0 {
+                Ok(seconds)
+            } else {
+                Err((
+                    format!("modelLoad.{key}"),
+                    format!("expected a number of seconds ≥ 0, got {seconds}"),
+                ))
+            }
+        };
+        let startup_floor_seconds = floor(
+            "startupFloorSeconds",
+            user.startup_floor_seconds,
+            base.startup_floor_seconds,
+            1200.0,
+        )?;
+        let new_deadline_floor_seconds = floor(
+            "newDeadlineFloorSeconds",
+            user.new_deadline_floor_seconds,
+            base.new_deadline_floor_seconds,
+            3600.0,
+        )?;
         Ok(ModelLoad {
             bandwidth,
             server_start_seconds,

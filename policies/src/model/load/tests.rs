@@ -32,6 +32,14 @@ fn load_of(kind: &str, object: &Value, pod: &Value, server: Option<&'static str>
     )
 }
 
+/// The estimate behind `load`; a test that expects one fails with the load it got.
+fn estimate_of(load: &LoadTime) -> &Estimate {
+    match &load.basis {
+        Basis::Estimated(e) => e,
+        _ => panic!("not an estimate: {load}"),
+    }
+}
+
 fn pod_load(pod: Value, server: Option<&'static str>) -> LoadTime {
     load_of("Pod", &json!({}), &pod, server)
 }
@@ -160,9 +168,7 @@ fn the_arithmetic_reads_as_a_user_would_check_it() {
 fn nim_downloads_its_image_model_from_ngc_unless_its_cache_is_on_a_volume_already() {
     let pod = json!({"containers": [{"image": "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3"}]});
     let load = pod_load(pod, Some("nim"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(e.source, WeightSource::Ngc);
     assert_eq!(e.model_from, "the image name");
     assert_eq!(
@@ -185,9 +191,7 @@ fn an_init_container_download_leaves_only_the_local_read_in_the_load() {
     // The path says no size, but the init container's download does: the model it fetches,
     // read from the emptyDir it fills.
     let load = pod_load(pod.clone(), Some("vllm"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(e.model, "meta-llama/Llama-3.1-8B-Instruct");
     assert_eq!(
         e.model_from,
@@ -208,9 +212,7 @@ fn an_init_container_download_leaves_only_the_local_read_in_the_load() {
         "/models/llama"
     ]);
     let load = pod_load(s3, Some("vllm"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(e.parameters.billions, 72.0, "{load}");
     // A download elsewhere says nothing about this path.
     let mut elsewhere = pod.clone();
@@ -227,9 +229,7 @@ fn an_init_container_download_leaves_only_the_local_read_in_the_load() {
     by_id["containers"][0]["args"] = json!(["--model", "meta-llama/Llama-3.1-8B-Instruct"]);
     by_id["containers"][0]["volumeMounts"][0]["mountPath"] = json!("/root/.cache/huggingface");
     let load = pod_load(by_id, Some("vllm"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(
         e.fetched_by.as_ref().map(|f| f.container.as_str()),
         Some("fetch")
@@ -256,9 +256,7 @@ fn pipeline_stages_across_a_leaderworkerset_group_split_what_each_pod_reads() {
         "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}]
     });
     let load = load_of("LeaderWorkerSet", &object, &pod, Some("vllm"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(e.pipeline_stages, 2);
     assert_eq!(
         (load.fast, load.slow),
@@ -335,9 +333,7 @@ fn a_nimservice_reads_its_nimcache_from_a_volume_not_ngc() {
     let object = json!({"kind": "NIMService", "spec": spec});
     let pod = json!({"containers": [{"image": "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.3.3"}]});
     let load = load_of("NIMService", &object, &pod, Some("nim"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(
         e.source.to_string(),
         "read from network volume \"NIMCache llama-70b-cache\""
@@ -345,9 +341,7 @@ fn a_nimservice_reads_its_nimcache_from_a_volume_not_ngc() {
     // Without a cache it is NGC's download.
     let bare = json!({"kind": "NIMService", "spec": {"image": spec["image"].clone()}});
     let load = load_of("NIMService", &bare, &pod, Some("nim"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(e.source, WeightSource::Ngc);
 }
 
@@ -394,9 +388,7 @@ fn tensorizer_weights_are_read_from_their_uri_not_the_hub() {
     let pod = json!({"containers": [{"image": "vllm/vllm-openai:v0.10.1",
         "command": ["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server --model EleutherAI/pythia-70m --model-loader-extra-config '{\"tensorizer_uri\": \"s3://model-store/vllm/EleutherAI/pythia-70m/vllm/model.tensors\"}' --load-format tensorizer"]}]});
     let load = pod_load(pod, Some("vllm"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(
         e.source,
         WeightSource::ObjectStore {
@@ -411,8 +403,6 @@ fn tensorizer_weights_are_read_from_their_uri_not_the_hub() {
         "volumeMounts": [{"name": "w", "mountPath": "/weights"}]}],
         "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "tensors"}}]});
     let load = pod_load(args, Some("vllm"));
-    let Basis::Estimated(e) = &load.basis else {
-        panic!("{load}")
-    };
+    let e = estimate_of(&load);
     assert_eq!(e.source.to_string(), "read from PVC \"tensors\"", "{load}");
 }
