@@ -174,7 +174,6 @@ mod tests {
             "{}",
             f.message
         );
-        // No model named: the 300 s default, so a warning that says why.
         let assumed = estimated.replace(
             "      args: [--model, meta-llama/Llama-3.1-70B-Instruct]\n",
             "",
