@@ -33,6 +33,7 @@ pub use model::finding::{
 };
 pub use model::load;
 pub use model::probe::ProbeKind;
+pub use model::servers::{KNOWN_SERVERS, KnownServer};
 pub use mutate::{
     AppliedFix, Mutation, MutationPatch, annotation_ops, merge_fixes, mutate, mutation_patch,
 };
