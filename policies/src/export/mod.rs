@@ -301,7 +301,7 @@ fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
                 "resources": resources,
                 // A Pod's probes cannot change after it is created: judging an UPDATE would
                 // refuse a label change on a running pod for what it already runs.
-                "operations": if *group == "" { json!(["CREATE"]) } else { json!(["CREATE", "UPDATE"]) },
+                "operations": if group.is_empty() { json!(["CREATE"]) } else { json!(["CREATE", "UPDATE"]) },
             })
         })
         .collect();
