@@ -2,7 +2,7 @@
 //! and its dispatch; each command lives in `probelint::commands`.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use probelint::commands::{self, EXIT_ERROR, audit, check, mutate, rules, simulate};
+use probelint::commands::{self, EXIT_ERROR, audit, check, export, mutate, rules, simulate};
 use probelint::error::Error;
 use probelint_policies::Policy;
 use std::io::Write;
@@ -43,6 +43,9 @@ enum Command {
     /// Lint the workloads a live cluster runs, each finding beside the restarts and probe
     /// failures it has already caused (reads the kubeconfig as kubectl does; list only).
     Audit(audit::Args),
+    /// Print the rules that have a faithful CEL form as ValidatingAdmissionPolicies and
+    /// bindings, for clusters with no webhook (--list: what is exported and why not).
+    Export(export::Args),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Some(Command::Mutate(args)) => mutate::run(args),
         Some(Command::Simulate(args)) => simulate::run(args),
         Some(Command::Audit(args)) => audit::run(args),
+        Some(Command::Export(args)) => export::run(args),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(
                 *shell,

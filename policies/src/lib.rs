@@ -12,6 +12,7 @@
 mod analysis;
 mod catalog;
 mod engine;
+pub mod export;
 mod fix;
 mod model;
 mod mutate;

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod check;
+pub mod export;
 pub mod fix;
 pub mod mutate;
 pub mod rules;

@@ -363,6 +363,19 @@ fn carries_traffic(port: &ContainerPort<'_>) -> bool {
 }
 
 /// Programs an idle shell runs while it waits.
+/// Text whose presence in a command line may make it counter-evidence (an interactive program, a
+/// stress tool, a wait): more than [`command_counter_evidence`] accuses, so that
+/// `probelint export` sets aside at least every command line the engine does.
+pub(crate) fn counter_evidence_markers() -> impl Iterator<Item = &'static str> {
+    INTERACTIVE_PROGRAMS
+        .iter()
+        .chain(STRESS_TOOLS)
+        .map(|(p, _)| *p)
+        .chain([
+            "ssh", "code", "jupyter", "notebook", "sleep", "wait", "while", "until", "tail",
+        ])
+}
+
 const IDLE_PROGRAMS: &[&str] = &[
     "sleep",
     "tail",

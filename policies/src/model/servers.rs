@@ -434,6 +434,17 @@ impl KnownServer {
         })
     }
 
+    /// Every text fragment that identifies this server in an image reference or in a command
+    /// (`probelint export` must set aside at least every container the engine recognises).
+    pub(crate) fn markers(&self) -> impl Iterator<Item = &'static str> {
+        self.image_markers
+            .iter()
+            .chain(self.repository_markers)
+            .chain(self.command_markers)
+            .chain(self.launch_markers)
+            .copied()
+    }
+
     /// Recognises a server from what a container runs: `vllm serve` or
     /// `python -m sglang.launch_server` in its command or args, from any image.
     pub fn for_command(container: &Value) -> Option<&'static KnownServer> {

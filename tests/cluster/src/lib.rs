@@ -208,11 +208,13 @@ impl Cluster {
                 // What turns a Deployment into ReplicaSets and Pods, a CronJob into Jobs into
                 // Pods, cleans up namespaces, gives each namespace its `default`
                 // ServiceAccount (without which the apiserver refuses every Pod) and its
-                // `kube-root-ca.crt` ConfigMap (which every real namespace has).
+                // `kube-root-ca.crt` ConfigMap (which every real namespace has), and writes
+                // each ValidatingAdmissionPolicy's type checking into its status.
                 "--controllers=deployment-controller,replicaset-controller,job-controller,\
                  cronjob-controller,namespace-controller,garbage-collector-controller,\
                  serviceaccount-controller,serviceaccount-token-controller,\
-                 root-ca-certificate-publisher-controller",
+                 root-ca-certificate-publisher-controller,\
+                 validatingadmissionpolicy-status-controller",
                 "--leader-elect=false",
                 // Each controller acts under its own service account, as kubeadm, GKE, EKS and
                 // AKS run it: admission then sees `system:serviceaccount:kube-system:

@@ -1,0 +1,529 @@
+//! `probelint export`: the per-object rules that have a faithful CEL form, compiled to
+//! ValidatingAdmissionPolicies and their bindings (`admissionregistration.k8s.io/v1`, GA since
+//! Kubernetes 1.30), for clusters that want no webhook.
+//!
+//! Faithful means one way round: an exported expression fails only on a container the engine
+//! reports with the same severity (a denial is always an engine error). Where the engine
+//! decides on evidence CEL cannot read (a command line split as a shell does, the load estimate,
+//! other objects), the expression narrows to the cases it can decide and lets the rest through:
+//! the policies may say less than the engine, never more. [`coverage`] says, per rule, what is
+//! exported and what is not, and why.
+//!
+//! Pure data: the documents are `serde_json::Value`s; the CLI writes them.
+
+mod cel;
+
+use crate::analysis::serving::counter_evidence_markers;
+use crate::catalog;
+use crate::model::annotations::{IGNORE_ANNOTATION, IGNORE_CONTAINER_PREFIX, ROLE_ANNOTATION};
+use crate::model::finding::Severity;
+use crate::model::servers::{DuringLoad, KNOWN_SERVERS};
+use crate::policy::Policy;
+use crate::rules::rule::Check;
+use cel::quote;
+use serde_json::{Value, json};
+
+/// What an error finding does in the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Errors deny the request (`validationActions: [Deny]`).
+    Enforce,
+    /// Nothing is denied: errors warn, as warnings do (`[Warn, Audit]`).
+    Warn,
+}
+
+/// What the exported policies match besides the rules: the chart's scope.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub mode: Mode,
+    /// Usernames whose objects with a controller ownerReference are a controller's (added to
+    /// the built-in controllers of kube-controller-manager), as the chart's
+    /// `webhook.controllerServiceAccounts`.
+    pub controller_users: Vec<String>,
+    /// Namespaces the policies never judge.
+    pub exclude_namespaces: Vec<String>,
+    /// A namespace labelled `<label>=true` is not judged.
+    pub namespace_opt_out_label: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Enforce,
+            controller_users: Vec::new(),
+            exclude_namespaces: vec!["kube-system".to_owned(), "kube-node-lease".to_owned()],
+            namespace_opt_out_label: IGNORE_ANNOTATION.to_owned(),
+        }
+    }
+}
+
+/// The controllers of kube-controller-manager, whose objects are never judged (the webhook's
+/// and the chart's list).
+pub const BUILTIN_CONTROLLER_USERS: &[&str] = &[
+    "system:serviceaccount:kube-system:replicaset-controller",
+    "system:serviceaccount:kube-system:deployment-controller",
+    "system:serviceaccount:kube-system:statefulset-controller",
+    "system:serviceaccount:kube-system:daemon-set-controller",
+    "system:serviceaccount:kube-system:job-controller",
+    "system:serviceaccount:kube-system:cronjob-controller",
+    "system:serviceaccount:kube-system:replication-controller",
+    "system:kube-controller-manager",
+];
+
+/// Whether and how one rule is exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    pub rule: &'static str,
+    /// The policies it becomes (empty when it is not exported).
+    pub policies: Vec<String>,
+    /// What the export covers of the rule, or why it is not exported.
+    pub note: String,
+}
+
+/// One exported part of a rule: one ValidatingAdmissionPolicy.
+struct Part {
+    name: String,
+    rule: &'static str,
+    severity: Severity,
+    /// A CEL predicate over a container `c` that holds where the engine reports the finding.
+    fails: String,
+    /// The message after `container "<name>"`.
+    message: &'static str,
+}
+
+const STARTUP: &str = "gpu-startup-probe-missing";
+const PORT_OPEN: &str = "readiness-port-open";
+
+const STARTUP_SCOPE: &str = "exported for the containers whose serving CEL can prove: an \
+accelerator resource the policy lists, and either probelint.io/role: server or a recognised \
+model server's image with the image's own entrypoint; not for containers the engine judges \
+from other evidence (a readiness probe, a port, a command line), nor DRA claims, runtime \
+classes or NVIDIA_VISIBLE_DEVICES";
+const PORT_OPEN_SCOPE: &str = "exported for tcpSocket readiness on the same containers (error \
+where the engine errs; warning on servers that open their port only once loaded, and on \
+containers with no accelerator at all); not for `curl` without --fail (needs the command \
+split as a shell does)";
+
+/// Why a per-object rule is not exported.
+fn not_exported(rule: &str) -> &'static str {
+    match rule {
+        "startup-budget-too-short"
+        | "liveness-restart-loop"
+        | "progress-deadline-too-short"
+        | "startup-shorter-than-operator"
+        | "readiness-timeout-too-short"
+        | "lws-kill-recreates-group" => {
+            "needs the load estimate (model size, weights source, server start-up) or the \
+             operator's merged pod, which CEL cannot compute; the load annotation written in CI \
+             would make the budget arithmetic exportable"
+        }
+        "probe-threshold-invalid" | "pod-spec-invalid" => {
+            "the apiserver itself rejects these fields in a core pod spec before any admission \
+             policy runs, so a policy could never fire"
+        }
+        "exec-probe-heavy" | "args-repeat-entrypoint" | "liveness-checks-readiness" => {
+            "needs a command line split as a shell does, or the image's entrypoint"
+        }
+        "grpc-probe-unsupported" => {
+            "depends on the cluster's version, which the apiserver enforces itself"
+        }
+        _ => {
+            "needs the engine's serving evidence or the server table beyond what the exported \
+             rules carry (not yet compiled to CEL)"
+        }
+    }
+}
+
+/// Every rule: whether it is exported under `policy`, and what of it or why not.
+pub fn coverage(policy: &Policy) -> Vec<Coverage> {
+    let parts = parts(policy);
+    catalog::registry()
+        .iter()
+        .map(|rule| {
+            let meta = rule.meta();
+            let id = meta.id;
+            let names: Vec<String> = parts
+                .iter()
+                .filter(|p| p.rule == id)
+                .map(|p| p.name.clone())
+                .collect();
+            let note = if !names.is_empty() {
+                match id {
+                    STARTUP => STARTUP_SCOPE.to_owned(),
+                    _ => PORT_OPEN_SCOPE.to_owned(),
+                }
+            } else if matches!(rule.check(), Check::Relations(_)) {
+                "cross-object: needs other objects (Services, PDBs, HPAs), which an admission \
+                 policy does not see"
+                    .to_owned()
+            } else if matches!(id, STARTUP | PORT_OPEN) {
+                skipped(policy, id).unwrap_or_default()
+            } else {
+                not_exported(id).to_owned()
+            };
+            Coverage {
+                rule: id,
+                policies: names,
+                note,
+            }
+        })
+        .collect()
+}
+
+/// Why an exportable rule is not exported under `policy`, if it is not.
+fn skipped(policy: &Policy, rule: &str) -> Option<String> {
+    let default = catalog::find(rule).map(|r| r.meta().severity)?;
+    match policy.severity_for(rule, default) {
+        None => Some("turned off in the policy".to_owned()),
+        Some(Severity::Info) => {
+            Some("info in the policy: the webhook neither denies nor warns on it".to_owned())
+        }
+        _ if policy.exemptions.iter().any(|e| e.covers_rule(rule)) => Some(
+            "the policy's `exemptions:` name it, and the export does not carry exemptions \
+             (namespace, name and owner globs); use a namespace opt-out label instead"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+/// The exported parts of the rules, under `policy`.
+fn parts(policy: &Policy) -> Vec<Part> {
+    let c = Container::new(policy);
+    let mut parts = Vec::new();
+    let level = |rule: &str, default: Severity| -> Option<Severity> {
+        if skipped(policy, rule).is_some() {
+            return None;
+        }
+        // A policy level replaces every finding's severity (as the engine does).
+        Some(match policy.rule_levels.get(rule) {
+            Some(level) => level.severity().unwrap_or(default),
+            None => default,
+        })
+    };
+    if let Some(severity) = level(STARTUP, Severity::Error) {
+        parts.push(Part {
+            name: format!("probelint.io-{STARTUP}"),
+            rule: STARTUP,
+            severity,
+            fails: format!(
+                "{} && !has(c.startupProbe) && {} && {}",
+                c.accelerated,
+                c.loads_model_at_start(),
+                c.not_ignored(STARTUP)
+            ),
+            message: "requests an accelerator and has no startupProbe: its liveness probe (or \
+                      the first one added) kills it mid-load, and nothing restarts a load that \
+                      hangs (add a startupProbe with a budget beyond the slowest plausible \
+                      load; `probelint --fix` writes one)",
+        });
+    }
+    let overridden = policy.rule_levels.contains_key(PORT_OPEN);
+    if let Some(severity) = level(PORT_OPEN, Severity::Error) {
+        let tcp = "has(c.readinessProbe) && has(c.readinessProbe.tcpSocket)";
+        let common = format!(
+            "{tcp} && {} && {}",
+            c.serves_model(),
+            c.not_ignored(PORT_OPEN)
+        );
+        parts.push(Part {
+            name: format!("probelint.io-{PORT_OPEN}"),
+            rule: PORT_OPEN,
+            severity,
+            fails: format!(
+                "{common} && {} && {}.all(s, !(s in {}))",
+                c.accelerated,
+                c.servers,
+                cel::list(c.port_closed.iter().copied())
+            ),
+            message: "uses tcpSocket readiness: an open port does not mean the model is loaded \
+                      (use an httpGet readiness check on the server's ready endpoint)",
+        });
+        parts.push(Part {
+            name: format!("probelint.io-{PORT_OPEN}-warning"),
+            rule: PORT_OPEN,
+            severity: if overridden {
+                severity
+            } else {
+                Severity::Warning
+            },
+            fails: format!(
+                "{common} && (({} && size({servers}) > 0 && {servers}.all(s, s in {})) || {})",
+                c.accelerated,
+                cel::list(c.port_closed.iter().copied()),
+                c.no_accelerator_evidence(),
+                servers = c.servers,
+            ),
+            message: "uses tcpSocket readiness: it holds traffic through the load only where \
+                      the server opens its port once loaded, and never sees an engine that has \
+                      died with the port open (use an httpGet readiness check)",
+        });
+    }
+    parts
+}
+
+/// The ValidatingAdmissionPolicies and bindings, in the order they are applied.
+pub fn documents(policy: &Policy, options: &Options) -> Vec<Value> {
+    let mut docs = Vec::new();
+    for part in parts(policy) {
+        docs.push(validating_policy(&part, policy, options));
+        docs.push(binding(&part, options));
+    }
+    docs
+}
+
+/// The kinds whose pod template the policies read: the core workloads that serve (a Job's or a
+/// CronJob's containers are batch, which neither exported rule judges).
+const RESOURCE_RULES: &[(&str, &[&str])] = &[
+    ("", &["pods", "replicationcontrollers"]),
+    (
+        "apps",
+        &["deployments", "statefulsets", "daemonsets", "replicasets"],
+    ),
+];
+
+fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
+    let mut users: Vec<String> = BUILTIN_CONTROLLER_USERS
+        .iter()
+        .map(|u| (*u).to_owned())
+        .collect();
+    for user in &options.controller_users {
+        if !users.contains(user) {
+            users.push(user.clone());
+        }
+    }
+    let resource_rules: Vec<Value> = RESOURCE_RULES
+        .iter()
+        .map(|(group, resources)| {
+            json!({
+                "apiGroups": [group],
+                "apiVersions": ["v1"],
+                "resources": resources,
+                // A Pod's probes cannot change after it is created: judging an UPDATE would
+                // refuse a label change on a running pod for what it already runs.
+                "operations": if group.is_empty() { json!(["CREATE"]) } else { json!(["CREATE", "UPDATE"]) },
+            })
+        })
+        .collect();
+    let bad = format!("variables.containers.filter(c, {})", part.fails);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {
+            "name": part.name,
+            "labels": {"app.kubernetes.io/managed-by": "probelint"},
+            "annotations": {
+                "probelint.io/rule": part.rule,
+                "probelint.io/severity": part.severity.as_str(),
+                "probelint.io/policy-version": policy.version,
+            },
+        },
+        "spec": {
+            // An object the expressions cannot read (a field of an unexpected type) is let
+            // through, as the webhook's failurePolicy Ignore does: a policy's own error never
+            // blocks a workload the engine would admit.
+            "failurePolicy": "Ignore",
+            "matchConstraints": {
+                "resourceRules": resource_rules,
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": options.exclude_namespaces},
+                        {"key": options.namespace_opt_out_label, "operator": "NotIn", "values": ["true"]},
+                    ],
+                },
+            },
+            "matchConditions": [{
+                "name": "not-created-by-a-controller",
+                // Who sent it is the apiserver's word; an ownerReference alone claims nothing.
+                "expression": format!(
+                    "!(request.userInfo.username in {} && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))",
+                    cel::list(users.iter().map(String::as_str))
+                ),
+            }],
+            "variables": variables(),
+            "validations": [{
+                "expression": format!("size({bad}) == 0"),
+                "messageExpression": format!(
+                    "'probelint {}: ' + {bad}.map(c, 'container ' + c.name).join(', ') + ' ' + {}",
+                    part.rule,
+                    quote(part.message)
+                ),
+                "reason": "Invalid",
+            }],
+        },
+    })
+}
+
+fn variables() -> Value {
+    json!([
+        {"name": "spec", "expression": "object.kind == 'Pod' ? object.spec : object.spec.template.spec"},
+        // The engine reads a template's annotations first, then the object's; a Pod's are both.
+        {"name": "templateAnnotations", "expression": "object.kind == 'Pod' ? object.metadata.?annotations.orValue({}) : object.spec.template.?metadata.?annotations.orValue({})"},
+        {"name": "objectAnnotations", "expression": "object.metadata.?annotations.orValue({})"},
+        {"name": "role", "expression": format!(
+            "variables.templateAnnotations[?{r}].orValue(variables.objectAnnotations[?{r}].orValue('')).trim()",
+            r = quote(ROLE_ANNOTATION)
+        )},
+        {"name": "hasRole", "expression": format!(
+            "{r} in variables.templateAnnotations || {r} in variables.objectAnnotations",
+            r = quote(ROLE_ANNOTATION)
+        )},
+        // Native sidecars are containers the engine judges too.
+        {"name": "containers", "expression": "variables.spec.containers + variables.spec.?initContainers.orValue([]).filter(c, c.?restartPolicy.orValue('') == 'Always')"},
+        {"name": "servers", "expression": server_table()},
+    ])
+}
+
+/// The known servers' identifying text, as a CEL map from id to lower-case fragments.
+fn server_table() -> String {
+    let entries: Vec<String> = KNOWN_SERVERS
+        .iter()
+        .map(|s| {
+            let markers: Vec<String> = s.markers().map(str::to_ascii_lowercase).collect();
+            format!(
+                "{}: {}",
+                quote(s.id),
+                cel::list(markers.iter().map(String::as_str))
+            )
+        })
+        .collect();
+    format!("{{{}}}", entries.join(", "))
+}
+
+fn binding(part: &Part, options: &Options) -> Value {
+    let actions = match (part.severity, options.mode) {
+        (Severity::Error, Mode::Enforce) => json!(["Deny"]),
+        _ => json!(["Warn", "Audit"]),
+    };
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {
+            "name": part.name,
+            "labels": {"app.kubernetes.io/managed-by": "probelint"},
+        },
+        "spec": {"policyName": part.name, "validationActions": actions},
+    })
+}
+
+/// CEL predicates over one container `c` of `variables.containers`.
+struct Container {
+    /// It requests a non-zero quantity of an accelerator resource the policy lists.
+    accelerated: String,
+    /// `k` names an accelerator resource the policy lists.
+    resource: String,
+    /// The ids of the known servers its image or command line mentions.
+    servers: String,
+    /// The servers that open their port only once the model is loaded.
+    port_closed: Vec<&'static str>,
+    /// The servers that load their model at start whatever the command line says.
+    loads_at_start: Vec<&'static str>,
+    allow_annotation_exemptions: bool,
+}
+
+const IMAGE: &str = "c.?image.orValue('').lowerAscii()";
+const COMMAND: &str = "(c.?command.orValue([]) + c.?args.orValue([])).join(' ').lowerAscii()";
+impl Container {
+    fn new(policy: &Policy) -> Self {
+        let resource = |k: &str| -> String {
+            let alternatives: Vec<String> = policy
+                .accelerator_resources
+                .iter()
+                .map(|p| cel::glob(k, p))
+                .collect();
+            format!("({})", alternatives.join(" || "))
+        };
+        let nonzero = |map: &str| {
+            format!(
+                "c.?resources.?{map}.orValue({{}}).exists(k, {} && string(c.resources.{map}[k]) != '0')",
+                resource("k")
+            )
+        };
+        Container {
+            accelerated: format!("({} || {})", nonzero("limits"), nonzero("requests")),
+            resource: resource("k"),
+            servers: format!(
+                "variables.servers.filter(s, variables.servers[s].exists(m, {IMAGE}.contains(m) || {COMMAND}.contains(m)))"
+            ),
+            port_closed: KNOWN_SERVERS
+                .iter()
+                .filter(|s| s.during_load == DuringLoad::PortClosed)
+                .map(|s| s.id)
+                .collect(),
+            // Lazy servers load nothing at start; Triton and llama.cpp start empty with some
+            // flags, which only a command line split as a shell does can tell.
+            loads_at_start: KNOWN_SERVERS
+                .iter()
+                .filter(|s| {
+                    s.during_load != DuringLoad::Lazy && !matches!(s.id, "triton" | "llama-cpp")
+                })
+                .map(|s| s.id)
+                .collect(),
+            allow_annotation_exemptions: policy.allow_annotation_exemptions,
+        }
+    }
+
+    /// The engine's serving evidence CEL can read: `probelint.io/role: server`, or a
+    /// recognised server run by its image's own entrypoint with nothing in its arguments that
+    /// could be counter-evidence.
+    fn serves_model(&self) -> String {
+        let loads = cel::list(self.loads_at_start.iter().copied());
+        let counter: Vec<&str> = counter_evidence_markers().collect();
+        let declared = format!(
+            "(variables.role == 'server' && {}.all(s, s in {loads}))",
+            self.servers
+        );
+        let by_image = format!(
+            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({servers}) == 1 && {servers}[0] in {loads} && !{list}.exists(w, {COMMAND}.contains(w)))",
+            servers = self.servers,
+            list = cel::list(counter.iter().copied()),
+        );
+        format!("({declared} || {by_image})")
+    }
+
+    /// [`Self::serves_model`], and the container serves from its start: no Ray node, no
+    /// headless worker (`role` in `analysis::object`).
+    fn loads_model_at_start(&self) -> String {
+        format!(
+            "{} && !['ray start', '--ray_address', 'multi-node-serving.sh', '--headless'].exists(w, {COMMAND}.contains(w))",
+            self.serves_model()
+        )
+    }
+
+    /// No `probelint.io/ignore` naming the rule on the template or the object (when the policy
+    /// lets annotations exempt).
+    fn not_ignored(&self, rule: &str) -> String {
+        if !self.allow_annotation_exemptions {
+            return "true".to_owned();
+        }
+        // Once per annotation map: a list of the two would mix a `dyn` (the ternary's) with a
+        // map, which the apiserver's type check refuses.
+        let lists = |a: &str| {
+            format!(
+                "[{}, {} + c.name].exists(k, k in {a} && {a}[k].split(',').exists(r, r.trim() == 'all' || r.trim() == {}))",
+                quote(IGNORE_ANNOTATION),
+                quote(IGNORE_CONTAINER_PREFIX),
+                quote(rule)
+            )
+        };
+        format!(
+            "!({} || {})",
+            lists("variables.templateAnnotations"),
+            lists("variables.objectAnnotations")
+        )
+    }
+
+    /// Nothing that makes the engine take it for an accelerator container: no accelerator
+    /// resource, no DRA claim, no runtime class, no NVIDIA_VISIBLE_DEVICES.
+    fn no_accelerator_evidence(&self) -> String {
+        format!(
+            "(!c.?resources.?limits.orValue({{}}).exists(k, {r}) && !c.?resources.?requests.orValue({{}}).exists(k, {r}) \
+             && !c.?resources.?claims.hasValue() && !has(variables.spec.runtimeClassName) && !has(variables.spec.resourceClaims) \
+             && !c.?env.orValue([]).exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES'))",
+            r = self.resource
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

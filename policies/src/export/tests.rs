@@ -1,0 +1,243 @@
+use super::*;
+
+fn policy(user: Option<&str>) -> Policy {
+    match user {
+        Some(yaml) => Policy::with_user_yaml(yaml).expect("policy"),
+        None => Policy::builtin().expect("built-in policy"),
+    }
+}
+
+fn kinds(docs: &[Value]) -> Vec<(&str, &str)> {
+    docs.iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap_or_default(),
+                d["metadata"]["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Every CEL expression in a document, with where it is.
+fn expressions(doc: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let spec = &doc["spec"];
+    for key in ["matchConditions", "variables", "validations"] {
+        for (i, item) in spec[key].as_array().into_iter().flatten().enumerate() {
+            for field in ["expression", "messageExpression"] {
+                if let Some(e) = item[field].as_str() {
+                    out.push((format!("{key}[{i}].{field}"), e.to_owned()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Brackets balance and every string literal ends, outside string literals.
+fn well_formed(expr: &str) -> Result<(), String> {
+    let mut stack = Vec::new();
+    let mut chars = expr.chars();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\'' | '"' => loop {
+                match chars.next() {
+                    Some('\\') => {
+                        chars.next();
+                    }
+                    Some(c) if c == ch => break,
+                    Some(_) => {}
+                    None => return Err("a string literal never ends".to_owned()),
+                }
+            },
+            '(' | '[' | '{' => stack.push(ch),
+            ')' | ']' | '}' => {
+                let open = stack.pop();
+                let want = match ch {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                if open != Some(want) {
+                    return Err(format!("{ch} closes {open:?}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    match stack.is_empty() {
+        true => Ok(()),
+        false => Err(format!("unclosed {stack:?}")),
+    }
+}
+
+#[test]
+fn each_exported_part_is_a_policy_and_its_binding() {
+    let docs = documents(&policy(None), &Options::default());
+    assert_eq!(
+        kinds(&docs),
+        [
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-gpu-startup-probe-missing"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-gpu-startup-probe-missing"
+            ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-readiness-port-open"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-readiness-port-open"
+            ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-readiness-port-open-warning"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-readiness-port-open-warning"
+            ),
+        ]
+    );
+    for pair in docs.chunks(2) {
+        assert_eq!(pair[1]["spec"]["policyName"], pair[0]["metadata"]["name"]);
+        assert_eq!(pair[0]["apiVersion"], "admissionregistration.k8s.io/v1");
+    }
+}
+
+#[test]
+fn every_expression_is_well_formed() {
+    for doc in documents(&policy(None), &Options::default()) {
+        for (at, expr) in expressions(&doc) {
+            if let Err(why) = well_formed(&expr) {
+                panic!("{} {at}: {why}\n{expr}", doc["metadata"]["name"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
+    let actions = |mode| {
+        documents(
+            &policy(None),
+            &Options {
+                mode,
+                ..Options::default()
+            },
+        )
+        .into_iter()
+        .filter(|d| d["kind"] == "ValidatingAdmissionPolicyBinding")
+        .map(|d| {
+            (
+                d["metadata"]["name"].clone(),
+                d["spec"]["validationActions"].clone(),
+            )
+        })
+        .collect::<Vec<_>>()
+    };
+    let enforce = actions(Mode::Enforce);
+    assert_eq!(enforce[0].1, json!(["Deny"]));
+    assert_eq!(enforce[1].1, json!(["Deny"]));
+    assert_eq!(enforce[2].1, json!(["Warn", "Audit"]));
+    for (name, a) in actions(Mode::Warn) {
+        assert_eq!(a, json!(["Warn", "Audit"]), "{name}");
+    }
+}
+
+#[test]
+fn the_policys_level_replaces_the_default_severity() {
+    let p = policy(Some("rules:\n  gpu-startup-probe-missing: warning\n"));
+    let docs = documents(&p, &Options::default());
+    assert_eq!(
+        docs[1]["spec"]["validationActions"],
+        json!(["Warn", "Audit"])
+    );
+    assert_eq!(
+        docs[0]["metadata"]["annotations"]["probelint.io/severity"],
+        "warning"
+    );
+}
+
+#[test]
+fn a_rule_turned_off_or_exempted_in_the_policy_is_not_exported_and_says_why() {
+    let p = policy(Some(
+        "rules:\n  gpu-startup-probe-missing: off\nexemptions:\n  - rules: [readiness-port-open]\n    namespaces: [dev]\n    reason: r\n",
+    ));
+    assert!(documents(&p, &Options::default()).is_empty());
+    let c = coverage(&p);
+    let note = |id: &str| c.iter().find(|c| c.rule == id).map(|c| c.note.clone());
+    assert_eq!(note(STARTUP).as_deref(), Some("turned off in the policy"));
+    assert!(note(PORT_OPEN).is_some_and(|n| n.contains("exemptions")));
+}
+
+#[test]
+fn coverage_names_every_rule_once_and_gives_every_unexported_one_a_reason() {
+    let c = coverage(&policy(None));
+    let ids: Vec<&str> = c.iter().map(|c| c.rule).collect();
+    assert_eq!(ids, crate::ids());
+    for entry in &c {
+        assert!(!entry.note.is_empty(), "{}", entry.rule);
+    }
+    let exported: Vec<&str> = c
+        .iter()
+        .filter(|c| !c.policies.is_empty())
+        .map(|c| c.rule)
+        .collect();
+    assert_eq!(exported, [STARTUP, PORT_OPEN]);
+    let pdb = c
+        .iter()
+        .find(|c| c.rule == "gpu-serving-without-pdb")
+        .unwrap();
+    assert!(pdb.note.starts_with("cross-object"), "{}", pdb.note);
+}
+
+#[test]
+fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
+    let p = policy(Some("accelerators:\n  resources: [example.com/npu-*]\n"));
+    let docs = documents(
+        &p,
+        &Options {
+            controller_users: vec!["system:serviceaccount:kserve:kserve-controller-manager".into()],
+            exclude_namespaces: vec!["ops".into()],
+            ..Options::default()
+        },
+    );
+    let vap = &docs[0];
+    let fails = vap["spec"]["validations"][0]["expression"]
+        .as_str()
+        .unwrap();
+    assert!(
+        fails.contains("k.startsWith('example.com/npu-')"),
+        "{fails}"
+    );
+    assert!(!fails.contains("nvidia.com/gpu"), "{fails}");
+    let condition = vap["spec"]["matchConditions"][0]["expression"]
+        .as_str()
+        .unwrap();
+    assert!(condition.starts_with("!(request.userInfo.username in ["));
+    assert!(condition.contains("'system:serviceaccount:kserve:kserve-controller-manager'"));
+    assert!(condition.contains("'system:serviceaccount:kube-system:replicaset-controller'"));
+    assert_eq!(
+        vap["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"],
+        json!(["ops"])
+    );
+}
+
+#[test]
+fn annotation_exemptions_are_read_only_where_the_policy_allows_them() {
+    let has_ignore = |p: &Policy| {
+        documents(p, &Options::default())[0]["spec"]["validations"][0]["expression"]
+            .as_str()
+            .unwrap()
+            .contains("probelint.io/ignore")
+    };
+    assert!(has_ignore(&policy(None)));
+    assert!(!has_ignore(&policy(Some(
+        "allowAnnotationExemptions: false\n"
+    ))));
+}
