@@ -205,16 +205,9 @@ fn controller_match_conditions_trust_the_sender_not_the_object() {
         users.contains(".Values.webhook.controllerServiceAccounts"),
         "{users}"
     );
-    let review =
-        std::fs::read_to_string(workspace_root().join("webhook/src/review.rs")).expect("review.rs");
-    let builtin = review
-        .split("pub const BUILTIN_CONTROLLERS: &[&str] = &[")
-        .nth(1)
-        .and_then(|rest| rest.split("];").next())
-        .expect("BUILTIN_CONTROLLERS in review.rs");
-    let names: Vec<&str> = builtin.split('"').skip(1).step_by(2).collect();
+    let names = probelint_policies::export::BUILTIN_CONTROLLER_USERS;
     assert_eq!(names.len(), 8, "{names:?}");
-    for name in names {
+    for &name in names {
         let in_chart = match name
             .strip_prefix("system:serviceaccount:kube-system:")
             .and_then(|n| n.strip_suffix("-controller"))

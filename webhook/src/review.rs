@@ -123,19 +123,9 @@ impl Outcome {
 }
 
 /// The usernames the apiserver gives the built-in controllers that create objects with pod
-/// specs (kube-controller-manager with `--use-service-account-credentials`, the default of
-/// kubeadm and the managed clusters), and the controller manager's own identity where it runs
-/// without per-controller credentials.
-pub const BUILTIN_CONTROLLERS: &[&str] = &[
-    "system:serviceaccount:kube-system:replicaset-controller",
-    "system:serviceaccount:kube-system:deployment-controller",
-    "system:serviceaccount:kube-system:statefulset-controller",
-    "system:serviceaccount:kube-system:daemon-set-controller",
-    "system:serviceaccount:kube-system:job-controller",
-    "system:serviceaccount:kube-system:cronjob-controller",
-    "system:serviceaccount:kube-system:replication-controller",
-    "system:kube-controller-manager",
-];
+/// specs. One list, shared with the exported admission policies, so the webhook, the chart and the
+/// policies cannot disagree on who is a controller.
+pub use probelint_policies::export::BUILTIN_CONTROLLER_USERS as BUILTIN_CONTROLLERS;
 
 /// Who may create objects that probelint treats as a controller's: the built-in controllers
 /// ([`BUILTIN_CONTROLLERS`]) and the operators the webhook was told about
