@@ -619,8 +619,11 @@ fn lints_the_whole_real_corpus_without_crashing() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(json["summary"]["files"].as_u64().unwrap() >= 100);
     assert!(json["summary"]["objects"].as_u64().unwrap() >= 150);
+    // Its verdicts (62 errors and 81 warnings when this was written; policies/tests/corpus.rs
+    // pins each one): a run that lost most of them is broken, not cleaner.
+    let count = |s: &str| json["summary"][s].as_u64().unwrap();
     assert!(
-        json["summary"]["errors"].as_u64().unwrap() >= 100,
+        count("errors") >= 50 && count("errors") + count("warnings") >= 120,
         "{:#}",
         json["summary"]
     );

@@ -322,7 +322,7 @@ fn cache_miss_builds_then_lints_to_sarif_and_annotations() {
 
     assert!(
         run.log.contains(
-            "::error file=deploy/bad.yaml,line=14,col=9,title=gpu-startup-probe-missing::"
+            "::error file=deploy/bad.yaml,line=14,col=9,title=gpu-readiness-probe-missing::"
         ),
         "GitHub annotations on stdout:\n{}",
         run.log

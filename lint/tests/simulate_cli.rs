@@ -155,6 +155,54 @@ fn drain_waits_for_each_replacement_under_the_pdb() {
     assert_eq!(c["drain"]["lowest_serving"], 2);
 }
 
+/// The drain and pdb-blocks-gpu-drains read a PDB's selector the same way: one that selects by
+/// expressions holds the evictions back exactly as the same selector written as labels does, and
+/// one that allows no eviction is the rule's error and a drain that never ends.
+#[test]
+fn drain_and_the_pdb_rule_agree_on_a_selector_of_expressions() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdb = |max: u32, selector: &str| {
+        format!(
+            "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: reference\nspec:\n  maxUnavailable: {max}\n  selector:\n    {selector}\n"
+        )
+    };
+    let labels = "matchLabels: {app: reference}";
+    let expressions = "matchExpressions: [{key: app, operator: In, values: [reference, other]}]";
+    let drain = |file: &str, text: String| {
+        write(dir.path(), file, text);
+        simulate(
+            dir.path(),
+            file,
+            &["--scenario", "drain", "--pods-on-node", "2"],
+        )["drain"]
+            .clone()
+    };
+    let by_labels = drain("labels.yaml", covered() + &pdb(1, labels));
+    let by_expressions = drain("expressions.yaml", covered() + &pdb(1, expressions));
+    assert_eq!(by_expressions, by_labels);
+    assert_eq!(by_expressions["done_seconds"], 600.0, "{by_expressions:#}");
+
+    let blocking = covered() + &pdb(0, expressions);
+    write(dir.path(), "blocking.yaml", blocking);
+    let lint = probelint()
+        .current_dir(dir.path())
+        .args(["--format", "json", "blocking.yaml"])
+        .output()
+        .unwrap();
+    let findings: Value = serde_json::from_slice(&lint.stdout).unwrap();
+    let rules: Vec<&str> = array(&findings, "findings")
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"pdb-blocks-gpu-drains"), "{rules:?}");
+    let blocked = drain("blocking2.yaml", covered() + &pdb(0, expressions));
+    assert!(blocked["done_seconds"].is_null(), "{blocked:#}");
+    assert!(
+        blocked["evictions_refused"].as_u64().unwrap() > 0,
+        "{blocked:#}"
+    );
+}
+
 /// `kubectl get deploy,pdb -o yaml` writes one `kind: List`: its items are simulated as the
 /// same objects written one by one (the pod's restarts, and the drain under the PDB beside it).
 #[test]

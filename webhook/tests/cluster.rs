@@ -45,12 +45,10 @@ fn enforce_mode_refuses_a_gpu_deployment_without_probes_naming_rule_container_an
     for expected in [
         // Who refused it and what.
         &format!(
-            "admission webhook \"validate.probelint.io\" denied the request: probelint found 2 errors in Deployment {ns}/llm:"
+            "admission webhook \"validate.probelint.io\" denied the request: probelint found 1 error in Deployment {ns}/llm:"
         ),
-        // Each rule, the container, and the fix.
-        "- gpu-startup-probe-missing: container \"server\" (requests nvidia.com/gpu) has no startupProbe",
-        // No liveness and no startupProbe: the fix creates the only deadline it will have.
-        "  fix: add a startupProbe on the server's health endpoint with periodSeconds: 10 and failureThreshold: 360 (a 3600 s budget, set by modelLoad.newDeadlineFloorSeconds: a deadline where this container had none)",
+        // The rule, the container, and the fix. (No liveness: nothing can kill the load, so the
+        // missing startupProbe is a warning, not a reason to refuse.)
         "- gpu-readiness-probe-missing: container \"server\" (requests nvidia.com/gpu) has no readinessProbe",
         "  fix: add a readinessProbe",
         "To exempt this object from a rule, annotate it with probelint.io/ignore",
@@ -685,7 +683,7 @@ fn enforce_mode_never_blocks_scaling_exempt_workloads_or_the_rollout_that_fixes_
     let out = cluster_apply(&env, &still_bad, &ns, &[]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("gpu-startup-probe-missing"),
+        String::from_utf8_lossy(&out.stderr).contains("gpu-readiness-probe-missing"),
         "{}",
         text(&out)
     );
@@ -725,7 +723,7 @@ fn enforce_mode_never_blocks_scaling_exempt_workloads_or_the_rollout_that_fixes_
         assert!(!out.status.success(), "admitted: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.contains("gpu-startup-probe-missing") && stderr.contains("is no controller"),
+            stderr.contains("gpu-readiness-probe-missing") && stderr.contains("is no controller"),
             "{}",
             text(&out)
         );

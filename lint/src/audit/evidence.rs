@@ -9,7 +9,7 @@
 //! `pkg/kubelet/kuberuntime/kuberuntime_manager.go`: `"Container %s failed liveness probe, will
 //! be restarted"`, reason `Killing`).
 
-use probelint_policies::{Finding, ObjectRef};
+use probelint_policies::{Finding, ObjectRef, selector};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -216,42 +216,11 @@ pub fn owners(objects: &[&Value]) -> Vec<usize> {
     judged
 }
 
-/// Whether `labels` satisfy a `matchLabels` / `matchExpressions` selector. An empty selector
-/// selects nothing here: a workload always has one, and matching everything would pin every
-/// pod of the namespace on it.
+/// Whether a workload's `selector` selects a pod with `labels`, as the apiserver reads it. An
+/// empty selector selects nothing here: the apps kinds refuse one, and matching everything would
+/// pin every pod of the namespace on a workload.
 pub fn selects(selector: &Value, labels: &Value) -> bool {
-    let label = |key: &str| labels.get(key).and_then(Value::as_str);
-    let mut any = false;
-    if let Some(map) = selector.get("matchLabels").and_then(Value::as_object) {
-        for (key, want) in map {
-            any = true;
-            if label(key) != want.as_str() {
-                return false;
-            }
-        }
-    }
-    if let Some(expressions) = selector.get("matchExpressions").and_then(Value::as_array) {
-        for e in expressions {
-            any = true;
-            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let ok = match e.get("operator").and_then(Value::as_str) {
-                Some("In") => label(key).is_some_and(|v| values.contains(&v)),
-                Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
-                Some("Exists") => label(key).is_some(),
-                Some("DoesNotExist") => label(key).is_none(),
-                _ => false,
-            };
-            if !ok {
-                return false;
-            }
-        }
-    }
-    any
+    !selector::is_empty(selector) && selector::selects(Some(selector), labels.as_object())
 }
 
 /// Seconds between two RFC 3339 timestamps as the apiserver writes them (`2026-12-01T10:00:00Z`,

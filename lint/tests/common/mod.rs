@@ -14,8 +14,9 @@ use std::process::{Command, Output};
 /// The probelint binary of this build.
 pub const BIN: &str = env!("CARGO_BIN_EXE_probelint");
 
-/// A vLLM Deployment on one GPU with only a TCP readiness probe: `gpu-startup-probe-missing` at
-/// 9:9 (the container) and `readiness-port-open` at 15:13 (the `tcpSocket`).
+/// A vLLM Deployment on one GPU with TCP readiness and liveness and no startupProbe:
+/// `gpu-startup-probe-missing` at 9:9 (the container; an error, since the liveness kills the load)
+/// and `readiness-port-open` at 15:13 (the `tcpSocket`).
 pub const BAD_GPU: &str = "apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -30,6 +31,9 @@ spec:
             limits:
               nvidia.com/gpu: 1
           readinessProbe:
+            tcpSocket:
+              port: 8000
+          livenessProbe:
             tcpSocket:
               port: 8000
 ";

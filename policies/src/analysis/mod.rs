@@ -8,4 +8,5 @@ pub mod context;
 pub mod facts;
 pub mod layout;
 pub mod object;
+pub mod selector;
 pub mod serving;

@@ -201,24 +201,45 @@ fn parts(policy: &Policy) -> Vec<Part> {
             None => default,
         })
     };
+    let overridden = policy.rule_levels.contains_key(STARTUP);
     if let Some(severity) = level(STARTUP, Severity::Error) {
+        let common = format!(
+            "{} && !has(c.startupProbe) && {} && {}",
+            c.accelerated,
+            c.loads_model_at_start(),
+            c.not_ignored(STARTUP)
+        );
+        // The engine's error needs a liveness probe that can kill the load: any but an httpGet
+        // on a path some known server answers while it loads (the engine asks of the
+        // container's own server; CEL asks of all of them, and so never says more).
+        let kills = format!(
+            "has(c.livenessProbe) && !(has(c.livenessProbe.httpGet) &&              c.livenessProbe.httpGet.?path.orValue('') in {})",
+            cel::list(c.answered_during_load.iter().copied())
+        );
         parts.push(Part {
             name: format!("probelint.io-{STARTUP}"),
             rule: STARTUP,
             severity,
-            fails: format!(
-                "{} && !has(c.startupProbe) && {} && {}",
-                c.accelerated,
-                c.loads_model_at_start(),
-                c.not_ignored(STARTUP)
-            ),
-            message: "requests an accelerator and has no startupProbe: its liveness probe (or \
-                      the first one added) kills it mid-load, and nothing restarts a load that \
-                      hangs (add a startupProbe with a budget beyond the slowest plausible \
-                      load; `probelint --fix` writes one)",
+            fails: format!("{common} && {kills}"),
+            message: "requests an accelerator and has no startupProbe: its liveness probe runs \
+                      from container start and kills it mid-load (add a startupProbe with a \
+                      budget beyond the slowest plausible load; `probelint --fix` writes one)",
+        });
+        parts.push(Part {
+            name: format!("probelint.io-{STARTUP}-warning"),
+            rule: STARTUP,
+            severity: if overridden {
+                severity
+            } else {
+                Severity::Warning
+            },
+            fails: format!("{common} && !({kills})"),
+            message: "requests an accelerator and has no startupProbe: nothing restarts a load \
+                      that hangs, and a liveness probe added later will kill it mid-load (add a \
+                      startupProbe with a budget beyond the slowest plausible load)",
         });
     }
-    let overridden = policy.rule_levels.contains_key(PORT_OPEN);
+    let overridden_port_open = policy.rule_levels.contains_key(PORT_OPEN);
     if let Some(severity) = level(PORT_OPEN, Severity::Error) {
         let tcp = "has(c.readinessProbe) && has(c.readinessProbe.tcpSocket)";
         let common = format!(
@@ -242,7 +263,7 @@ fn parts(policy: &Policy) -> Vec<Part> {
         parts.push(Part {
             name: format!("probelint.io-{PORT_OPEN}-warning"),
             rule: PORT_OPEN,
-            severity: if overridden {
+            severity: if overridden_port_open {
                 severity
             } else {
                 Severity::Warning
@@ -416,6 +437,8 @@ struct Container {
     servers: String,
     /// The servers that open their port only once the model is loaded.
     port_closed: Vec<&'static str>,
+    /// Every path some known server answers while its model loads.
+    answered_during_load: Vec<&'static str>,
     /// The servers that load their model at start whatever the command line says.
     loads_at_start: Vec<&'static str>,
     allow_annotation_exemptions: bool,
@@ -445,6 +468,15 @@ impl Container {
             servers: format!(
                 "variables.servers.filter(s, variables.servers[s].exists(m, {IMAGE}.contains(m) || {COMMAND}.contains(m)))"
             ),
+            answered_during_load: {
+                let mut paths: Vec<&'static str> = KNOWN_SERVERS
+                    .iter()
+                    .flat_map(|s| s.paths_answered_during_load().iter().copied())
+                    .collect();
+                paths.sort_unstable();
+                paths.dedup();
+                paths
+            },
             port_closed: KNOWN_SERVERS
                 .iter()
                 .filter(|s| s.during_load == DuringLoad::PortClosed)

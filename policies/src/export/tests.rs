@@ -87,6 +87,14 @@ fn each_exported_part_is_a_policy_and_its_binding() {
             ),
             (
                 "ValidatingAdmissionPolicy",
+                "probelint.io-gpu-startup-probe-missing-warning"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-gpu-startup-probe-missing-warning"
+            ),
+            (
+                "ValidatingAdmissionPolicy",
                 "probelint.io-readiness-port-open"
             ),
             (
@@ -141,9 +149,20 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
         .collect::<Vec<_>>()
     };
     let enforce = actions(Mode::Enforce);
+    let names: Vec<_> = enforce.iter().map(|(n, _)| n.as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "probelint.io-gpu-startup-probe-missing",
+            "probelint.io-gpu-startup-probe-missing-warning",
+            "probelint.io-readiness-port-open",
+            "probelint.io-readiness-port-open-warning"
+        ]
+    );
     assert_eq!(enforce[0].1, json!(["Deny"]));
-    assert_eq!(enforce[1].1, json!(["Deny"]));
-    assert_eq!(enforce[2].1, json!(["Warn", "Audit"]));
+    assert_eq!(enforce[1].1, json!(["Warn", "Audit"]));
+    assert_eq!(enforce[2].1, json!(["Deny"]));
+    assert_eq!(enforce[3].1, json!(["Warn", "Audit"]));
     for (name, a) in actions(Mode::Warn) {
         assert_eq!(a, json!(["Warn", "Audit"]), "{name}");
     }

@@ -528,6 +528,11 @@ impl KnownServer {
     }
 
     /// Whether an httpGet on `path` answers 2xx while the model loads.
+    /// The paths this server answers while its model loads (a liveness on one cannot kill it).
+    pub fn paths_answered_during_load(&self) -> &'static [&'static str] {
+        self.answers_during_load
+    }
+
     pub fn answers_during_load(&self, path: &str) -> bool {
         let path = strip_query(path);
         self.answers_during_load.contains(&path)

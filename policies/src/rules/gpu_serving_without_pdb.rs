@@ -1,7 +1,8 @@
 //! `gpu-serving-without-pdb`: replicated GPU serving with no PodDisruptionBudget.
 
 use super::rule::{Report, Rule, RuleMeta};
-use crate::analysis::facts::{ObjectFacts, Role, first_match_label, selects};
+use crate::analysis::facts::{ObjectFacts, Role};
+use crate::analysis::selector::{first_match_label, selects};
 use crate::model::finding::Severity;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -96,7 +97,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
         }
         let covered = selectors
             .candidates(object.object_ref.namespace.as_deref(), &replicated.labels)
-            .any(|selector| selects(selector, &replicated.labels));
+            .any(|selector| selects(Some(selector), Some(&replicated.labels)));
         if covered {
             continue;
         }
@@ -116,29 +117,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::selects;
     use serde_json::json;
-
-    #[test]
-    fn selector_semantics() {
-        let labels = json!({"app": "vllm", "tier": "gpu"});
-        let labels = labels.as_object().unwrap();
-        assert!(selects(&json!({"matchLabels": {"app": "vllm"}}), labels));
-        assert!(!selects(&json!({"matchLabels": {"app": "tgi"}}), labels));
-        assert!(selects(
-            &json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}),
-            labels
-        ));
-        assert!(!selects(
-            &json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}),
-            labels
-        ));
-        assert!(selects(
-            &json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}),
-            labels
-        ));
-        assert!(selects(&json!({}), labels));
-    }
 
     /// The selector index must find every PDB that selects a workload, whatever the form of its
     /// selector: a label that is not the workload's first, expressions only, several labels.

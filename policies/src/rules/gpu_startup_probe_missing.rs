@@ -19,7 +19,11 @@ mid-load; it restarts, loads again and is killed again (a restart storm, ending 
 startupProbe holds liveness and readiness off until the model is loaded, with a budget \
 (failureThreshold × periodSeconds) sized to the worst-case load time. Without a liveness probe nothing \
 kills the container mid-load, but nothing restarts a load that hangs either, and the first liveness probe \
-someone adds will kill it mid-load: the startupProbe is what makes liveness safe to have.",
+someone adds will kill it mid-load: the startupProbe is what makes liveness safe to have. The finding is an \
+error where a liveness probe can kill the load (the restart storm), and a warning where nothing can (no \
+liveness, or one on an endpoint the server answers while it loads): that pod cannot storm, and its \
+readiness still keeps traffic away until the model is loaded. A team that wants every serving GPU pod \
+without a startupProbe refused sets the rule's level (`rules: {gpu-startup-probe-missing: error}`).",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/gpu-startup-probe-missing/bad.yaml"),
     good_example: include_str!("../../resources/rules/gpu-startup-probe-missing/good.yaml"),
@@ -128,6 +132,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             ),
             help,
         );
+        // Nothing can kill this load, so no restart storm can come of it: a warning. The
+        // policy's own level for the rule, where set, replaces this one.
+        if liveness.is_none() {
+            finding.severity = Severity::Warning;
+        }
         finding.fix = fix;
         finding.load = Some(load.clone());
     }
@@ -148,7 +157,10 @@ mod tests {
 
     #[test]
     fn message_names_container_and_budget() {
-        let f = &findings_of(super::META.bad_example, ID)[0];
+        let no_liveness = include_str!(
+            "../../resources/rules/gpu-startup-probe-missing/fires-warning-without-liveness.yaml"
+        );
+        let f = &findings_of(no_liveness, ID)[0];
         assert_eq!(f.pointer, "/spec/template/spec/containers/0");
         assert_eq!(f.container.as_deref(), Some("vllm"));
         assert!(
@@ -192,6 +204,37 @@ mod tests {
             "{}",
             fix_of(f)
         );
+    }
+
+    #[test]
+    fn an_error_only_where_a_liveness_probe_can_kill_the_load() {
+        use crate::model::finding::Severity;
+        // The bad example's liveness runs from container start: the restart storm, an error.
+        let f = &findings_of(super::META.bad_example, ID)[0];
+        assert_eq!(f.severity, Severity::Error);
+        assert!(
+            f.message
+                .contains("its liveness probe (30 s (3 × 10 s)) runs from container start"),
+            "{}",
+            f.message
+        );
+        // No liveness: nothing can kill the load, a warning with the same fix.
+        let none = include_str!(
+            "../../resources/rules/gpu-startup-probe-missing/fires-warning-without-liveness.yaml"
+        );
+        let f = &findings_of(none, ID)[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.fix.is_some());
+        // A liveness on an endpoint NIM answers while it loads cannot kill it either.
+        let nim = "apiVersion: v1\nkind: Pod\nmetadata: {name: nim}\nspec:\n  containers:\n    - name: nim\n      image: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3\n      ports: [{containerPort: 8000}]\n      resources: {limits: {nvidia.com/gpu: 1}}\n      livenessProbe: {httpGet: {path: /v1/health/live, port: 8000}}\n      readinessProbe: {httpGet: {path: /v1/health/ready, port: 8000}}\n";
+        let f = &findings_of(nim, ID)[0];
+        assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        // The policy's level for the rule makes every case an error again.
+        let strict =
+            crate::Policy::with_user_yaml("rules:\n  gpu-startup-probe-missing: error\n").unwrap();
+        let all = crate::rules::testing::lint_with(none, &strict);
+        let f = all.iter().find(|f| f.rule == ID).expect("fires");
+        assert_eq!(f.severity, Severity::Error);
     }
 
     #[test]

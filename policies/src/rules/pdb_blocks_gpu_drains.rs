@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use super::rule::{Report, Rule, RuleMeta};
-use crate::analysis::facts::{ObjectFacts, Role, first_match_label, selects};
+use crate::analysis::facts::{ObjectFacts, Role};
+use crate::analysis::selector::{first_match_label, selects};
 use crate::model::finding::Severity;
 use serde_json::Value;
 
@@ -146,7 +147,7 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
             else {
                 continue;
             };
-            if !selects(selector, &replicated.labels) {
+            if !selects(Some(selector), Some(&replicated.labels)) {
                 continue;
             }
             let replicas = replicated.replicas;

@@ -331,20 +331,10 @@ impl Budget {
         Err("a PodDisruptionBudget needs minAvailable or maxUnavailable".to_owned())
     }
 
-    /// Whether `pdb` selects the pods of `template` (its `matchLabels` are a subset of the
-    /// template's labels; `matchExpressions` are not evaluated, so such a PDB does not match).
+    /// Whether `pdb` selects the pods of a template with `template_labels`, as the eviction API
+    /// decides it (the engine's one reading of a label selector).
     pub fn selects(pdb: &Value, template_labels: Option<&serde_json::Map<String, Value>>) -> bool {
-        let Some(selector) = pdb.pointer("/spec/selector") else {
-            return false;
-        };
-        if selector.get("matchExpressions").is_some() {
-            return false;
-        }
-        let Some(wanted) = selector.get("matchLabels").and_then(Value::as_object) else {
-            return false;
-        };
-        let labels = template_labels.cloned().unwrap_or_default();
-        !wanted.is_empty() && wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+        crate::analysis::selector::selects(pdb.pointer("/spec/selector"), template_labels)
     }
 }
 
@@ -574,11 +564,21 @@ mod tests {
     }
 
     #[test]
-    fn pdb_selection_is_by_match_labels() {
+    fn pdb_selection_reads_labels_and_expressions_as_the_eviction_api_does() {
         let labels = json!({"app": "m", "tier": "gpu"});
         let pdb = json!({"spec": {"selector": {"matchLabels": {"app": "m"}}}});
         assert!(Budget::selects(&pdb, labels.as_object()));
         let other = json!({"spec": {"selector": {"matchLabels": {"app": "x"}}}});
         assert!(!Budget::selects(&other, labels.as_object()));
+        // A PDB that selects by expressions holds the drain back as pdb-blocks-gpu-drains says.
+        let by_expression = json!({"spec": {"selector": {"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["gpu"]}]}}});
+        assert!(Budget::selects(&by_expression, labels.as_object()));
+        // policy/v1: an empty selector selects every pod of the namespace, a missing one none.
+        assert!(Budget::selects(
+            &json!({"spec": {"selector": {}}}),
+            labels.as_object()
+        ));
+        assert!(!Budget::selects(&json!({"spec": {}}), labels.as_object()));
     }
 }
