@@ -311,6 +311,17 @@ fn smoke(a: &Args) -> Result<String, String> {
     {
         return Ok("engine is sleeping: no smoke inference sent (it would wake it)".into());
     }
+    // The same state without dev mode, where the metrics carry it.
+    if a.server_id() == "vllm"
+        && let Ok(r) = a.get(&a.metrics_path)
+        && r.ok()
+        && prom::sum(&r.body, servers::VLLM_AWAKE) == Some(0.0)
+    {
+        return Ok(format!(
+            "engine is sleeping ({} is 0): no smoke inference sent (it would wake it)",
+            servers::VLLM_AWAKE
+        ));
+    }
     let (path, body) = smoke_request(a);
     let result = http::request(&a.target(), "POST", &path, Some(&body)).and_then(|r| {
         if r.ok() {

@@ -49,6 +49,12 @@ const TGI: ProgressMetrics = ProgressMetrics {
              backends/v3/src/queue.rs:143-158",
 };
 
+/// vLLM's sleep state as a gauge, 1 per awake engine: seen in a newer `vllm/v1/metrics/loggers.py`
+/// in the code index (`gauge_engine_sleep_state`, labels `sleep_state` = `awake`,
+/// `weights_offloaded`, `discard_all`) but not at an upstream commit read here. So it is only
+/// trusted one way: a sum of exactly 0 means every engine sleeps; absent means nothing.
+pub const VLLM_AWAKE: &str = r#"vllm:engine_sleep_state{sleep_state="awake"}"#;
+
 /// The cheap path `live` falls back to when a server's metrics are off: one that answers while
 /// the HTTP server runs and never generates.
 pub fn cheap_live_path(server_id: &str, table_live_path: &'static str) -> &'static str {

@@ -751,3 +751,35 @@ fn install_copies_a_runnable_binary_for_an_init_container() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
 }
+
+#[test]
+fn vllm_asleep_by_its_metrics_gets_no_inference_and_awake_does() {
+    let asleep = "vllm:engine_sleep_state{engine=\"0\",model_name=\"m\",sleep_state=\"awake\"} 0.0\n\
+                  vllm:engine_sleep_state{engine=\"0\",model_name=\"m\",sleep_state=\"weights_offloaded\"} 1.0\n";
+    let (port, h) = serve(&[
+        ("/health", 200, ""),
+        ("/metrics", 200, asleep),
+        ("/v1/completions", 200, "{}"),
+    ]);
+    let (ok, err) = probe(
+        &["ready", "--server", "vllm", "--smoke"],
+        port,
+        &tempfile_dir().join("c"),
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("engine is sleeping"), "{err}");
+    assert_eq!(hits(&h, "/v1/completions"), 0);
+    let awake = asleep.replace("} 0.0", "} 1.0");
+    let (port, h) = serve(&[
+        ("/health", 200, ""),
+        ("/metrics", 200, &awake),
+        ("/v1/completions", 200, "{}"),
+    ]);
+    let (ok, err) = probe(
+        &["ready", "--server", "vllm", "--smoke"],
+        port,
+        &tempfile_dir().join("c"),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(hits(&h, "/v1/completions"), 1);
+}
