@@ -193,11 +193,15 @@ fn decidable() -> Vec<(&'static str, Value)> {
     let role = json!({"probelint.io/role": "server"});
     vec![
         (
-            "a declared server with no probes",
+            "a declared server whose liveness runs from container start",
             deployment(
                 "declared",
                 role.clone(),
-                json!([gpu("model", "registry.example/own-server:1", json!({}))]),
+                json!([gpu(
+                    "model",
+                    "registry.example/own-server:1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}}})
+                )]),
             ),
         ),
         (
@@ -272,6 +276,26 @@ fn decidable() -> Vec<(&'static str, Value)> {
                     "box",
                     "vllm/vllm-openai:v0.10.1",
                     json!({"command": ["sleep", "infinity"]})
+                )]),
+            ),
+        ),
+        (
+            "a declared server with no probes (nothing can kill its load: a warning)",
+            deployment(
+                "unprobed",
+                role.clone(),
+                json!([gpu("model", "registry.example/own-server:1", json!({}))]),
+            ),
+        ),
+        (
+            "a NIM liveness on the path it answers while loading (a warning)",
+            deployment(
+                "nim",
+                json!({}),
+                json!([gpu(
+                    "nim",
+                    "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3",
+                    json!({"livenessProbe": {"httpGet": {"path": "/v1/health/live", "port": 8000}}})
                 )]),
             ),
         ),
