@@ -21,6 +21,7 @@ use crate::analysis::object::{PodSpec, Workload};
 use crate::fix::patch::add;
 use crate::model::annotations::{
     IGNORE_ANNOTATION, IGNORE_CONTAINER_PREFIX, IGNORE_REASON_ANNOTATION, LOAD_SECONDS_ANNOTATION,
+    ROLE_ANNOTATION,
 };
 use crate::model::fields::{self, pick};
 use crate::model::finding::ObjectRef;
@@ -192,8 +193,11 @@ pub fn owners(object: &Value) -> Vec<ObjectRef> {
 /// Whether a key is one of the annotations the engine reads from a pod template or object:
 /// an exemption (`probelint.io/ignore`, `probelint.io/ignore.<container>`, its reason) or the
 /// model load time. `probelint.io/mutated` is not: it records what was done to that object.
-fn engine_annotation(key: &str, exemptions: bool) -> bool {
+fn engine_annotation(key: &str, value: &str, exemptions: bool) -> bool {
     key == LOAD_SECONDS_ANNOTATION
+        // `server` is evidence the Pods are judged by; `batch` and `interactive` set the
+        // model-serving rules aside, which only a policy that honours exemptions allows.
+        || (key == ROLE_ANNOTATION && (exemptions || value == "server"))
         || (exemptions
             && (key == IGNORE_ANNOTATION
                 || key == IGNORE_REASON_ANNOTATION
@@ -218,8 +222,8 @@ fn object_engine_annotations(object: &Value, exemptions: bool) -> Vec<(&str, &st
     };
     annotations
         .iter()
-        .filter(|(k, _)| engine_annotation(k, exemptions))
         .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+        .filter(|(k, v)| engine_annotation(k, v, exemptions))
         .collect()
 }
 
@@ -362,6 +366,7 @@ pub fn unreached(object: &Value, policy: &Policy) -> Vec<String> {
                 .and_then(Value::as_str);
             match own {
                 Some(own) if key == LOAD_SECONDS_ANNOTATION => !own.is_empty(),
+                Some(own) if key == ROLE_ANNOTATION => own == value,
                 Some(own) => covers(own, value),
                 None => false,
             }
@@ -556,6 +561,40 @@ mod tests {
         );
         assert!(unreached(&doc, &policy).is_empty());
         assert_eq!(propagation(&doc, &policy), Propagation::default());
+    }
+
+    #[test]
+    fn a_declared_role_reaches_the_pods_as_the_load_time_does() {
+        let policy = Policy::default();
+        let object = deployment(json!({"probelint.io/role": "server"}), json!({}));
+        let p = propagation(&object, &policy);
+        assert_eq!(p.keys, ["probelint.io/role"]);
+        assert_eq!(
+            unreached(&object, &policy),
+            [
+                "probelint.io/role does not reach this Deployment's Pods: set it in the pod template's annotations"
+            ]
+        );
+        let doc = applied(&object, &p.ops);
+        assert_eq!(
+            doc["spec"]["template"]["metadata"]["annotations"]["probelint.io/role"],
+            "server"
+        );
+        assert!(unreached(&doc, &policy).is_empty());
+        // A template that declares another role keeps it, and is told it differs.
+        let other = deployment(
+            json!({"probelint.io/role": "server"}),
+            json!({"probelint.io/role": "batch"}),
+        );
+        assert!(propagation(&other, &policy).keys.is_empty());
+        assert_eq!(unreached(&other, &policy).len(), 1);
+        // `batch` sets rules aside: a strict policy neither copies nor mentions it; `server`
+        // is evidence, and still reaches the Pods.
+        let strict = Policy::with_user_yaml("allowAnnotationExemptions: false\n").expect("policy");
+        let batch = deployment(json!({"probelint.io/role": "batch"}), json!({}));
+        assert!(propagation(&batch, &strict).keys.is_empty());
+        assert!(unreached(&batch, &strict).is_empty());
+        assert_eq!(propagation(&object, &strict).keys, ["probelint.io/role"]);
     }
 
     #[test]
