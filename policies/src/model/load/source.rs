@@ -409,6 +409,28 @@ pub fn downloaded_into(path: &str, pod: &Value) -> Option<(String, String, Weigh
                 return Some((name, id.clone(), WeightSource::Hub));
             }
         }
+        // AIBrix's downloader (`aibrix_download`, or `python -m aibrix.downloader`): a Hub id
+        // or an object-storage URI after `--model-uri`, into `--local-dir` (its CLI,
+        // vllm-project/aibrix python/aibrix/aibrix/downloader/__main__.py).
+        let aibrix = words.iter().enumerate().any(|(i, w)| {
+            w.rsplit('/').next() == Some("aibrix_download")
+                || (w == "aibrix.downloader" && i > 0 && words[i - 1] == "-m")
+        });
+        if aibrix
+            && let (Some(uri), Some(dir)) = (
+                flag_value(words, "--model-uri"),
+                flag_value(words, "--local-dir"),
+            )
+            && inside(dir)
+        {
+            let source = match uri.split_once("://") {
+                Some((scheme, _)) => WeightSource::ObjectStore {
+                    scheme: scheme.to_ascii_lowercase(),
+                },
+                None => WeightSource::Hub,
+            };
+            return Some((name, uri.trim_end_matches('/').to_owned(), source));
+        }
         // A copy from object storage to a directory holding the path.
         let copies = words.iter().any(|w| {
             matches!(
@@ -428,6 +450,18 @@ pub fn downloaded_into(path: &str, pod: &Value) -> Option<(String, String, Weigh
         }
     }
     None
+}
+
+/// The value of a long flag, written `--flag VALUE` or `--flag=VALUE`.
+fn flag_value<'w>(words: &'w [String], flag: &str) -> Option<&'w str> {
+    words
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| match w.split_once('=') {
+            Some((f, value)) if f == flag => Some(value),
+            _ if w == flag => words.get(i + 1).map(String::as_str),
+            _ => None,
+        })
 }
 
 /// An init container whose command names `model` and that shares a volume with the container:

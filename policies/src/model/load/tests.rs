@@ -214,6 +214,37 @@ fn an_init_container_download_leaves_only_the_local_read_in_the_load() {
     let load = pod_load(s3, Some("vllm"));
     let e = estimate_of(&load);
     assert_eq!(e.parameters.billions, 72.0, "{load}");
+    // AIBrix's downloader, as its controller writes it (an object-storage URI into /models/)
+    // and as a module with a Hub id.
+    let mut aibrix = pod.clone();
+    aibrix["initContainers"][0]["command"] = json!([
+        "aibrix_download",
+        "--model-uri",
+        "tos://aibrix-artifact-testing/models/deepseek-coder-33b-instruct/",
+        "--local-dir",
+        "/models/"
+    ]);
+    let load = pod_load(aibrix, Some("vllm"));
+    let e = estimate_of(&load);
+    assert_eq!(e.parameters.billions, 33.0, "{load}");
+    assert_eq!(
+        e.fetched_by.as_ref().map(|f| f.container.as_str()),
+        Some("fetch")
+    );
+    let mut module = pod.clone();
+    module["initContainers"][0]["command"] = json!([
+        "python",
+        "-m",
+        "aibrix.downloader",
+        "--model-uri=Qwen/Qwen2.5-7B-Instruct",
+        "--local-dir=/models"
+    ]);
+    let load = pod_load(module, Some("vllm"));
+    assert_eq!(
+        estimate_of(&load).model,
+        "Qwen/Qwen2.5-7B-Instruct",
+        "{load}"
+    );
     // A download elsewhere says nothing about this path.
     let mut elsewhere = pod.clone();
     elsewhere["initContainers"][0]["command"] = json!([
