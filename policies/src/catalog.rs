@@ -27,6 +27,7 @@ static REGISTRY: &[&Rule] = &[
     &rules::gpu_graceful_shutdown_missing::RULE,
     &rules::hpa_cpu_metric_on_gpu_workload::RULE,
     &rules::gpu_serving_without_pdb::RULE,
+    &rules::model_exceeds_storage_limit::RULE,
     &rules::progress_deadline_too_short::RULE,
     &rules::readiness_drops_every_replica::RULE,
     &rules::lws_kill_recreates_group::RULE,

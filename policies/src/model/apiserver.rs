@@ -27,6 +27,46 @@ pub const NEGATIVE: &str = "must be greater than or equal to 0";
 /// `IsValidPortNum`'s message.
 pub const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 
+/// A resource quantity (`800Gi`, `500G`, `1.5Ti`, `2e12`, `1024`) in its base unit, as
+/// apimachinery's `resource.ParseQuantity` reads it (`pkg/api/resource/quantity.go`): a decimal
+/// number, then a binary suffix (`Ki`…`Ei`), a decimal one (`n`, `u`, `m`, `k`, `M`…`E`) or an
+/// exponent (`e3`, `E6`). `None` for anything the apiserver would refuse.
+pub fn quantity(value: &Value) -> Option<f64> {
+    let text = match value {
+        Value::Number(n) => return n.as_f64(),
+        Value::String(s) => s.trim(),
+        _ => return None,
+    };
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        exponent => {
+            let digits = exponent.strip_prefix(['e', 'E'])?;
+            10f64.powi(digits.parse().ok()?)
+        }
+    };
+    Some(number * scale).filter(|q| q.is_finite() && *q >= 0.0)
+}
+
 /// How a JSON value reads in a message: `a string`, `a map`.
 pub fn kind_of(value: &Value) -> &'static str {
     match value {
@@ -426,5 +466,26 @@ mod tests {
             PortProblem::BadName("8080").help("port"),
             "write the port as a number, without quotes (port: 8080)"
         );
+    }
+
+    #[test]
+    fn quantities_read_as_the_apiserver_reads_them() {
+        let q = |v: Value| super::quantity(&v);
+        assert_eq!(q(json!("800Gi")), Some(800.0 * 1024f64.powi(3)));
+        assert_eq!(q(json!("500G")), Some(500e9));
+        assert_eq!(q(json!("1.5Ti")), Some(1.5 * 1024f64.powi(4)));
+        assert_eq!(q(json!("2e12")), Some(2e12));
+        assert_eq!(q(json!("100m")), Some(0.1));
+        assert_eq!(q(json!(1024)), Some(1024.0));
+        assert_eq!(q(json!("1024")), Some(1024.0));
+        for refused in [
+            json!("lots"),
+            json!("10GB"),
+            json!("Gi"),
+            json!(null),
+            json!("-1Gi"),
+        ] {
+            assert_eq!(q(refused.clone()), None, "{refused}");
+        }
     }
 }

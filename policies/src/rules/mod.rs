@@ -21,6 +21,7 @@ pub(crate) mod liveness_checks_readiness;
 pub(crate) mod liveness_restart_loop;
 pub(crate) mod lws_kill_recreates_group;
 pub(crate) mod lws_leader_ready_needs_workers;
+pub(crate) mod model_exceeds_storage_limit;
 pub(crate) mod pdb_blocks_gpu_drains;
 pub(crate) mod pod_spec_invalid;
 pub(crate) mod probe_port_undeclared;

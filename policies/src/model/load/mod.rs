@@ -112,6 +112,15 @@ impl LoadTime {
 
     /// Whether the manifest backs this load time (declared, or estimated from a known model);
     /// findings that rest on an assumed one are warnings at most.
+    /// The estimate behind this load, where the engine made one (estimated, or bounded in
+    /// strict mode).
+    pub fn estimate(&self) -> Option<&Estimate> {
+        match &self.basis {
+            Basis::Estimated(e) | Basis::Bounded { estimate: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+
     pub fn is_evidence(&self) -> bool {
         !matches!(self.basis, Basis::Assumed { .. })
     }
@@ -493,7 +502,7 @@ fn billions(value: f64) -> impl std::fmt::Display {
 }
 
 /// `141 GB`, `2.5 GB`, `250 MB` (decimal units, as model cards and disks state them).
-fn gigabytes(bytes: f64) -> impl std::fmt::Display {
+pub fn gigabytes(bytes: f64) -> impl std::fmt::Display {
     shown(move |f| {
         let gb = bytes / 1e9;
         if gb >= 10.0 {

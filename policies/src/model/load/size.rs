@@ -249,7 +249,17 @@ pub fn precision(
     Precision {
         bytes_per_parameter: 2.0,
         name: "bf16".to_owned(),
-        from: "the usual 16-bit checkpoint (assumed)".to_owned(),
+        from: ASSUMED_PRECISION.to_owned(),
+    }
+}
+
+/// Why a precision nothing in the manifest states was taken.
+const ASSUMED_PRECISION: &str = "the usual 16-bit checkpoint (assumed)";
+
+impl Precision {
+    /// Whether nothing in the manifest or the policy's tables gave this precision.
+    pub fn is_assumed(&self) -> bool {
+        self.from == ASSUMED_PRECISION
     }
 }
 
