@@ -209,8 +209,8 @@ fn parts(policy: &Policy) -> Vec<Part> {
             fails: format!(
                 "{} && !has(c.startupProbe) && {} && {}",
                 c.accelerated,
-                c.loads_model_at_start(),
-                c.not_ignored(STARTUP)
+                c.not_ignored(STARTUP),
+                bound(&c.loads_model_at_start())
             ),
             message: "requests an accelerator and has no startupProbe: its liveness probe (or \
                       the first one added) kills it mid-load, and nothing restarts a load that \
@@ -221,20 +221,19 @@ fn parts(policy: &Policy) -> Vec<Part> {
     let overridden = policy.rule_levels.contains_key(PORT_OPEN);
     if let Some(severity) = level(PORT_OPEN, Severity::Error) {
         let tcp = "has(c.readinessProbe) && has(c.readinessProbe.tcpSocket)";
-        let common = format!(
-            "{tcp} && {} && {}",
-            c.serves_model(),
-            c.not_ignored(PORT_OPEN)
-        );
+        let common = format!("{tcp} && {}", c.not_ignored(PORT_OPEN));
         parts.push(Part {
             name: format!("probelint.io-{PORT_OPEN}"),
             rule: PORT_OPEN,
             severity,
             fails: format!(
-                "{common} && {} && {}.all(s, !(s in {}))",
+                "{common} && {} && {}",
                 c.accelerated,
-                c.servers,
-                cel::list(c.port_closed.iter().copied())
+                bound(&format!(
+                    "{} && {SERVERS}.all(s, !(s in {}))",
+                    c.serves_model(),
+                    cel::list(c.port_closed.iter().copied())
+                ))
             ),
             message: "uses tcpSocket readiness: an open port does not mean the model is loaded \
                       (use an httpGet readiness check on the server's ready endpoint)",
@@ -248,11 +247,14 @@ fn parts(policy: &Policy) -> Vec<Part> {
                 Severity::Warning
             },
             fails: format!(
-                "{common} && (({} && size({servers}) > 0 && {servers}.all(s, s in {})) || {})",
-                c.accelerated,
-                cel::list(c.port_closed.iter().copied()),
-                c.no_accelerator_evidence(),
-                servers = c.servers,
+                "{common} && {}",
+                bound(&format!(
+                    "{} && (({} && size({SERVERS}) > 0 && {SERVERS}.all(s, s in {})) || {})",
+                    c.serves_model(),
+                    c.accelerated,
+                    cel::list(c.port_closed.iter().copied()),
+                    c.no_accelerator_evidence(),
+                ))
             ),
             message: "uses tcpSocket readiness: it holds traffic through the load only where \
                       the server opens its port once loaded, and never sees an engine that has \
@@ -264,10 +266,15 @@ fn parts(policy: &Policy) -> Vec<Part> {
 
 /// The ValidatingAdmissionPolicies and bindings, in the order they are applied.
 pub fn documents(policy: &Policy, options: &Options) -> Vec<Value> {
+    let parts = parts(policy);
     let mut docs = Vec::new();
-    for part in parts(policy) {
-        docs.push(validating_policy(&part, policy, options));
-        docs.push(binding(&part, options));
+    for part in &parts {
+        docs.push(validating_policy(part, policy, options));
+        docs.push(binding(&part.name, part.severity, options));
+    }
+    if !parts.is_empty() {
+        docs.push(guard(policy, options));
+        docs.push(binding(GUARD, Severity::Warning, options));
     }
     docs
 }
@@ -283,6 +290,113 @@ const RESOURCE_RULES: &[(&str, &[&str])] = &[
 ];
 
 fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
+    // The containers that fail, once: the validation and its message read the variable, which
+    // the apiserver evaluates at most once per request.
+    let mut variables = variables();
+    if let Some(list) = variables.as_array_mut() {
+        list.push(json!({
+            "name": "failing",
+            "expression": format!("variables.containers.filter(c, {})", part.fails),
+        }));
+    }
+    let bad = "variables.failing";
+    policy_document(
+        &part.name,
+        json!({
+            "probelint.io/rule": part.rule,
+            "probelint.io/severity": part.severity.as_str(),
+            "probelint.io/policy-version": policy.version,
+        }),
+        variables,
+        json!({
+            "expression": format!("size({bad}) == 0"),
+            "messageExpression": format!(
+                "'probelint {}: ' + {bad}.map(c, 'container ' + c.name).join(', ') + ' ' + {}",
+                part.rule,
+                quote(part.message)
+            ),
+            "reason": "Invalid",
+        }),
+        options,
+    )
+}
+
+/// The name of the policy that warns where an object is too large for the others to judge.
+pub const GUARD: &str = "probelint.io-too-large-to-judge";
+
+/// The apiserver's cost limit for one CEL expression (`PerCallLimit` in
+/// `k8s.io/apiserver/pkg/apis/cel/config.go`, 1.30 to 1.36).
+pub const APISERVER_PER_CALL_LIMIT: u64 = 1_000_000;
+
+/// The characters of image and command line that [`GUARD`] lets through, summed over the
+/// containers it judges, each container counted [`GUARD_CHARS_PER_CONTAINER`] more.
+///
+/// The costly step of every exported expression is searching each container's image and command
+/// line (`n` characters) for each marker `m` of the server table and the counter-evidence words:
+/// CEL's `contains` costs `⌈n / 10⌉ × ⌈|m| / 10⌉` (cel-go `interpreter/runtimecost.go`), so a
+/// container costs about `⌈n / 10⌉ × W`, where `W` ([`marker_weight`]) is the sum of
+/// `⌈|m| / 10⌉` over all markers. Half the apiserver's per-expression limit, for the rest of the
+/// expression and as a margin, allows `10 × (LIMIT / 2) / W` characters.
+pub fn guard_chars() -> u64 {
+    10 * (APISERVER_PER_CALL_LIMIT / 2) / marker_weight()
+}
+
+/// What one container adds to [`guard_chars`]'s count besides its characters: the per-marker
+/// steps of a short text, which cost at least one unit each.
+pub const GUARD_CHARS_PER_CONTAINER: u64 = 10;
+
+/// `Σ ⌈|m| / 10⌉` over the markers an exported expression searches a container's text for.
+pub fn marker_weight() -> u64 {
+    let weight = |m: &str| m.len().div_ceil(10) as u64;
+    KNOWN_SERVERS
+        .iter()
+        .flat_map(|s| s.markers())
+        .chain(counter_evidence_markers())
+        .chain(RAY_OR_WORKER.iter().copied())
+        .map(weight)
+        .sum()
+}
+
+/// The policy that warns (never denies) where an object is larger than [`guard_chars`]: the
+/// others may then go over the apiserver's CEL cost budget, and `failurePolicy: Ignore` admits
+/// the object with no verdict. Its own cost is one pass over the text.
+fn guard(policy: &Policy, options: &Options) -> Value {
+    let text = "variables.containers.map(c, c.?image.orValue('') + ' ' + (c.?command.orValue([]) + c.?args.orValue([])).join(' ')).join(' ')";
+    let mut variables = variables();
+    if let Some(list) = variables.as_array_mut() {
+        list.retain(|v| v["name"] == "spec" || v["name"] == "containers");
+        list.push(json!({
+            "name": "size",
+            "expression": format!("size({text}) + {GUARD_CHARS_PER_CONTAINER} * size(variables.containers)"),
+        }));
+    }
+    policy_document(
+        GUARD,
+        json!({"probelint.io/policy-version": policy.version}),
+        variables,
+        json!({
+            "expression": format!("variables.size <= {}", guard_chars()),
+            "messageExpression": format!(
+                "'probelint: ' + string(size(variables.containers)) + ' containers whose images and command lines count ' + string(variables.size) + {}",
+                quote(&format!(
+                    " characters, more than the {} that the probelint policies are sure to judge within the apiserver's CEL cost budget: past it they may not judge this object, and admit it unjudged (lint it with probelint in CI, or keep the webhook)",
+                    guard_chars()
+                ))
+            ),
+            "reason": "Invalid",
+        }),
+        options,
+    )
+}
+
+/// A ValidatingAdmissionPolicy with the chart's scope.
+fn policy_document(
+    name: &str,
+    annotations: Value,
+    variables: Value,
+    validation: Value,
+    options: &Options,
+) -> Value {
     let mut users: Vec<String> = BUILTIN_CONTROLLER_USERS
         .iter()
         .map(|u| (*u).to_owned())
@@ -305,18 +419,13 @@ fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
             })
         })
         .collect();
-    let bad = format!("variables.containers.filter(c, {})", part.fails);
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {
-            "name": part.name,
+            "name": name,
             "labels": {"app.kubernetes.io/managed-by": "probelint"},
-            "annotations": {
-                "probelint.io/rule": part.rule,
-                "probelint.io/severity": part.severity.as_str(),
-                "probelint.io/policy-version": policy.version,
-            },
+            "annotations": annotations,
         },
         "spec": {
             // An object the expressions cannot read (a field of an unexpected type) is let
@@ -340,16 +449,8 @@ fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
                     cel::list(users.iter().map(String::as_str))
                 ),
             }],
-            "variables": variables(),
-            "validations": [{
-                "expression": format!("size({bad}) == 0"),
-                "messageExpression": format!(
-                    "'probelint {}: ' + {bad}.map(c, 'container ' + c.name).join(', ') + ' ' + {}",
-                    part.rule,
-                    quote(part.message)
-                ),
-                "reason": "Invalid",
-            }],
+            "variables": variables,
+            "validations": [validation],
         },
     })
 }
@@ -390,8 +491,8 @@ fn server_table() -> String {
     format!("{{{}}}", entries.join(", "))
 }
 
-fn binding(part: &Part, options: &Options) -> Value {
-    let actions = match (part.severity, options.mode) {
+fn binding(name: &str, severity: Severity, options: &Options) -> Value {
+    let actions = match (severity, options.mode) {
         (Severity::Error, Mode::Enforce) => json!(["Deny"]),
         _ => json!(["Warn", "Audit"]),
     };
@@ -399,10 +500,10 @@ fn binding(part: &Part, options: &Options) -> Value {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {
-            "name": part.name,
+            "name": name,
             "labels": {"app.kubernetes.io/managed-by": "probelint"},
         },
-        "spec": {"policyName": part.name, "validationActions": actions},
+        "spec": {"policyName": name, "validationActions": actions},
     })
 }
 
@@ -412,8 +513,6 @@ struct Container {
     accelerated: String,
     /// `k` names an accelerator resource the policy lists.
     resource: String,
-    /// The ids of the known servers its image or command line mentions.
-    servers: String,
     /// The servers that open their port only once the model is loaded.
     port_closed: Vec<&'static str>,
     /// The servers that load their model at start whatever the command line says.
@@ -422,7 +521,38 @@ struct Container {
 }
 
 const IMAGE: &str = "c.?image.orValue('').lowerAscii()";
-const COMMAND: &str = "(c.?command.orValue([]) + c.?args.orValue([])).join(' ').lowerAscii()";
+/// Text in a command line that makes the container a Ray node or a headless worker, which does
+/// not serve from its start.
+const RAY_OR_WORKER: &[&str] = &[
+    "ray start",
+    "--ray_address",
+    "multi-node-serving.sh",
+    "--headless",
+];
+/// The container's command line (`command` and `args` joined by spaces, lower-case), bound by
+/// [`bound`].
+const COMMAND: &str = "line";
+/// The ids of the known servers its image or command line mentions, bound by [`bound`].
+const SERVERS: &str = "servers";
+
+/// `body`, with [`COMMAND`] and [`SERVERS`] computed once for the container `c`.
+///
+/// The apiserver's CEL has no `cel.bind` for admission policies (1.34), and it stops an
+/// expression whose cost goes over its budget. Written inline, the command line is joined and
+/// lower-cased once per marker of every known server, and the servers found again at every use:
+/// 16 containers of 40 arguments went over it. A one-element list binds a value to a name at the
+/// cost of one iteration: `[x].exists(n, p(n))` is `p(x)`, errors included. The image and the
+/// command line are searched as one text, joined by a newline that no marker contains, so that
+/// a marker is found in it exactly where it is found in one of them.
+fn bound(body: &str) -> String {
+    format!(
+        "[(c.?command.orValue([]) + c.?args.orValue([])).join(' ').lowerAscii()].exists({COMMAND}, \
+         [{IMAGE} + '\\n' + {COMMAND}].exists(text, \
+         [variables.servers.filter(s, variables.servers[s].exists(m, text.contains(m)))].exists({SERVERS}, \
+         {body})))"
+    )
+}
+
 impl Container {
     fn new(policy: &Policy) -> Self {
         let resource = |k: &str| -> String {
@@ -442,9 +572,6 @@ impl Container {
         Container {
             accelerated: format!("({} || {})", nonzero("limits"), nonzero("requests")),
             resource: resource("k"),
-            servers: format!(
-                "variables.servers.filter(s, variables.servers[s].exists(m, {IMAGE}.contains(m) || {COMMAND}.contains(m)))"
-            ),
             port_closed: KNOWN_SERVERS
                 .iter()
                 .filter(|s| s.during_load == DuringLoad::PortClosed)
@@ -469,13 +596,9 @@ impl Container {
     fn serves_model(&self) -> String {
         let loads = cel::list(self.loads_at_start.iter().copied());
         let counter: Vec<&str> = counter_evidence_markers().collect();
-        let declared = format!(
-            "(variables.role == 'server' && {}.all(s, s in {loads}))",
-            self.servers
-        );
+        let declared = format!("(variables.role == 'server' && {SERVERS}.all(s, s in {loads}))");
         let by_image = format!(
-            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({servers}) == 1 && {servers}[0] in {loads} && !{list}.exists(w, {COMMAND}.contains(w)))",
-            servers = self.servers,
+            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({SERVERS}) == 1 && {SERVERS}[0] in {loads} && !{list}.exists(w, {COMMAND}.contains(w)))",
             list = cel::list(counter.iter().copied()),
         );
         format!("({declared} || {by_image})")
@@ -485,8 +608,9 @@ impl Container {
     /// headless worker (`role` in `analysis::object`).
     fn loads_model_at_start(&self) -> String {
         format!(
-            "{} && !['ray start', '--ray_address', 'multi-node-serving.sh', '--headless'].exists(w, {COMMAND}.contains(w))",
-            self.serves_model()
+            "{} && !{}.exists(w, {COMMAND}.contains(w))",
+            self.serves_model(),
+            cel::list(RAY_OR_WORKER.iter().copied())
         )
     }
 

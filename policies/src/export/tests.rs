@@ -18,6 +18,15 @@ fn kinds(docs: &[Value]) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The expression of a policy's `failing` variable: the containers it reports.
+fn failing(vap: &Value) -> &str {
+    vap["spec"]["variables"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == "failing"))
+        .and_then(|v| v["expression"].as_str())
+        .expect("a failing variable")
+}
+
 /// Every CEL expression in a document, with where it is.
 fn expressions(doc: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -101,6 +110,8 @@ fn each_exported_part_is_a_policy_and_its_binding() {
                 "ValidatingAdmissionPolicyBinding",
                 "probelint.io-readiness-port-open-warning"
             ),
+            ("ValidatingAdmissionPolicy", GUARD),
+            ("ValidatingAdmissionPolicyBinding", GUARD),
         ]
     );
     for pair in docs.chunks(2) {
@@ -144,6 +155,8 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
     assert_eq!(enforce[0].1, json!(["Deny"]));
     assert_eq!(enforce[1].1, json!(["Deny"]));
     assert_eq!(enforce[2].1, json!(["Warn", "Audit"]));
+    // The guard only says that an object may go unjudged.
+    assert_eq!(enforce[3].1, json!(["Warn", "Audit"]));
     for (name, a) in actions(Mode::Warn) {
         assert_eq!(a, json!(["Warn", "Audit"]), "{name}");
     }
@@ -208,9 +221,7 @@ fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
         },
     );
     let vap = &docs[0];
-    let fails = vap["spec"]["validations"][0]["expression"]
-        .as_str()
-        .unwrap();
+    let fails = failing(vap);
     assert!(
         fails.contains("k.startsWith('example.com/npu-')"),
         "{fails}"
@@ -230,14 +241,55 @@ fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
 
 #[test]
 fn annotation_exemptions_are_read_only_where_the_policy_allows_them() {
-    let has_ignore = |p: &Policy| {
-        documents(p, &Options::default())[0]["spec"]["validations"][0]["expression"]
-            .as_str()
-            .unwrap()
-            .contains("probelint.io/ignore")
-    };
+    let has_ignore =
+        |p: &Policy| failing(&documents(p, &Options::default())[0]).contains("probelint.io/ignore");
     assert!(has_ignore(&policy(None)));
     assert!(!has_ignore(&policy(Some(
         "allowAnnotationExemptions: false\n"
     ))));
+}
+
+#[test]
+fn the_text_searched_for_markers_joins_image_and_command_line_by_a_character_no_marker_holds() {
+    // `bound` searches `image + '\n' + line`: a marker holding a newline could match across
+    // the two, where the engine searches each alone.
+    for m in KNOWN_SERVERS
+        .iter()
+        .flat_map(|s| s.markers())
+        .chain(counter_evidence_markers())
+    {
+        assert!(!m.contains('\n'), "{m:?}");
+    }
+}
+
+#[test]
+fn the_guard_warns_past_a_size_the_cost_arithmetic_allows_and_needs_no_server_table() {
+    let docs = documents(&policy(None), &Options::default());
+    let guard = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == GUARD)
+        .expect("guard");
+    // 10 × 500 000 / W characters: W is the markers' weight.
+    assert_eq!(guard_chars(), 5_000_000 / marker_weight());
+    assert!(
+        (10_000..200_000).contains(&guard_chars()),
+        "a realistic pod (16 containers × 40 arguments of 20 characters) is well inside: {}",
+        guard_chars()
+    );
+    let expression = guard["spec"]["validations"][0]["expression"]
+        .as_str()
+        .unwrap();
+    assert_eq!(expression, format!("variables.size <= {}", guard_chars()));
+    let names: Vec<&str> = guard["spec"]["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(names, ["spec", "containers", "size"]);
+    // Nothing is exported, nothing to guard.
+    let off = policy(Some(
+        "rules:\n  gpu-startup-probe-missing: off\n  readiness-port-open: off\n",
+    ));
+    assert!(documents(&off, &Options::default()).is_empty());
 }
