@@ -343,6 +343,21 @@ fn decidable() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "a run-to-completion Pod of vLLM, which the engine takes for batch",
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "batch"},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "model", "image": "vllm/vllm-openai:v0.10.1",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        "readinessProbe": {"tcpSocket": {"port": 8000}},
+                    }],
+                },
+            }),
+        ),
+        (
             "a bare Pod of a declared server",
             json!({
                 "apiVersion": "v1", "kind": "Pod",
@@ -908,7 +923,11 @@ fn evaluated_by_cel_the_policies_say_exactly_what_the_engine_says_where_cel_can_
 #[test]
 fn evaluated_by_cel_the_policies_leave_a_controllers_pods_to_its_controller() {
     let policies = cel_eval::Policies::compile(&export("warn"));
-    let mut pod = decidable().remove(8).1;
+    let mut pod = decidable()
+        .into_iter()
+        .find(|(what, _)| what.starts_with("a bare Pod"))
+        .expect("a bare Pod")
+        .1;
     assert!(!policies.verdicts(&pod, PERSON).expect("pod").is_empty());
     pod["metadata"]["ownerReferences"] = json!([{
         "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "1", "controller": true,

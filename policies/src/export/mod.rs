@@ -207,7 +207,7 @@ fn parts(policy: &Policy) -> Vec<Part> {
             rule: STARTUP,
             severity,
             fails: format!(
-                "{} && !has(c.startupProbe) && {} && {}",
+                "variables.servingPod && {} && !has(c.startupProbe) && {} && {}",
                 c.accelerated,
                 c.not_ignored(STARTUP),
                 bound(&c.loads_model_at_start())
@@ -469,6 +469,9 @@ fn variables() -> Value {
             "{r} in variables.templateAnnotations || {r} in variables.objectAnnotations",
             r = quote(ROLE_ANNOTATION)
         )},
+        // A bare Pod that runs to completion is batch to the engine (`analysis::object`) unless
+        // a container declares a port; CEL sets every such Pod aside, ports or not.
+        {"name": "servingPod", "expression": "object.kind != 'Pod' || !(variables.spec.?restartPolicy.orValue('Always') in ['Never', 'OnFailure'])"},
         // Native sidecars are containers the engine judges too.
         {"name": "containers", "expression": "variables.spec.containers + variables.spec.?initContainers.orValue([]).filter(c, c.?restartPolicy.orValue('') == 'Always')"},
         {"name": "servers", "expression": server_table()},
