@@ -200,6 +200,7 @@ fn matched(object: &Value) -> bool {
                 Some("apps/v1"),
                 Some("Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
             )
+            | (Some("batch/v1"), Some("Job" | "CronJob"))
     )
 }
 
@@ -358,6 +359,37 @@ fn decidable() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "a Job of a declared server with port-open readiness (batch: no startupProbe asked)",
+            json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "job"},
+                "spec": {"template": {
+                    "metadata": {"annotations": role.clone()},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [gpu("model", "registry.example/own-server:1", tcp.clone())],
+                    },
+                }},
+            }),
+        ),
+        (
+            "a CronJob of vLLM with port-open readiness, exempted on its jobTemplate only",
+            json!({
+                "apiVersion": "batch/v1", "kind": "CronJob",
+                "metadata": {"name": "cron"},
+                "spec": {
+                    "schedule": "0 * * * *",
+                    "jobTemplate": {
+                        "metadata": {"annotations": {"probelint.io/ignore": "all", "probelint.io/ignore-reason": "r"}},
+                        "spec": {"template": {"spec": {
+                            "restartPolicy": "OnFailure",
+                            "containers": [gpu("vllm", "vllm/vllm-openai:v0.10.1", tcp.clone())],
+                        }}},
+                    },
+                },
+            }),
+        ),
+        (
             "a bare Pod of a declared server",
             json!({
                 "apiVersion": "v1", "kind": "Pod",
@@ -400,7 +432,11 @@ fn admissible(mut object: Value) -> Value {
     let kind = object["kind"].as_str().unwrap_or_default().to_owned();
     let selector = json!({"probelint.io/test": "fixture"});
     let spec = &mut object["spec"];
-    if kind != "Pod" && spec.is_object() && spec.get("selector").is_none() {
+    let needs_selector = matches!(
+        kind.as_str(),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "ReplicationController"
+    );
+    if needs_selector && spec.is_object() && spec.get("selector").is_none() {
         spec["selector"] = match kind.as_str() {
             "ReplicationController" => selector.clone(),
             _ => json!({"matchLabels": selector.clone()}),

@@ -279,14 +279,20 @@ pub fn documents(policy: &Policy, options: &Options) -> Vec<Value> {
     docs
 }
 
-/// The kinds whose pod template the policies read: the core workloads that serve (a Job's or a
-/// CronJob's containers are batch, which neither exported rule judges).
-const RESOURCE_RULES: &[(&str, &[&str])] = &[
-    ("", &["pods", "replicationcontrollers"]),
+/// The kinds whose pod template the policies read, and the operations judged on each. A Pod's
+/// probes, and a Job's pod template, cannot change after creation: judging an UPDATE would refuse
+/// a label change for what the object already runs. Jobs and CronJobs are batch to the engine:
+/// gpu-startup-probe-missing never judges them, readiness-port-open does.
+const RESOURCE_RULES: &[(&str, &[&str], &[&str])] = &[
+    ("", &["pods"], &["CREATE"]),
+    ("", &["replicationcontrollers"], &["CREATE", "UPDATE"]),
     (
         "apps",
         &["deployments", "statefulsets", "daemonsets", "replicasets"],
+        &["CREATE", "UPDATE"],
     ),
+    ("batch", &["jobs"], &["CREATE"]),
+    ("batch", &["cronjobs"], &["CREATE", "UPDATE"]),
 ];
 
 fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
@@ -408,14 +414,12 @@ fn policy_document(
     }
     let resource_rules: Vec<Value> = RESOURCE_RULES
         .iter()
-        .map(|(group, resources)| {
+        .map(|(group, resources, operations)| {
             json!({
                 "apiGroups": [group],
                 "apiVersions": ["v1"],
                 "resources": resources,
-                // A Pod's probes cannot change after it is created: judging an UPDATE would
-                // refuse a label change on a running pod for what it already runs.
-                "operations": if group.is_empty() { json!(["CREATE"]) } else { json!(["CREATE", "UPDATE"]) },
+                "operations": operations,
             })
         })
         .collect();
@@ -457,9 +461,10 @@ fn policy_document(
 
 fn variables() -> Value {
     json!([
-        {"name": "spec", "expression": "object.kind == 'Pod' ? object.spec : object.spec.template.spec"},
-        // The engine reads a template's annotations first, then the object's; a Pod's are both.
-        {"name": "templateAnnotations", "expression": "object.kind == 'Pod' ? object.metadata.?annotations.orValue({}) : object.spec.template.?metadata.?annotations.orValue({})"},
+        {"name": "spec", "expression": "object.kind == 'Pod' ? object.spec : object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec"},
+        // The engine reads a template's annotations first, then the object's; a Pod's are both
+        // (a CronJob's jobTemplate has metadata of its own, which the engine does not read).
+        {"name": "templateAnnotations", "expression": "object.kind == 'Pod' ? object.metadata.?annotations.orValue({}) : object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.?metadata.?annotations.orValue({}) : object.spec.template.?metadata.?annotations.orValue({})"},
         {"name": "objectAnnotations", "expression": "object.metadata.?annotations.orValue({})"},
         {"name": "role", "expression": format!(
             "variables.templateAnnotations[?{r}].orValue(variables.objectAnnotations[?{r}].orValue('')).trim()",
@@ -469,9 +474,10 @@ fn variables() -> Value {
             "{r} in variables.templateAnnotations || {r} in variables.objectAnnotations",
             r = quote(ROLE_ANNOTATION)
         )},
-        // A bare Pod that runs to completion is batch to the engine (`analysis::object`) unless
-        // a container declares a port; CEL sets every such Pod aside, ports or not.
-        {"name": "servingPod", "expression": "object.kind != 'Pod' || !(variables.spec.?restartPolicy.orValue('Always') in ['Never', 'OnFailure'])"},
+        // Jobs and CronJobs are batch to the engine (`analysis::layout`), and so is a bare Pod
+        // that runs to completion unless a container declares a port; CEL sets every such Pod
+        // aside, ports or not.
+        {"name": "servingPod", "expression": "!(object.kind in ['Job', 'CronJob']) && (object.kind != 'Pod' || !(variables.spec.?restartPolicy.orValue('Always') in ['Never', 'OnFailure']))"},
         // Native sidecars are containers the engine judges too.
         {"name": "containers", "expression": "variables.spec.containers + variables.spec.?initContainers.orValue([]).filter(c, c.?restartPolicy.orValue('') == 'Always')"},
         {"name": "servers", "expression": server_table()},
