@@ -115,6 +115,7 @@ fn verdicts(out: &Output) -> BTreeSet<Verdict> {
         let names = message
             .split_once(" requests an")
             .or_else(|| message.split_once(" uses tcpSocket"))
+            .or_else(|| message.split_once(" checks readiness with curl"))
             .map(|(names, _)| names)
             .unwrap_or_else(|| panic!("unexpected message: {line}"));
         for name in names.split(", ") {
@@ -390,6 +391,56 @@ fn decidable() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "curl without --fail as readiness, in a shell, on a declared GPU server",
+            deployment(
+                "curl",
+                role.clone(),
+                json!([gpu(
+                    "model",
+                    "registry.example/own-server:1",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"exec": {"command": ["sh", "-c", "curl -s http://localhost:8000/health"]}},
+                    })
+                )]),
+            ),
+        ),
+        (
+            "curl without --fail as readiness on vLLM's image, and one with -sf beside it",
+            deployment(
+                "curl-vllm",
+                json!({}),
+                json!([
+                    gpu(
+                        "vllm",
+                        "vllm/vllm-openai:v0.10.1",
+                        json!({
+                            "readinessProbe": {"exec": {"command": ["curl", "-sS", "localhost:8000/health"]}},
+                        })
+                    ),
+                    gpu(
+                        "checked",
+                        "vllm/vllm-openai:v0.10.1",
+                        json!({
+                            "readinessProbe": {"exec": {"command": ["curl", "-sf", "localhost:8000/health"]}},
+                        })
+                    ),
+                ]),
+            ),
+        ),
+        (
+            "curl without --fail as readiness on a declared server on CPU",
+            deployment(
+                "curl-cpu",
+                role.clone(),
+                json!([{
+                    "name": "api", "image": "registry.example/api:1",
+                    "readinessProbe": {"exec": {"command": ["/usr/bin/curl", "http://localhost:8000/ready"]}},
+                    "resources": {"limits": {"cpu": "1"}},
+                }]),
+            ),
+        ),
+        (
             "a bare Pod of a declared server",
             json!({
                 "apiVersion": "v1", "kind": "Pod",
@@ -487,7 +538,7 @@ fn exported_policies_warn_and_deny_as_the_engine_does_and_controller_pods_flow()
                 "app.kubernetes.io/managed-by=probelint",
             ]);
             let items = vaps["items"].as_array().cloned().unwrap_or_default();
-            (items.len() == 4
+            (items.len() == 6
                 && items
                     .iter()
                     .all(|v| v["status"]["observedGeneration"] == v["metadata"]["generation"]))

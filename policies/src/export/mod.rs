@@ -101,8 +101,9 @@ from other evidence (a readiness probe, a port, a command line), nor DRA claims,
 classes or NVIDIA_VISIBLE_DEVICES";
 const PORT_OPEN_SCOPE: &str = "exported for tcpSocket readiness on the same containers (error \
 where the engine errs; warning on servers that open their port only once loaded, and on \
-containers with no accelerator at all); not for `curl` without --fail (needs the command \
-split as a shell does)";
+containers with no accelerator at all), and for an exec readiness that runs `curl URL` without \
+--fail, directly or as a shell's -c script, with only options that take no value; not for \
+other curl command lines (they need the command split as a shell does)";
 
 /// Why a per-object rule is not exported.
 fn not_exported(rule: &str) -> &'static str {
@@ -260,8 +261,92 @@ fn parts(policy: &Policy) -> Vec<Part> {
                       the server opens its port once loaded, and never sees an engine that has \
                       died with the port open (use an httpGet readiness check)",
         });
+        let curl = format!("{} && {}", curl_without_fail(), c.not_ignored(PORT_OPEN));
+        parts.push(Part {
+            name: format!("probelint.io-{PORT_OPEN}-curl"),
+            rule: PORT_OPEN,
+            severity,
+            fails: format!(
+                "{curl} && {} && {}",
+                c.accelerated,
+                bound(&c.serves_model())
+            ),
+            message: CURL_MESSAGE,
+        });
+        parts.push(Part {
+            name: format!("probelint.io-{PORT_OPEN}-curl-warning"),
+            rule: PORT_OPEN,
+            severity: if overridden {
+                severity
+            } else {
+                Severity::Warning
+            },
+            fails: format!(
+                "{curl} && {} && {}",
+                c.no_accelerator_evidence(),
+                bound(&c.serves_model())
+            ),
+            message: CURL_MESSAGE,
+        });
     }
     parts
+}
+
+const CURL_MESSAGE: &str = "checks readiness with curl without --fail: curl exits 0 on an HTTP \
+                            503, so the probe only proves the port is open (add --fail, or use an \
+                            httpGet probe on the same endpoint)";
+
+/// Shells whose `-c` script an exec probe may run curl from.
+const SHELLS: &[&str] = &["sh", "/bin/sh", "bash", "/bin/bash"];
+
+/// curl options that take no value and do not make an error status fail curl (the engine's
+/// `curl_call` reads each so: a test proves it). Any other option sets the probe aside.
+const CURL_PLAIN_OPTIONS: &[&str] = &[
+    "-s",
+    "-S",
+    "-sS",
+    "-Ss",
+    "--silent",
+    "--show-error",
+    "-k",
+    "--insecure",
+    "-v",
+    "--verbose",
+    "-L",
+    "--location",
+    "-i",
+    "--include",
+];
+
+/// A predicate over a container `c` that holds where its readiness is an exec probe that the
+/// engine reads as `curl URL` without `--fail` (`curl_call` in `rules::readiness_port_open`),
+/// narrowed to the command lines CEL can split as the engine does: printable ASCII with no
+/// quotes, pipes or separators (so splitting at spaces is the engine's `split_whitespace`),
+/// exactly one curl, run directly or as a shell's `-c` script, followed only by
+/// [`CURL_PLAIN_OPTIONS`] and one URL (a word with `:` or `/`).
+fn curl_without_fail() -> String {
+    let cmd = "c.readinessProbe.exec.command";
+    let shell_words: Vec<&str> = SHELLS.iter().copied().chain(["-c"]).collect();
+    let forbidden = ["\"", "'", "|", ";", "&", "http_code", "--write-out"];
+    format!(
+        "has(c.readinessProbe) && has(c.readinessProbe.exec) && has(c.readinessProbe.exec.command) \
+         && {cmd}.all(a, a.matches('^[ -~]*$')) \
+         && !{forbidden}.exists(x, {cmd}.join(' ').contains(x)) \
+         && [{cmd}.join(' ').split(' ').filter(w, w != '')].exists(words, \
+         [words.filter(w, w == 'curl' || w.endsWith('/curl'))].exists(curls, \
+         size(curls) == 1 \
+         && ((words[0] == curls[0] && !words.exists(w, w in {shell})) \
+             || (size(words) > 2 && words[0] in {shells} && words[1] == '-c' && words[2] == curls[0] \
+                 && size(words.filter(w, w in {shell})) == 2)) \
+         && [words.filter(w, w != curls[0] && !(w in {shell}))].exists(after, \
+         after.all(w, !w.startsWith('-') || w in {plain}) \
+         && size(after.filter(w, !w.startsWith('-'))) == 1 \
+         && after.exists(w, !w.startsWith('-') && (w.contains(':') || w.contains('/'))))))",
+        forbidden = cel::list(forbidden),
+        shell = cel::list(shell_words.iter().copied()),
+        shells = cel::list(SHELLS.iter().copied()),
+        plain = cel::list(CURL_PLAIN_OPTIONS.iter().copied()),
+    )
 }
 
 /// The ValidatingAdmissionPolicies and bindings, in the order they are applied.

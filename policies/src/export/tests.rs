@@ -110,6 +110,22 @@ fn each_exported_part_is_a_policy_and_its_binding() {
                 "ValidatingAdmissionPolicyBinding",
                 "probelint.io-readiness-port-open-warning"
             ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-readiness-port-open-curl"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-readiness-port-open-curl"
+            ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-readiness-port-open-curl-warning"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-readiness-port-open-curl-warning"
+            ),
             ("ValidatingAdmissionPolicy", GUARD),
             ("ValidatingAdmissionPolicyBinding", GUARD),
         ]
@@ -155,8 +171,10 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
     assert_eq!(enforce[0].1, json!(["Deny"]));
     assert_eq!(enforce[1].1, json!(["Deny"]));
     assert_eq!(enforce[2].1, json!(["Warn", "Audit"]));
+    assert_eq!(enforce[3].1, json!(["Deny"]));
+    assert_eq!(enforce[4].1, json!(["Warn", "Audit"]));
     // The guard only says that an object may go unjudged.
-    assert_eq!(enforce[3].1, json!(["Warn", "Audit"]));
+    assert_eq!(enforce[5].1, json!(["Warn", "Audit"]));
     for (name, a) in actions(Mode::Warn) {
         assert_eq!(a, json!(["Warn", "Audit"]), "{name}");
     }
@@ -292,4 +310,24 @@ fn the_guard_warns_past_a_size_the_cost_arithmetic_allows_and_needs_no_server_ta
         "rules:\n  gpu-startup-probe-missing: off\n  readiness-port-open: off\n",
     ));
     assert!(documents(&off, &Options::default()).is_empty());
+}
+
+#[test]
+fn the_curl_options_the_export_lets_through_take_no_value_and_do_not_fail_on_an_error_status() {
+    use crate::rules::readiness_port_open::curl_call;
+    for option in CURL_PLAIN_OPTIONS {
+        for command in [
+            vec!["curl", option, "http://localhost:8000/health"],
+            vec![
+                "sh",
+                "-c",
+                &format!("curl {option} http://localhost:8000/health"),
+            ],
+        ] {
+            let command: Vec<String> = command.iter().map(|w| (*w).to_owned()).collect();
+            let call = curl_call(&command).unwrap_or_else(|| panic!("{command:?}: no curl"));
+            assert_eq!(call.url, "http://localhost:8000/health", "{command:?}");
+            assert!(!call.fails_on_error, "{command:?}");
+        }
+    }
 }
