@@ -441,6 +441,29 @@ fn decidable() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "a custom image with no port whose arguments name a server's image",
+            deployment(
+                "named",
+                json!({}),
+                json!([{
+                    "name": "model", "image": "registry.example/own-tool:1",
+                    "args": ["--base", "lmsysorg/sglang:v0.4"],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }]),
+            ),
+        ),
+        (
+            "vLLM by its image with no port and no probes",
+            deployment(
+                "vllm-bare",
+                json!({}),
+                json!([{
+                    "name": "vllm", "image": "vllm/vllm-openai:v0.10.1",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }]),
+            ),
+        ),
+        (
             "a bare Pod of a declared server",
             json!({
                 "apiVersion": "v1", "kind": "Pod",

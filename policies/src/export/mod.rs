@@ -686,13 +686,14 @@ impl Container {
 
     /// The engine's serving evidence CEL can read: `probelint.io/role: server`, or a
     /// recognised server run by its image's own entrypoint with nothing in its arguments that
-    /// could be counter-evidence.
+    /// could be counter-evidence. The server must be named by the image itself: a server's name
+    /// in the arguments of another image is not the engine's evidence.
     fn serves_model(&self) -> String {
         let loads = cel::list(self.loads_at_start.iter().copied());
         let counter: Vec<&str> = counter_evidence_markers().collect();
         let declared = format!("(variables.role == 'server' && {SERVERS}.all(s, s in {loads}))");
         let by_image = format!(
-            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({SERVERS}) == 1 && {SERVERS}[0] in {loads} && !{list}.exists(w, {COMMAND}.contains(w)))",
+            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({SERVERS}) == 1 && {SERVERS}[0] in {loads} && variables.servers[{SERVERS}[0]].exists(m, {IMAGE}.contains(m)) && !{list}.exists(w, {COMMAND}.contains(w)))",
             list = cel::list(counter.iter().copied()),
         );
         format!("({declared} || {by_image})")
