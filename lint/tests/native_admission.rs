@@ -464,6 +464,29 @@ fn decidable() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "a declared server that only sleeps",
+            deployment(
+                "declared-idle",
+                role.clone(),
+                json!([gpu(
+                    "box",
+                    "registry.example/own-server:1",
+                    json!({"command": ["sleep", "infinity"]})
+                )]),
+            ),
+        ),
+        (
+            "a declared server whose limit is a quantity of zero written long",
+            deployment(
+                "declared-zero",
+                role.clone(),
+                json!([{
+                    "name": "model", "image": "registry.example/own-server:1",
+                    "resources": {"limits": {"nvidia.com/gpu": "0"}, "requests": {"nvidia.com/gpu": 0}},
+                }]),
+            ),
+        ),
+        (
             "a bare Pod of a declared server",
             json!({
                 "apiVersion": "v1", "kind": "Pod",
