@@ -78,6 +78,14 @@ fn a_policy_file_turns_a_rule_off_and_the_list_says_so() {
         line("readiness-port-open").contains("turned off in the policy"),
         "{table}"
     );
+    let guard = line(probelint_policies::export::GUARD);
+    assert!(
+        guard.contains(&format!(
+            "more than {} characters",
+            probelint_policies::export::guard_chars()
+        )),
+        "{table}"
+    );
     let out = probelint(dir.path()).arg("export").output().expect("run");
     let text = String::from_utf8(out.stdout).expect("UTF-8");
     assert!(!text.contains("probelint.io-readiness-port-open"), "{text}");

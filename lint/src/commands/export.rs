@@ -84,5 +84,12 @@ fn table(coverage: &[export::Coverage]) -> String {
         let exported = if c.policies.is_empty() { "no" } else { "yes" };
         out.push_str(&format!("{:width$}  {exported:8}  {}\n", c.rule, c.note));
     }
+    out.push_str(&format!(
+        "\n{} warns (never denies) where an object's images and command lines count more than \
+         {} characters: past that the policies may go over the apiserver's CEL cost budget, and \
+         failurePolicy Ignore admits the object unjudged (docs/native-admission.md)\n",
+        export::GUARD,
+        export::guard_chars()
+    ));
     out
 }

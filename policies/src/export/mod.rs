@@ -101,8 +101,9 @@ from other evidence (a readiness probe, a port, a command line), nor DRA claims,
 classes or NVIDIA_VISIBLE_DEVICES";
 const PORT_OPEN_SCOPE: &str = "exported for tcpSocket readiness on the same containers (error \
 where the engine errs; warning on servers that open their port only once loaded, and on \
-containers with no accelerator at all); not for `curl` without --fail (needs the command \
-split as a shell does)";
+containers with no accelerator at all), and for an exec readiness that runs `curl URL` without \
+--fail, directly or as a shell's -c script, with only options that take no value; not for \
+other curl command lines (they need the command split as a shell does)";
 
 /// Why a per-object rule is not exported.
 fn not_exported(rule: &str) -> &'static str {
@@ -201,26 +202,31 @@ fn parts(policy: &Policy) -> Vec<Part> {
             None => default,
         })
     };
-    let overridden = policy.rule_levels.contains_key(STARTUP);
+    let overridden_startup = policy.rule_levels.contains_key(STARTUP);
     if let Some(severity) = level(STARTUP, Severity::Error) {
-        let common = format!(
-            "{} && !has(c.startupProbe) && {} && {}",
-            c.accelerated,
-            c.loads_model_at_start(),
-            c.not_ignored(STARTUP)
-        );
         // The engine's error needs a liveness probe that can kill the load: any but an httpGet
-        // on a path some known server answers while it loads (the engine asks of the
-        // container's own server; CEL asks of all of them, and so never says more).
+        // on a path the container's server answers while it loads. The engine asks of the one
+        // server it recognises; CEL of every server whose markers it finds, and so never says
+        // more.
         let kills = format!(
-            "has(c.livenessProbe) && !(has(c.livenessProbe.httpGet) &&              c.livenessProbe.httpGet.?path.orValue('') in {})",
-            cel::list(c.answered_during_load.iter().copied())
+            "(has(c.livenessProbe) && !(has(c.livenessProbe.httpGet) && \
+             {SERVERS}.exists(s, s in {answered} && \
+             c.livenessProbe.httpGet.?path.orValue('') in {answered}[s])))",
+            answered = c.answered_during_load
+        );
+        let common = format!(
+            "variables.servingPod && {} && !has(c.startupProbe) && {}",
+            c.accelerated,
+            c.not_ignored(STARTUP),
         );
         parts.push(Part {
             name: format!("probelint.io-{STARTUP}"),
             rule: STARTUP,
             severity,
-            fails: format!("{common} && {kills}"),
+            fails: format!(
+                "{common} && {}",
+                bound(&format!("{} && {kills}", c.loads_model_at_start()))
+            ),
             message: "requests an accelerator and has no startupProbe: its liveness probe runs \
                       from container start and kills it mid-load (add a startupProbe with a \
                       budget beyond the slowest plausible load; `probelint --fix` writes one)",
@@ -228,34 +234,36 @@ fn parts(policy: &Policy) -> Vec<Part> {
         parts.push(Part {
             name: format!("probelint.io-{STARTUP}-warning"),
             rule: STARTUP,
-            severity: if overridden {
+            severity: if overridden_startup {
                 severity
             } else {
                 Severity::Warning
             },
-            fails: format!("{common} && !({kills})"),
+            fails: format!(
+                "{common} && {}",
+                bound(&format!("{} && !{kills}", c.loads_model_at_start()))
+            ),
             message: "requests an accelerator and has no startupProbe: nothing restarts a load \
                       that hangs, and a liveness probe added later will kill it mid-load (add a \
                       startupProbe with a budget beyond the slowest plausible load)",
         });
     }
-    let overridden_port_open = policy.rule_levels.contains_key(PORT_OPEN);
+    let overridden = policy.rule_levels.contains_key(PORT_OPEN);
     if let Some(severity) = level(PORT_OPEN, Severity::Error) {
         let tcp = "has(c.readinessProbe) && has(c.readinessProbe.tcpSocket)";
-        let common = format!(
-            "{tcp} && {} && {}",
-            c.serves_model(),
-            c.not_ignored(PORT_OPEN)
-        );
+        let common = format!("{tcp} && {}", c.not_ignored(PORT_OPEN));
         parts.push(Part {
             name: format!("probelint.io-{PORT_OPEN}"),
             rule: PORT_OPEN,
             severity,
             fails: format!(
-                "{common} && {} && {}.all(s, !(s in {}))",
+                "{common} && {} && {}",
                 c.accelerated,
-                c.servers,
-                cel::list(c.port_closed.iter().copied())
+                bound(&format!(
+                    "{} && {SERVERS}.all(s, !(s in {}))",
+                    c.serves_model(),
+                    cel::list(c.port_closed.iter().copied())
+                ))
             ),
             message: "uses tcpSocket readiness: an open port does not mean the model is loaded \
                       (use an httpGet readiness check on the server's ready endpoint)",
@@ -263,47 +271,252 @@ fn parts(policy: &Policy) -> Vec<Part> {
         parts.push(Part {
             name: format!("probelint.io-{PORT_OPEN}-warning"),
             rule: PORT_OPEN,
-            severity: if overridden_port_open {
+            severity: if overridden {
                 severity
             } else {
                 Severity::Warning
             },
             fails: format!(
-                "{common} && (({} && size({servers}) > 0 && {servers}.all(s, s in {})) || {})",
-                c.accelerated,
-                cel::list(c.port_closed.iter().copied()),
-                c.no_accelerator_evidence(),
-                servers = c.servers,
+                "{common} && {}",
+                bound(&format!(
+                    "{} && (({} && size({SERVERS}) > 0 && {SERVERS}.all(s, s in {})) || {})",
+                    c.serves_model(),
+                    c.accelerated,
+                    cel::list(c.port_closed.iter().copied()),
+                    c.no_accelerator_evidence(),
+                ))
             ),
             message: "uses tcpSocket readiness: it holds traffic through the load only where \
                       the server opens its port once loaded, and never sees an engine that has \
                       died with the port open (use an httpGet readiness check)",
         });
+        let curl = format!("{} && {}", curl_without_fail(), c.not_ignored(PORT_OPEN));
+        parts.push(Part {
+            name: format!("probelint.io-{PORT_OPEN}-curl"),
+            rule: PORT_OPEN,
+            severity,
+            fails: format!(
+                "{curl} && {} && {}",
+                c.accelerated,
+                bound(&c.serves_model())
+            ),
+            message: CURL_MESSAGE,
+        });
+        parts.push(Part {
+            name: format!("probelint.io-{PORT_OPEN}-curl-warning"),
+            rule: PORT_OPEN,
+            severity: if overridden {
+                severity
+            } else {
+                Severity::Warning
+            },
+            fails: format!(
+                "{curl} && {} && {}",
+                c.no_accelerator_evidence(),
+                bound(&c.serves_model())
+            ),
+            message: CURL_MESSAGE,
+        });
     }
     parts
 }
 
+const CURL_MESSAGE: &str = "checks readiness with curl without --fail: curl exits 0 on an HTTP \
+                            503, so the probe only proves the port is open (add --fail, or use an \
+                            httpGet probe on the same endpoint)";
+
+/// Shells whose `-c` script an exec probe may run curl from.
+const SHELLS: &[&str] = &["sh", "/bin/sh", "bash", "/bin/bash"];
+
+/// curl options that take no value and do not make an error status fail curl (the engine's
+/// `curl_call` reads each so: a test proves it). Any other option sets the probe aside.
+const CURL_PLAIN_OPTIONS: &[&str] = &[
+    "-s",
+    "-S",
+    "-sS",
+    "-Ss",
+    "--silent",
+    "--show-error",
+    "-k",
+    "--insecure",
+    "-v",
+    "--verbose",
+    "-L",
+    "--location",
+    "-i",
+    "--include",
+];
+
+/// A predicate over a container `c` that holds where its readiness is an exec probe that the
+/// engine reads as `curl URL` without `--fail` (`curl_call` in `rules::readiness_port_open`),
+/// narrowed to the command lines CEL can split as the engine does: printable ASCII with no
+/// quotes, pipes or separators (so splitting at spaces is the engine's `split_whitespace`),
+/// exactly one curl, run directly or as a shell's `-c` script, followed only by
+/// [`CURL_PLAIN_OPTIONS`] and one URL (a word with `:` or `/`).
+fn curl_without_fail() -> String {
+    let cmd = "c.readinessProbe.exec.command";
+    let shell_words: Vec<&str> = SHELLS.iter().copied().chain(["-c"]).collect();
+    let forbidden = ["\"", "'", "|", ";", "&", "http_code", "--write-out"];
+    format!(
+        "has(c.readinessProbe) && has(c.readinessProbe.exec) && has(c.readinessProbe.exec.command) \
+         && {cmd}.all(a, a.matches('^[ -~]*$')) \
+         && !{forbidden}.exists(x, {cmd}.join(' ').contains(x)) \
+         && [{cmd}.join(' ').split(' ').filter(w, w != '')].exists(words, \
+         [words.filter(w, w == 'curl' || w.endsWith('/curl'))].exists(curls, \
+         size(curls) == 1 \
+         && ((words[0] == curls[0] && !words.exists(w, w in {shell})) \
+             || (size(words) > 2 && words[0] in {shells} && words[1] == '-c' && words[2] == curls[0] \
+                 && size(words.filter(w, w in {shell})) == 2)) \
+         && [words.filter(w, w != curls[0] && !(w in {shell}))].exists(after, \
+         after.all(w, !w.startsWith('-') || w in {plain}) \
+         && size(after.filter(w, !w.startsWith('-'))) == 1 \
+         && after.exists(w, !w.startsWith('-') && (w.contains(':') || w.contains('/'))))))",
+        forbidden = cel::list(forbidden),
+        shell = cel::list(shell_words.iter().copied()),
+        shells = cel::list(SHELLS.iter().copied()),
+        plain = cel::list(CURL_PLAIN_OPTIONS.iter().copied()),
+    )
+}
+
 /// The ValidatingAdmissionPolicies and bindings, in the order they are applied.
 pub fn documents(policy: &Policy, options: &Options) -> Vec<Value> {
+    let parts = parts(policy);
     let mut docs = Vec::new();
-    for part in parts(policy) {
-        docs.push(validating_policy(&part, policy, options));
-        docs.push(binding(&part, options));
+    for part in &parts {
+        docs.push(validating_policy(part, policy, options));
+        docs.push(binding(&part.name, part.severity, options));
+    }
+    if !parts.is_empty() {
+        docs.push(guard(policy, options));
+        docs.push(binding(GUARD, Severity::Warning, options));
     }
     docs
 }
 
-/// The kinds whose pod template the policies read: the core workloads that serve (a Job's or a
-/// CronJob's containers are batch, which neither exported rule judges).
-const RESOURCE_RULES: &[(&str, &[&str])] = &[
-    ("", &["pods", "replicationcontrollers"]),
+/// The kinds whose pod template the policies read, and the operations judged on each. A Pod's
+/// probes, and a Job's pod template, cannot change after creation: judging an UPDATE would refuse
+/// a label change for what the object already runs. Jobs and CronJobs are batch to the engine:
+/// gpu-startup-probe-missing never judges them, readiness-port-open does.
+const RESOURCE_RULES: &[(&str, &[&str], &[&str])] = &[
+    ("", &["pods"], &["CREATE"]),
+    ("", &["replicationcontrollers"], &["CREATE", "UPDATE"]),
     (
         "apps",
         &["deployments", "statefulsets", "daemonsets", "replicasets"],
+        &["CREATE", "UPDATE"],
     ),
+    ("batch", &["jobs"], &["CREATE"]),
+    ("batch", &["cronjobs"], &["CREATE", "UPDATE"]),
 ];
 
 fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
+    // The containers that fail, once: the validation and its message read the variable, which
+    // the apiserver evaluates at most once per request.
+    let mut variables = variables();
+    if let Some(list) = variables.as_array_mut() {
+        list.push(json!({
+            "name": "failing",
+            "expression": format!("variables.containers.filter(c, {})", part.fails),
+        }));
+    }
+    let bad = "variables.failing";
+    policy_document(
+        &part.name,
+        json!({
+            "probelint.io/rule": part.rule,
+            "probelint.io/severity": part.severity.as_str(),
+            "probelint.io/policy-version": policy.version,
+        }),
+        variables,
+        json!({
+            "expression": format!("size({bad}) == 0"),
+            "messageExpression": format!(
+                "'probelint {}: ' + {bad}.map(c, 'container ' + c.name).join(', ') + ' ' + {}",
+                part.rule,
+                quote(part.message)
+            ),
+            "reason": "Invalid",
+        }),
+        options,
+    )
+}
+
+/// The name of the policy that warns where an object is too large for the others to judge.
+pub const GUARD: &str = "probelint.io-too-large-to-judge";
+
+/// The apiserver's cost limit for one CEL expression (`PerCallLimit` in
+/// `k8s.io/apiserver/pkg/apis/cel/config.go`, 1.30 to 1.36).
+pub const APISERVER_PER_CALL_LIMIT: u64 = 1_000_000;
+
+/// The characters of image and command line that [`GUARD`] lets through, summed over the
+/// containers it judges, each container counted [`GUARD_CHARS_PER_CONTAINER`] more.
+///
+/// The costly step of every exported expression is searching each container's image and command
+/// line (`n` characters) for each marker `m` of the server table and the counter-evidence words:
+/// CEL's `contains` costs `⌈n / 10⌉ × ⌈|m| / 10⌉` (cel-go `interpreter/runtimecost.go`), so a
+/// container costs about `⌈n / 10⌉ × W`, where `W` ([`marker_weight`]) is the sum of
+/// `⌈|m| / 10⌉` over all markers. Half the apiserver's per-expression limit, for the rest of the
+/// expression and as a margin, allows `10 × (LIMIT / 2) / W` characters.
+pub fn guard_chars() -> u64 {
+    10 * (APISERVER_PER_CALL_LIMIT / 2) / marker_weight()
+}
+
+/// What one container adds to [`guard_chars`]'s count besides its characters: the per-marker
+/// steps of a short text, which cost at least one unit each.
+pub const GUARD_CHARS_PER_CONTAINER: u64 = 10;
+
+/// `Σ ⌈|m| / 10⌉` over the markers an exported expression searches a container's text for.
+pub fn marker_weight() -> u64 {
+    let weight = |m: &str| m.len().div_ceil(10) as u64;
+    KNOWN_SERVERS
+        .iter()
+        .flat_map(|s| s.markers())
+        .chain(counter_evidence_markers())
+        .chain(RAY_OR_WORKER.iter().copied())
+        .map(weight)
+        .sum()
+}
+
+/// The policy that warns (never denies) where an object is larger than [`guard_chars`]: the
+/// others may then go over the apiserver's CEL cost budget, and `failurePolicy: Ignore` admits
+/// the object with no verdict. Its own cost is one pass over the text.
+fn guard(policy: &Policy, options: &Options) -> Value {
+    let text = "variables.containers.map(c, c.?image.orValue('') + ' ' + (c.?command.orValue([]) + c.?args.orValue([])).join(' ')).join(' ')";
+    let mut variables = variables();
+    if let Some(list) = variables.as_array_mut() {
+        list.retain(|v| v["name"] == "spec" || v["name"] == "containers");
+        list.push(json!({
+            "name": "size",
+            "expression": format!("size({text}) + {GUARD_CHARS_PER_CONTAINER} * size(variables.containers)"),
+        }));
+    }
+    policy_document(
+        GUARD,
+        json!({"probelint.io/policy-version": policy.version}),
+        variables,
+        json!({
+            "expression": format!("variables.size <= {}", guard_chars()),
+            "messageExpression": format!(
+                "'probelint: ' + string(size(variables.containers)) + ' containers whose images and command lines count ' + string(variables.size) + {}",
+                quote(&format!(
+                    " characters, more than the {} that the probelint policies are sure to judge within the apiserver's CEL cost budget: past it they may not judge this object, and admit it unjudged (lint it with probelint in CI, or keep the webhook)",
+                    guard_chars()
+                ))
+            ),
+            "reason": "Invalid",
+        }),
+        options,
+    )
+}
+
+/// A ValidatingAdmissionPolicy with the chart's scope.
+fn policy_document(
+    name: &str,
+    annotations: Value,
+    variables: Value,
+    validation: Value,
+    options: &Options,
+) -> Value {
     let mut users: Vec<String> = BUILTIN_CONTROLLER_USERS
         .iter()
         .map(|u| (*u).to_owned())
@@ -315,29 +528,22 @@ fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
     }
     let resource_rules: Vec<Value> = RESOURCE_RULES
         .iter()
-        .map(|(group, resources)| {
+        .map(|(group, resources, operations)| {
             json!({
                 "apiGroups": [group],
                 "apiVersions": ["v1"],
                 "resources": resources,
-                // A Pod's probes cannot change after it is created: judging an UPDATE would
-                // refuse a label change on a running pod for what it already runs.
-                "operations": if group.is_empty() { json!(["CREATE"]) } else { json!(["CREATE", "UPDATE"]) },
+                "operations": operations,
             })
         })
         .collect();
-    let bad = format!("variables.containers.filter(c, {})", part.fails);
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {
-            "name": part.name,
+            "name": name,
             "labels": {"app.kubernetes.io/managed-by": "probelint"},
-            "annotations": {
-                "probelint.io/rule": part.rule,
-                "probelint.io/severity": part.severity.as_str(),
-                "probelint.io/policy-version": policy.version,
-            },
+            "annotations": annotations,
         },
         "spec": {
             // An object the expressions cannot read (a field of an unexpected type) is let
@@ -361,25 +567,18 @@ fn validating_policy(part: &Part, policy: &Policy, options: &Options) -> Value {
                     cel::list(users.iter().map(String::as_str))
                 ),
             }],
-            "variables": variables(),
-            "validations": [{
-                "expression": format!("size({bad}) == 0"),
-                "messageExpression": format!(
-                    "'probelint {}: ' + {bad}.map(c, 'container ' + c.name).join(', ') + ' ' + {}",
-                    part.rule,
-                    quote(part.message)
-                ),
-                "reason": "Invalid",
-            }],
+            "variables": variables,
+            "validations": [validation],
         },
     })
 }
 
 fn variables() -> Value {
     json!([
-        {"name": "spec", "expression": "object.kind == 'Pod' ? object.spec : object.spec.template.spec"},
-        // The engine reads a template's annotations first, then the object's; a Pod's are both.
-        {"name": "templateAnnotations", "expression": "object.kind == 'Pod' ? object.metadata.?annotations.orValue({}) : object.spec.template.?metadata.?annotations.orValue({})"},
+        {"name": "spec", "expression": "object.kind == 'Pod' ? object.spec : object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec"},
+        // The engine reads a template's annotations first, then the object's; a Pod's are both
+        // (a CronJob's jobTemplate has metadata of its own, which the engine does not read).
+        {"name": "templateAnnotations", "expression": "object.kind == 'Pod' ? object.metadata.?annotations.orValue({}) : object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.?metadata.?annotations.orValue({}) : object.spec.template.?metadata.?annotations.orValue({})"},
         {"name": "objectAnnotations", "expression": "object.metadata.?annotations.orValue({})"},
         {"name": "role", "expression": format!(
             "variables.templateAnnotations[?{r}].orValue(variables.objectAnnotations[?{r}].orValue('')).trim()",
@@ -389,6 +588,10 @@ fn variables() -> Value {
             "{r} in variables.templateAnnotations || {r} in variables.objectAnnotations",
             r = quote(ROLE_ANNOTATION)
         )},
+        // Jobs and CronJobs are batch to the engine (`analysis::layout`), and so is a bare Pod
+        // that runs to completion unless a container declares a port; CEL sets every such Pod
+        // aside, ports or not.
+        {"name": "servingPod", "expression": "!(object.kind in ['Job', 'CronJob']) && (object.kind != 'Pod' || !(variables.spec.?restartPolicy.orValue('Always') in ['Never', 'OnFailure']))"},
         // Native sidecars are containers the engine judges too.
         {"name": "containers", "expression": "variables.spec.containers + variables.spec.?initContainers.orValue([]).filter(c, c.?restartPolicy.orValue('') == 'Always')"},
         {"name": "servers", "expression": server_table()},
@@ -411,8 +614,8 @@ fn server_table() -> String {
     format!("{{{}}}", entries.join(", "))
 }
 
-fn binding(part: &Part, options: &Options) -> Value {
-    let actions = match (part.severity, options.mode) {
+fn binding(name: &str, severity: Severity, options: &Options) -> Value {
+    let actions = match (severity, options.mode) {
         (Severity::Error, Mode::Enforce) => json!(["Deny"]),
         _ => json!(["Warn", "Audit"]),
     };
@@ -420,10 +623,10 @@ fn binding(part: &Part, options: &Options) -> Value {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {
-            "name": part.name,
+            "name": name,
             "labels": {"app.kubernetes.io/managed-by": "probelint"},
         },
-        "spec": {"policyName": part.name, "validationActions": actions},
+        "spec": {"policyName": name, "validationActions": actions},
     })
 }
 
@@ -433,19 +636,49 @@ struct Container {
     accelerated: String,
     /// `k` names an accelerator resource the policy lists.
     resource: String,
-    /// The ids of the known servers its image or command line mentions.
-    servers: String,
     /// The servers that open their port only once the model is loaded.
     port_closed: Vec<&'static str>,
-    /// Every path some known server answers while its model loads.
-    answered_during_load: Vec<&'static str>,
     /// The servers that load their model at start whatever the command line says.
     loads_at_start: Vec<&'static str>,
+    /// A CEL map from each known server to the paths it answers while its model loads (the
+    /// servers that answer some).
+    answered_during_load: String,
     allow_annotation_exemptions: bool,
 }
 
 const IMAGE: &str = "c.?image.orValue('').lowerAscii()";
-const COMMAND: &str = "(c.?command.orValue([]) + c.?args.orValue([])).join(' ').lowerAscii()";
+/// Text in a command line that makes the container a Ray node or a headless worker, which does
+/// not serve from its start.
+const RAY_OR_WORKER: &[&str] = &[
+    "ray start",
+    "--ray_address",
+    "multi-node-serving.sh",
+    "--headless",
+];
+/// The container's command line (`command` and `args` joined by spaces, lower-case), bound by
+/// [`bound`].
+const COMMAND: &str = "line";
+/// The ids of the known servers its image or command line mentions, bound by [`bound`].
+const SERVERS: &str = "servers";
+
+/// `body`, with [`COMMAND`] and [`SERVERS`] computed once for the container `c`.
+///
+/// The apiserver's CEL has no `cel.bind` for admission policies (1.34), and it stops an
+/// expression whose cost goes over its budget. Written inline, the command line is joined and
+/// lower-cased once per marker of every known server, and the servers found again at every use:
+/// 16 containers of 40 arguments went over it. A one-element list binds a value to a name at the
+/// cost of one iteration: `[x].exists(n, p(n))` is `p(x)`, errors included. The image and the
+/// command line are searched as one text, joined by a newline that no marker contains, so that
+/// a marker is found in it exactly where it is found in one of them.
+fn bound(body: &str) -> String {
+    format!(
+        "[(c.?command.orValue([]) + c.?args.orValue([])).join(' ').lowerAscii()].exists({COMMAND}, \
+         [{IMAGE} + '\\n' + {COMMAND}].exists(text, \
+         [variables.servers.filter(s, variables.servers[s].exists(m, text.contains(m)))].exists({SERVERS}, \
+         {body})))"
+    )
+}
+
 impl Container {
     fn new(policy: &Policy) -> Self {
         let resource = |k: &str| -> String {
@@ -465,17 +698,19 @@ impl Container {
         Container {
             accelerated: format!("({} || {})", nonzero("limits"), nonzero("requests")),
             resource: resource("k"),
-            servers: format!(
-                "variables.servers.filter(s, variables.servers[s].exists(m, {IMAGE}.contains(m) || {COMMAND}.contains(m)))"
-            ),
             answered_during_load: {
-                let mut paths: Vec<&'static str> = KNOWN_SERVERS
+                let entries: Vec<String> = KNOWN_SERVERS
                     .iter()
-                    .flat_map(|s| s.paths_answered_during_load().iter().copied())
+                    .filter(|s| !s.paths_answered_during_load().is_empty())
+                    .map(|s| {
+                        format!(
+                            "{}: {}",
+                            cel::quote(s.id),
+                            cel::list(s.paths_answered_during_load().iter().copied())
+                        )
+                    })
                     .collect();
-                paths.sort_unstable();
-                paths.dedup();
-                paths
+                format!("{{{}}}", entries.join(", "))
             },
             port_closed: KNOWN_SERVERS
                 .iter()
@@ -497,17 +732,14 @@ impl Container {
 
     /// The engine's serving evidence CEL can read: `probelint.io/role: server`, or a
     /// recognised server run by its image's own entrypoint with nothing in its arguments that
-    /// could be counter-evidence.
+    /// could be counter-evidence. The server must be named by the image itself: a server's name
+    /// in the arguments of another image is not the engine's evidence.
     fn serves_model(&self) -> String {
         let loads = cel::list(self.loads_at_start.iter().copied());
         let counter: Vec<&str> = counter_evidence_markers().collect();
-        let declared = format!(
-            "(variables.role == 'server' && {}.all(s, s in {loads}))",
-            self.servers
-        );
+        let declared = format!("(variables.role == 'server' && {SERVERS}.all(s, s in {loads}))");
         let by_image = format!(
-            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({servers}) == 1 && {servers}[0] in {loads} && !{list}.exists(w, {COMMAND}.contains(w)))",
-            servers = self.servers,
+            "(!variables.hasRole && size(c.?command.orValue([])) == 0 && size({SERVERS}) == 1 && {SERVERS}[0] in {loads} && variables.servers[{SERVERS}[0]].exists(m, {IMAGE}.contains(m)) && !{list}.exists(w, {COMMAND}.contains(w)))",
             list = cel::list(counter.iter().copied()),
         );
         format!("({declared} || {by_image})")
@@ -517,8 +749,9 @@ impl Container {
     /// headless worker (`role` in `analysis::object`).
     fn loads_model_at_start(&self) -> String {
         format!(
-            "{} && !['ray start', '--ray_address', 'multi-node-serving.sh', '--headless'].exists(w, {COMMAND}.contains(w))",
-            self.serves_model()
+            "{} && !{}.exists(w, {COMMAND}.contains(w))",
+            self.serves_model(),
+            cel::list(RAY_OR_WORKER.iter().copied())
         )
     }
 

@@ -18,6 +18,15 @@ fn kinds(docs: &[Value]) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The expression of a policy's `failing` variable: the containers it reports.
+fn failing(vap: &Value) -> &str {
+    vap["spec"]["variables"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == "failing"))
+        .and_then(|v| v["expression"].as_str())
+        .expect("a failing variable")
+}
+
 /// Every CEL expression in a document, with where it is.
 fn expressions(doc: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -109,6 +118,24 @@ fn each_exported_part_is_a_policy_and_its_binding() {
                 "ValidatingAdmissionPolicyBinding",
                 "probelint.io-readiness-port-open-warning"
             ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-readiness-port-open-curl"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-readiness-port-open-curl"
+            ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-readiness-port-open-curl-warning"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-readiness-port-open-curl-warning"
+            ),
+            ("ValidatingAdmissionPolicy", GUARD),
+            ("ValidatingAdmissionPolicyBinding", GUARD),
         ]
     );
     for pair in docs.chunks(2) {
@@ -149,20 +176,30 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
         .collect::<Vec<_>>()
     };
     let enforce = actions(Mode::Enforce);
-    let names: Vec<_> = enforce.iter().map(|(n, _)| n.as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "probelint.io-gpu-startup-probe-missing",
-            "probelint.io-gpu-startup-probe-missing-warning",
-            "probelint.io-readiness-port-open",
-            "probelint.io-readiness-port-open-warning"
-        ]
-    );
-    assert_eq!(enforce[0].1, json!(["Deny"]));
-    assert_eq!(enforce[1].1, json!(["Warn", "Audit"]));
-    assert_eq!(enforce[2].1, json!(["Deny"]));
-    assert_eq!(enforce[3].1, json!(["Warn", "Audit"]));
+    let action = |name: &str| {
+        enforce
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| panic!("no binding {name}"))
+    };
+    assert_eq!(enforce.len(), 7);
+    for deny in [
+        "probelint.io-gpu-startup-probe-missing",
+        "probelint.io-readiness-port-open",
+        "probelint.io-readiness-port-open-curl",
+    ] {
+        assert_eq!(action(deny), json!(["Deny"]), "{deny}");
+    }
+    for warn in [
+        "probelint.io-gpu-startup-probe-missing-warning",
+        "probelint.io-readiness-port-open-warning",
+        "probelint.io-readiness-port-open-curl-warning",
+        // The guard only says that an object may go unjudged.
+        "probelint.io-too-large-to-judge",
+    ] {
+        assert_eq!(action(warn), json!(["Warn", "Audit"]), "{warn}");
+    }
     for (name, a) in actions(Mode::Warn) {
         assert_eq!(a, json!(["Warn", "Audit"]), "{name}");
     }
@@ -227,9 +264,7 @@ fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
         },
     );
     let vap = &docs[0];
-    let fails = vap["spec"]["validations"][0]["expression"]
-        .as_str()
-        .unwrap();
+    let fails = failing(vap);
     assert!(
         fails.contains("k.startsWith('example.com/npu-')"),
         "{fails}"
@@ -249,14 +284,75 @@ fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
 
 #[test]
 fn annotation_exemptions_are_read_only_where_the_policy_allows_them() {
-    let has_ignore = |p: &Policy| {
-        documents(p, &Options::default())[0]["spec"]["validations"][0]["expression"]
-            .as_str()
-            .unwrap()
-            .contains("probelint.io/ignore")
-    };
+    let has_ignore =
+        |p: &Policy| failing(&documents(p, &Options::default())[0]).contains("probelint.io/ignore");
     assert!(has_ignore(&policy(None)));
     assert!(!has_ignore(&policy(Some(
         "allowAnnotationExemptions: false\n"
     ))));
+}
+
+#[test]
+fn the_text_searched_for_markers_joins_image_and_command_line_by_a_character_no_marker_holds() {
+    // `bound` searches `image + '\n' + line`: a marker holding a newline could match across
+    // the two, where the engine searches each alone.
+    for m in KNOWN_SERVERS
+        .iter()
+        .flat_map(|s| s.markers())
+        .chain(counter_evidence_markers())
+    {
+        assert!(!m.contains('\n'), "{m:?}");
+    }
+}
+
+#[test]
+fn the_guard_warns_past_a_size_the_cost_arithmetic_allows_and_needs_no_server_table() {
+    let docs = documents(&policy(None), &Options::default());
+    let guard = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == GUARD)
+        .expect("guard");
+    // 10 × 500 000 / W characters: W is the markers' weight.
+    assert_eq!(guard_chars(), 5_000_000 / marker_weight());
+    assert!(
+        (10_000..200_000).contains(&guard_chars()),
+        "a realistic pod (16 containers × 40 arguments of 20 characters) is well inside: {}",
+        guard_chars()
+    );
+    let expression = guard["spec"]["validations"][0]["expression"]
+        .as_str()
+        .unwrap();
+    assert_eq!(expression, format!("variables.size <= {}", guard_chars()));
+    let names: Vec<&str> = guard["spec"]["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(names, ["spec", "containers", "size"]);
+    // Nothing is exported, nothing to guard.
+    let off = policy(Some(
+        "rules:\n  gpu-startup-probe-missing: off\n  readiness-port-open: off\n",
+    ));
+    assert!(documents(&off, &Options::default()).is_empty());
+}
+
+#[test]
+fn the_curl_options_the_export_lets_through_take_no_value_and_do_not_fail_on_an_error_status() {
+    use crate::rules::readiness_port_open::curl_call;
+    for option in CURL_PLAIN_OPTIONS {
+        for command in [
+            vec!["curl", option, "http://localhost:8000/health"],
+            vec![
+                "sh",
+                "-c",
+                &format!("curl {option} http://localhost:8000/health"),
+            ],
+        ] {
+            let command: Vec<String> = command.iter().map(|w| (*w).to_owned()).collect();
+            let call = curl_call(&command).unwrap_or_else(|| panic!("{command:?}: no curl"));
+            assert_eq!(call.url, "http://localhost:8000/health", "{command:?}");
+            assert!(!call.fails_on_error, "{command:?}");
+        }
+    }
 }
