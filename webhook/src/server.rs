@@ -32,9 +32,11 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most memory one review may take while it is evaluated ([`Shape::review_bytes`]: its
 /// body, what parsing builds, what the engine and the answer build from it). A review that
-/// would take more is refused (413) before it is parsed. Half the review memory budget, so that
-/// the worst accepted review fits one client's share of it ([`SOURCE_SHARE_DIVISOR`]).
-pub const MAX_REVIEW_MEMORY: usize = REVIEW_MEMORY_BYTES / SOURCE_SHARE_DIVISOR;
+/// would take more is refused (413) before it is parsed. Three eighths of the review memory
+/// budget: the worst accepted review fits one client's share of it ([`SOURCE_SHARE_DIVISOR`])
+/// beside the bytes of that client's other bodies waiting meanwhile (each holds what it has
+/// sent), so two of its reviews cannot wait on each other.
+pub const MAX_REVIEW_MEMORY: usize = REVIEW_MEMORY_BYTES / 8 * 3;
 /// A client (one source address) may hold at most this fraction of the review memory; its
 /// bodies past it wait for its own reviews to finish.
 pub const SOURCE_SHARE_DIVISOR: usize = 2;

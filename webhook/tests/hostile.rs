@@ -416,7 +416,7 @@ async fn deeply_nested_json_is_refused_and_just_under_the_limit_is_evaluated() {
 
 /// 10,000 GPU containers in one review (1.8 MB of compact JSON) would take ~130 MiB to judge
 /// (measured: the engine's findings and the answer): refused with 413 before it is parsed,
-/// with the arithmetic, and counted; 1,000 containers are answered on every endpoint, and the
+/// with the arithmetic, and counted; 800 containers are answered on every endpoint, and the
 /// connection serves the next review.
 #[tokio::test]
 async fn a_review_that_would_take_too_much_memory_is_refused_before_it_is_parsed() {
@@ -436,7 +436,7 @@ async fn a_review_that_would_take_too_much_memory_is_refused_before_it_is_parsed
         let text = answer.text();
         for said in [
             "would take about",
-            "MiB to evaluate, over the webhook's limit of 64.0 MiB per review",
+            "MiB to evaluate, over the webhook's limit of 48.0 MiB per review",
             "objects × 4500 B",
         ] {
             assert!(text.contains(said), "{path}: {text}");
@@ -449,7 +449,7 @@ async fn a_review_that_would_take_too_much_memory_is_refused_before_it_is_parsed
         );
         assert_eq!(metric(&metrics, &name), 1, "{metrics}");
     }
-    let body = big_review(1_000);
+    let body = big_review(800);
     for path in ["/validate", "/validate/warn", "/mutate"] {
         let answer = in_time(path, conn.post(path, Bytes::from(body.clone())))
             .await
@@ -1512,9 +1512,9 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
         }
     });
     let webhook = Arc::new(webhook);
-    // Two send 1,000-container reviews (0.2 MB; a 1.4 MB denial each) and declare their
+    // Two send 800-container reviews (0.5 MB; a 1.1 MB denial each) and declare their
     // length, as the apiserver does; one sends the largest accepted ones without a length.
-    let medium = Bytes::from(big_review(1_000));
+    let medium = Bytes::from(big_review(800));
     let attackers: Vec<_> = [(true, &medium), (true, &medium), (false, &body)]
         .into_iter()
         .map(|(declared, body)| {
@@ -1635,8 +1635,8 @@ async fn an_unread_stream_is_timed_by_itself_on_a_busy_connection() {
             .body(())
             .expect("request")
     };
-    // A 1,000-container review: its 1.4 MB denial cannot pass a 64 KiB window never released.
-    let big = Bytes::from(big_review(1_000));
+    // An 800-container review: its 1.1 MB denial cannot pass a 64 KiB window never released.
+    let big = Bytes::from(big_review(800));
     let mut client = client.ready().await.expect("ready");
     let (unread, mut send) = client.send_request(post(&big), false).expect("stream");
     send.send_data(big, true).expect("body");
