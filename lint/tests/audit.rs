@@ -1091,15 +1091,31 @@ fn an_apiserver_that_never_stops_talking_is_given_up_on_kind_by_kind() {
         .spawn()
         .unwrap();
     // Not a timing assertion: a guard so that a hang fails the test instead of the suite.
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let started = std::time::Instant::now();
+    let deadline = started + Duration::from_secs(300);
+    // The audit's peak memory, sampled while it runs: printed, a figure, not an assertion.
+    let mut peak_kib = 0u64;
     while child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
             panic!("probelint audit still listing from an apiserver that never stops");
         }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()));
+        if let Some(kib) = status.ok().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        }) {
+            peak_kib = peak_kib.max(kib);
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
+    eprintln!(
+        "audit of a hostile apiserver ended after {:.1} s, peak RSS {} MiB (last sample)",
+        started.elapsed().as_secs_f64(),
+        peak_kib / 1024
+    );
     let out = child.wait_with_output().unwrap();
     let report = json_of(&out);
     let errors = report["errors"].as_array().cloned().unwrap_or_default();
