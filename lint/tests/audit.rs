@@ -950,3 +950,199 @@ fn a_cluster_that_never_answers_is_given_up_on() {
         text(&out)
     );
 }
+
+/// What the hostile apiserver answers a list request for `path` with.
+fn hostile_answer(path: &str, stream: &mut std::net::TcpStream) {
+    use std::io::Write;
+    let json = |stream: &mut std::net::TcpStream, code: &str, body: &str| {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+    };
+    let list = |kind: &str, token: &str| {
+        format!(
+            r#"{{"kind":"{kind}","apiVersion":"v1","metadata":{{"continue":"{token}"}},"items":[]}}"#
+        )
+    };
+    let route = path.split('?').next().unwrap_or("");
+    let page = path
+        .split("continue=")
+        .nth(1)
+        .and_then(|t| t.split('&').next())
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(0);
+    if route == "/api" {
+        json(
+            stream,
+            "200 OK",
+            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]}"#,
+        );
+    } else if route == "/apis" {
+        json(
+            stream,
+            "200 OK",
+            r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#,
+        );
+    } else if route == "/api/v1" {
+        json(
+            stream,
+            "200 OK",
+            r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"v1","resources":[]}"#,
+        );
+    } else if route.ends_with("/deployments") {
+        // The same continue token again and again: a list that would never end.
+        json(stream, "200 OK", &list("DeploymentList", "again"));
+    } else if route.ends_with("/replicasets") {
+        // A new token every page, forever.
+        json(
+            stream,
+            "200 OK",
+            &list("ReplicaSetList", &(page + 1).to_string()),
+        );
+    } else if route.ends_with("/pods") {
+        // A drip: a byte every 100 ms, never the whole answer.
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n"
+        );
+        while stream.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    } else if route.ends_with("/events") {
+        // An answer without end: `{"items":[` and then empty objects, as fast as it is read.
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        let head = r#"{"kind":"EventList","apiVersion":"v1","metadata":{},"items":["#;
+        let _ = write!(stream, "{:x}\r\n{head}\r\n", head.len());
+        let chunk = "{},".repeat(20_000);
+        while write!(stream, "{:x}\r\n{chunk}\r\n", chunk.len()).is_ok() {}
+    } else if route.starts_with("/api/v1/") || route.starts_with("/apis/") {
+        json(stream, "200 OK", &list("List", ""));
+    } else {
+        json(
+            stream,
+            "404 Not Found",
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
+        );
+    }
+}
+
+/// An apiserver (or a proxy in front of one) that misbehaves in every way a list can: the same
+/// continue token forever, a new one forever, an answer that drips a byte at a time, an answer
+/// that never ends. The audit ends, reports each of those kinds with what went wrong, and
+/// audits the rest; its memory stays bounded by the answer cap.
+#[test]
+fn an_apiserver_that_never_stops_talking_is_given_up_on_kind_by_kind() {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                    let mut aggregated = false;
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        aggregated |= header.to_ascii_lowercase().starts_with("accept:")
+                            && header.contains("apidiscovery");
+                        if header == "\r\n" {
+                            break;
+                        }
+                    }
+                    if aggregated {
+                        hostile_answer("/not-served", &mut stream);
+                    } else {
+                        hostile_answer(&path, &mut stream);
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let mut child = probelint()
+        .arg("audit")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--request-timeout", "2", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Not a timing assertion: a guard so that a hang fails the test instead of the suite.
+    let started = std::time::Instant::now();
+    let deadline = started + Duration::from_secs(300);
+    // The audit's peak memory, sampled while it runs: printed, a figure, not an assertion.
+    let mut peak_kib = 0u64;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("probelint audit still listing from an apiserver that never stops");
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()));
+        if let Some(kib) = status.ok().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        }) {
+            peak_kib = peak_kib.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "audit of a hostile apiserver ended after {:.1} s, peak RSS {} MiB (last sample)",
+        started.elapsed().as_secs_f64(),
+        peak_kib / 1024
+    );
+    let out = child.wait_with_output().unwrap();
+    let report = json_of(&out);
+    let errors = report["errors"].as_array().cloned().unwrap_or_default();
+    let said = |resource: &str| -> String {
+        errors
+            .iter()
+            .filter(|e| e["resource"] == resource)
+            .map(|e| e["message"].as_str().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    for (resource, expected) in [
+        ("deployments.apps", "sent a continue token already followed"),
+        ("replicasets.apps", "more than 1000 pages of 500"),
+        (
+            "pods",
+            "did not arrive whole within --request-timeout (2 s)",
+        ),
+        ("events", "length limit exceeded"),
+    ] {
+        assert!(
+            said(resource).contains(expected),
+            "{resource}: {:?}\n{}",
+            said(resource),
+            text(&out)
+        );
+    }
+    // The kinds that answered are audited.
+    assert!(said("statefulsets.apps").is_empty(), "{}", text(&out));
+}

@@ -8,6 +8,7 @@
 
 pub mod admission;
 mod budget;
+pub mod cost;
 mod listen;
 mod logtext;
 mod messages;
@@ -16,6 +17,9 @@ mod reload;
 pub mod review;
 mod server;
 mod state;
+
+/// The most memory one review may take ([`cost::Shape::review_bytes`]); past it, 413.
+pub use server::MAX_REVIEW_MEMORY;
 #[cfg(test)]
 mod testing;
 

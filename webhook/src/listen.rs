@@ -14,10 +14,17 @@
 //!   that stopped reading, or advertises a zero HTTP/2 window, on one stream or all) is
 //!   closed, which frees the answers it pinned;
 //! - at the port's connection cap, a new connection evicts the connection idle the longest
-//!   instead of being refused, else one whose request body has sent nothing the server waits
-//!   for in [`BODY_STALLED_AFTER`] (a client keeping one stalled request in flight holds no
-//!   seat), else one whose answers do not move; only when every connection is busy with real
-//!   work is the new one refused.
+//!   instead of being refused, else one whose handshake (or first request) has not come, and
+//!   that has sent nothing or was accepted over [`FRESH_PROTECTED_FOR`] ago (a handshake in
+//!   progress is not cut by newcomers before then),
+//!   else one whose request body has sent nothing the server waits for in
+//!   [`BODY_STALLED_AFTER`] (a client keeping one stalled request in flight holds no seat),
+//!   else one whose answers do not move; only when every connection is busy with real work is
+//!   the new one refused;
+//! - seats are shared among client addresses: a source holding its share of the cap (the cap
+//!   divided among the sources connected) evicts only its own connections, and a source under
+//!   it may take the seat of a fresh connection of the source holding the most, so one client
+//!   flooding handshakes cannot lock the others out.
 //!
 //! What a review holds in memory (its body while read and evaluated, its answer until sent) is
 //! counted against one [`Budget`](crate::budget::Budget); a body that does not fit waits, and connections whose answers
@@ -37,7 +44,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -74,6 +81,12 @@ pub const STUCK_AFTER: Duration = Duration::from_secs(1);
 /// connection evictable at the cap, busy or not: the apiserver sends its bodies at once, and a
 /// client that keeps one stalled request in flight must not hold its seat.
 pub const BODY_STALLED_AFTER: Duration = Duration::from_secs(1);
+/// A connection still in its TLS handshake, or not yet sent its first request, whose client has
+/// sent something (its TLS client hello), is not evicted for this long after it was accepted: under churn at the cap, completed connections arriving
+/// meanwhile must not cut the handshakes in progress (the apiserver completes its handshake and
+/// sends its request within milliseconds). Past it, a handshake that has not finished holds no
+/// seat at the cap; [`HANDSHAKE_TIMEOUT`] ends it anyway.
+pub const FRESH_PROTECTED_FOR: Duration = Duration::from_secs(1);
 /// Concurrent HTTP/2 streams per connection. The apiserver's Go client opens another
 /// connection when a connection's streams are all in use (x/net/http2 without
 /// `StrictMaxConcurrentStreams`), so a low number costs it nothing; hyper's default is 200.
@@ -214,6 +227,12 @@ const ASK_ABORT: u8 = 2;
 /// atomics: a request touches a few of them and takes no lock.
 pub struct Conn {
     id: u64,
+    /// The client's address: connections from one address share its seats and review memory.
+    source: IpAddr,
+    /// When it was accepted.
+    created: u64,
+    /// Whether its client has sent anything yet (a TLS client hello, a request head).
+    hello: AtomicBool,
     /// Whether it speaks HTTP/1.1 (ALPN, or the plain port): the header-read watch applies.
     http1: AtomicBool,
     served: AtomicBool,
@@ -238,13 +257,16 @@ pub struct Conn {
 }
 
 impl Conn {
-    fn new(id: u64) -> Conn {
+    fn new(id: u64, source: IpAddr, now: u64) -> Conn {
         Conn {
             id,
+            source,
+            created: now,
+            hello: AtomicBool::new(false),
             http1: AtomicBool::new(true),
             served: AtomicBool::new(false),
             in_flight: AtomicU32::new(0),
-            idle_since: AtomicU64::new(now_ms()),
+            idle_since: AtomicU64::new(now),
             head_started: AtomicU64::new(0),
             unsent_answers: AtomicU32::new(0),
             unsent_bytes: AtomicUsize::new(0),
@@ -382,6 +404,36 @@ impl Conn {
 struct Registry {
     next_id: u64,
     conns: HashMap<u64, Arc<Conn>>,
+    /// Open connections per client address.
+    sources: HashMap<IpAddr, usize>,
+}
+
+/// Which connection goes first when a new one needs its seat: the lower class, then the lower
+/// key (`None`: not to be evicted).
+fn eviction_order(conn: &Conn, now: u64) -> Option<(u8, u64)> {
+    if conn.closing() {
+        return None;
+    }
+    if conn.is_idle() {
+        if conn.served.load(Ordering::Relaxed) {
+            // Idle after a request (or in the middle of the next head): the longest idle first.
+            return Some((0, conn.idle_since.load(Ordering::Relaxed)));
+        }
+        // Still in its handshake, or not yet sent its first request. One whose client has
+        // begun (a TLS client hello) is protected for a moment: a client connecting as others
+        // churn must get to send its request. Then, or when it has sent nothing at all, the
+        // oldest first.
+        let fresh = conn.hello.load(Ordering::Relaxed)
+            && now.saturating_sub(conn.created) <= ms(FRESH_PROTECTED_FOR);
+        return (!fresh).then_some((1, conn.created));
+    }
+    // Busy only with a body its client does not send, then with answers it does not read.
+    let body = conn.body_stalled_for(now);
+    if body > ms(BODY_STALLED_AFTER) {
+        return Some((2, u64::MAX - body));
+    }
+    let answers = conn.stalled_for(now);
+    (answers > ms(STUCK_AFTER)).then_some((3, u64::MAX - answers))
 }
 
 /// One listening port and its connections.
@@ -426,14 +478,20 @@ impl Port {
         self.state.metrics.count_closed(self.name, reason.as_str());
     }
 
-    /// Registers a new connection, evicting the connection idle the longest when the port is at
-    /// its cap. `None`: every connection is busy (or too many are still closing); refuse it.
-    fn admit(&self) -> Option<Arc<Conn>> {
-        self.admit_at(now_ms())
+    /// Registers a new connection from `source`, making room at the port's cap by evicting one
+    /// ([`eviction_order`]). A source holding its fair share of the seats (the cap divided among
+    /// the sources connected) may only evict its own connections; one under it may also take a
+    /// seat from a connection still in its handshake (or before its first request) of the
+    /// source holding the most seats, when that source holds more than its share. `None`:
+    /// every connection is busy with real work, fresh, or another source's within its share
+    /// (or too many are still closing); refuse it.
+    fn admit(&self, source: IpAddr) -> Option<Arc<Conn>> {
+        self.admit_at(source, now_ms()).ok()
     }
 
-    /// [`Port::admit`] at `now` (milliseconds of [`now_ms`]).
-    fn admit_at(&self, now: u64) -> Option<Arc<Conn>> {
+    /// [`Port::admit`] at `now` (milliseconds of [`now_ms`]); `Err(true)`: refused only because
+    /// too many connections are still closing (worth trying again in a moment).
+    fn admit_at(&self, source: IpAddr, now: u64) -> Result<Arc<Conn>, bool> {
         let mut registry = self.registry();
         let max = self.limits.max_connections;
         let closing = if registry.conns.len() >= max {
@@ -443,70 +501,86 @@ impl Port {
         };
         if registry.conns.len() - closing >= max {
             if closing > max / CLOSING_SLACK_DIVISOR {
-                return None;
+                return Err(true);
             }
-            // The longest-idle connection goes first; a connection that never sent a request,
-            // or is in the middle of a request head, is idle too. When all are busy, one whose
-            // answers have not moved for a while (a client that does not read) goes instead.
-            let idle = registry
+            let mine = registry.sources.get(&source).copied().unwrap_or(0);
+            let sources = registry.sources.len() + usize::from(mine == 0);
+            let fair = (max / sources).max(1);
+            let victim = registry
                 .conns
                 .values()
-                .filter(|c| !c.closing() && c.is_idle())
-                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
-            let stalled_body = || {
-                registry
-                    .conns
-                    .values()
-                    .filter(|c| !c.closing())
-                    .map(|c| (c.body_stalled_for(now), c))
-                    .filter(|(stalled, _)| *stalled > ms(BODY_STALLED_AFTER))
-                    .max_by_key(|(stalled, _)| *stalled)
-            };
-            if let Some(victim) = idle {
-                let mid_request = !victim.served.load(Ordering::Relaxed)
-                    || victim.head_started.load(Ordering::Relaxed) != 0;
-                let kind = if mid_request { ASK_ABORT } else { ASK_GRACEFUL };
-                victim.ask(kind, CloseReason::Evicted);
-            } else if let Some((_, victim)) = stalled_body() {
-                // Busy only with a body its client does not send.
-                victim.ask(ASK_ABORT, CloseReason::Evicted);
-            } else {
-                let stuck = registry
-                    .conns
-                    .values()
-                    .filter(|c| !c.closing())
-                    .map(|c| (c.stalled_for(now), c))
-                    .filter(|(stalled, _)| *stalled > ms(STUCK_AFTER))
-                    .max_by_key(|(stalled, _)| *stalled)?;
-                stuck.1.ask(ASK_ABORT, CloseReason::Evicted);
-            }
+                .filter(|c| mine < fair || c.source == source)
+                .filter_map(|c| eviction_order(c, now).map(|order| (order, c)))
+                .min_by_key(|(order, _)| *order)
+                .map(|(_, c)| c)
+                .or_else(|| {
+                    if mine >= fair {
+                        return None;
+                    }
+                    let (&hog, &held) = registry
+                        .sources
+                        .iter()
+                        .filter(|(s, _)| **s != source)
+                        .max_by_key(|(_, held)| **held)?;
+                    if held <= fair {
+                        return None;
+                    }
+                    registry
+                        .conns
+                        .values()
+                        .filter(|c| {
+                            c.source == hog
+                                && !c.closing()
+                                && c.is_idle()
+                                && !c.served.load(Ordering::Relaxed)
+                        })
+                        .min_by_key(|c| c.created)
+                })
+                .ok_or(false)?;
+            let mid_request = !victim.served.load(Ordering::Relaxed)
+                || victim.head_started.load(Ordering::Relaxed) != 0
+                || !victim.is_idle();
+            let kind = if mid_request { ASK_ABORT } else { ASK_GRACEFUL };
+            victim.ask(kind, CloseReason::Evicted);
         }
         registry.next_id += 1;
         let id = registry.next_id;
-        let conn = Arc::new(Conn::new(id));
+        let conn = Arc::new(Conn::new(id, source, now));
         registry.conns.insert(id, conn.clone());
+        *registry.sources.entry(source).or_default() += 1;
         self.state
             .metrics
             .set_connections(self.name, registry.conns.len() as i64);
-        Some(conn)
+        Ok(conn)
     }
 
-    /// [`Port::admit`], retried for a moment: the connections just asked to close (evicted) need
-    /// their tasks to run before their descriptors are free. Meanwhile nothing else is accepted;
-    /// new connections wait in the listen backlog.
-    async fn admit_soon(&self) -> Option<Arc<Conn>> {
+    /// [`Port::admit`], retried for a moment while too many connections are still closing:
+    /// the connections just asked to close (evicted) need their tasks to run before their
+    /// descriptors are free. Meanwhile nothing else is accepted; new connections wait in the
+    /// listen backlog. A connection refused for want of a seat is refused at once, so that a
+    /// flood of them does not hold the connections queued behind it.
+    async fn admit_soon(&self, source: IpAddr) -> Option<Arc<Conn>> {
         for _ in 0..ADMIT_TRIES {
-            if let Some(conn) = self.admit() {
-                return Some(conn);
+            match self.admit_at(source, now_ms()) {
+                Ok(conn) => return Some(conn),
+                Err(false) => return None,
+                Err(true) => tokio::time::sleep(ADMIT_RETRY).await,
             }
-            tokio::time::sleep(ADMIT_RETRY).await;
         }
-        self.admit()
+        self.admit(source)
     }
 
     fn remove(&self, id: u64) {
         let mut registry = self.registry();
-        registry.conns.remove(&id);
+        if let Some(conn) = registry.conns.remove(&id)
+            && let std::collections::hash_map::Entry::Occupied(mut held) =
+                registry.sources.entry(conn.source)
+        {
+            *held.get_mut() -= 1;
+            if *held.get() == 0 {
+                held.remove();
+            }
+        }
         self.state
             .metrics
             .set_connections(self.name, registry.conns.len() as i64);
@@ -546,7 +620,7 @@ impl Port {
                 accepted = listener.accept() => accepted,
             };
             match accepted {
-                Ok((tcp, peer)) => match self.admit_soon().await {
+                Ok((tcp, peer)) => match self.admit_soon(peer.ip()).await {
                     Some(conn) => {
                         tokio::spawn(self.clone().connection(conn, tcp, peer));
                     }
@@ -601,6 +675,11 @@ impl Port {
             }
             Some(tls) => {
                 let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
+                let tcp = Watched {
+                    inner: tcp,
+                    conn: conn.clone(),
+                    handshake: true,
+                };
                 let handshake =
                     tokio::time::timeout(self.limits.handshake_timeout, acceptor.accept(tcp));
                 let stream = tokio::select! {
@@ -649,6 +728,7 @@ impl Port {
         let io = TokioIo::new(Watched {
             inner: io,
             conn: conn.clone(),
+            handshake: false,
         });
         if h2 {
             let mut builder = http2::Builder::new(TokioExecutor::new());
@@ -775,11 +855,14 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// The connection's byte stream; notes when an HTTP/1.1 request head begins.
+    /// The connection's byte stream; notes when its client first sends, and (after the
+    /// handshake) when an HTTP/1.1 request head begins.
     struct Watched<IO> {
         #[pin]
         inner: IO,
         conn: Arc<Conn>,
+        // The TCP stream under the TLS handshake: only the first bytes are noted.
+        handshake: bool,
     }
 }
 
@@ -792,7 +875,11 @@ impl<IO: AsyncRead> AsyncRead for Watched<IO> {
         let this = self.project();
         let before = buf.filled().len();
         let result = this.inner.poll_read(cx, buf);
-        if buf.filled().len() > before
+        if buf.filled().len() > before && !this.conn.hello.load(Ordering::Relaxed) {
+            this.conn.hello.store(true, Ordering::Relaxed);
+        }
+        if !*this.handshake
+            && buf.filled().len() > before
             && this.conn.is_idle()
             && this.conn.head_started.load(Ordering::Relaxed) == 0
         {
@@ -832,6 +919,11 @@ impl<IO: AsyncWrite> AsyncWrite for Watched<IO> {
     }
 }
 
+/// The address of the client that sent a request (a request extension): its reviews share one
+/// part of the review memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client(pub IpAddr);
+
 /// The router, as hyper calls it for each request of one connection.
 #[derive(Clone)]
 struct Svc {
@@ -845,9 +937,10 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
     type Error = Infallible;
     type Future = SvcFuture;
 
-    fn call(&self, request: Request<Incoming>) -> SvcFuture {
+    fn call(&self, mut request: Request<Incoming>) -> SvcFuture {
         self.conn.request_started();
         let conn = self.conn.clone();
+        request.extensions_mut().insert(Client(self.conn.source));
         let request = request.map(|body| {
             Body::new(WatchedBody {
                 inner: body,
@@ -966,7 +1059,7 @@ struct Account {
 impl Drop for Account {
     fn drop(&mut self) {
         self.in_flight.conn.answer_delivered(self.bytes, self.slot);
-        self.in_flight.state.budget.give(self.bytes);
+        self.in_flight.state.budget.give(self.bytes, None);
     }
 }
 
@@ -1055,8 +1148,88 @@ impl Drop for Answer {
 mod tests {
     use super::*;
 
+    const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
     fn limits() -> Limits {
         Limits::new(4)
+    }
+
+    fn port_of(cap: usize) -> Arc<Port> {
+        let state = Arc::new(AppState::new(
+            probelint_policies::Policy::builtin().expect("built-in policy"),
+        ));
+        Port::new("tls", Limits::new(cap), None, Router::new(), state)
+    }
+
+    #[test]
+    fn handshakes_in_progress_are_not_cut_by_newcomers_until_they_are_late() {
+        let port = port_of(3);
+        let t = now_ms();
+        let kept_alive = port.admit_at(LOCAL, t).expect("a seat");
+        kept_alive.request_started();
+        kept_alive.request_finished();
+        let shaking = [
+            port.admit_at(LOCAL, t + 10).expect("a seat"),
+            port.admit_at(LOCAL, t + 20).expect("a seat"),
+        ];
+        for conn in &shaking {
+            conn.hello.store(true, Ordering::Relaxed);
+        }
+        // At the cap, the connection idle after its request goes, not the handshakes.
+        let third = port.admit_at(LOCAL, t + 30).expect("room made");
+        third.hello.store(true, Ordering::Relaxed);
+        assert!(kept_alive.closing());
+        assert!(shaking.iter().all(|c| !c.closing()));
+        // Only fresh handshakes left: the newcomer is refused rather than cut one.
+        port.remove(kept_alive.id);
+        assert!(
+            port.admit_at(LOCAL, t + 500).is_err(),
+            "fresh ones are kept"
+        );
+        assert!(shaking.iter().chain([&third]).all(|c| !c.closing()));
+        // A handshake not finished FRESH_PROTECTED_FOR after it began holds no seat.
+        let late = t + 10 + ms(FRESH_PROTECTED_FOR) + 1;
+        assert!(port.admit_at(LOCAL, late).is_ok());
+        assert!(shaking[0].closing() && !shaking[1].closing() && !third.closing());
+    }
+
+    #[test]
+    fn a_source_flooding_fresh_connections_leaves_room_for_another_source() {
+        let port = port_of(4);
+        let t = now_ms();
+        let flood: Vec<Arc<Conn>> = (0..4)
+            .map(|i| port.admit_at(OTHER, t + i).expect("a seat"))
+            .collect();
+        for conn in &flood {
+            conn.hello.store(true, Ordering::Relaxed);
+        }
+        // The flood's next connection finds only its own fresh ones: refused.
+        assert!(port.admit_at(OTHER, t + 10).is_err());
+        // Another client's connection takes the seat of the flood's oldest.
+        let reviewer = port
+            .admit_at(LOCAL, t + 10)
+            .expect("a seat for another source");
+        assert!(flood[0].closing());
+        assert!(flood[1..].iter().all(|c| !c.closing()));
+        port.remove(flood[0].id);
+        // Under its share (1 of the 2 seats each source has), the reviewer's source takes
+        // another fresh seat of the flood's; then each holds 2, and a source at its share
+        // evicts only its own connections: not the reviewer's, even with its body stalled.
+        reviewer.request_started();
+        let second = port.admit_at(LOCAL, t + 20).expect("under its share");
+        second.hello.store(true, Ordering::Relaxed);
+        assert!(flood[1].closing());
+        port.remove(flood[1].id);
+        second.request_started();
+        reviewer.body_waiting(t + 20);
+        let much_later = t + 20 + ms(BODY_STALLED_AFTER) + ms(FRESH_PROTECTED_FOR) + 10;
+        let flooded = port
+            .admit_at(OTHER, much_later)
+            .expect("its own late handshakes go");
+        assert!(!reviewer.closing() && !second.closing());
+        assert!(flood[2].closing());
+        drop(flooded);
     }
 
     #[test]
@@ -1070,7 +1243,7 @@ mod tests {
         let busy = |port: &Port| -> Vec<Arc<Conn>> {
             (0..3)
                 .map(|_| {
-                    let conn = port.admit().expect("a seat");
+                    let conn = port.admit(LOCAL).expect("a seat");
                     conn.request_started();
                     conn
                 })
@@ -1085,7 +1258,7 @@ mod tests {
         conns[2].body_waiting(t);
         conns[1].body_waiting(t + 1_000);
         assert!(
-            stalled.admit_at(later).is_some(),
+            stalled.admit_at(LOCAL, later).is_ok(),
             "a stalled body holds no seat"
         );
         assert!(conns[2].closing(), "the stalled one is evicted");
@@ -1098,7 +1271,7 @@ mod tests {
         conns[2].body_waiting(t);
         conns[2].body_moved();
         assert!(
-            moving.admit_at(later).is_none(),
+            moving.admit_at(LOCAL, later).is_err(),
             "busy connections are kept"
         );
         assert!(conns.iter().all(|c| !c.closing()));
@@ -1106,7 +1279,7 @@ mod tests {
 
     #[test]
     fn a_connection_that_never_asks_is_closed_after_the_first_request_timeout() {
-        let conn = Conn::new(1);
+        let conn = Conn::new(1, LOCAL, now_ms());
         let start = conn.idle_since.load(Ordering::Relaxed);
         assert_eq!(conn.verdict(&limits(), start + 9_000, false), Verdict::Keep);
         assert_eq!(
@@ -1117,7 +1290,7 @@ mod tests {
 
     #[test]
     fn every_request_head_is_timed_from_its_first_byte_and_idle_is_not() {
-        let conn = Conn::new(1);
+        let conn = Conn::new(1, LOCAL, now_ms());
         conn.request_started();
         conn.request_finished();
         let idle = conn.idle_since.load(Ordering::Relaxed);
@@ -1141,7 +1314,7 @@ mod tests {
 
     #[test]
     fn answers_that_do_not_move_close_the_connection_and_busy_ones_are_kept() {
-        let conn = Conn::new(1);
+        let conn = Conn::new(1, LOCAL, now_ms());
         conn.request_started();
         let t = now_ms();
         assert_eq!(
@@ -1175,7 +1348,7 @@ mod tests {
 
     #[test]
     fn a_request_to_close_wins_and_an_abort_overrides_a_graceful_one() {
-        let conn = Conn::new(1);
+        let conn = Conn::new(1, LOCAL, now_ms());
         conn.ask(ASK_GRACEFUL, CloseReason::Shutdown);
         assert_eq!(
             conn.verdict(&limits(), now_ms(), false),

@@ -15,6 +15,24 @@ pub const FINDINGS_AUDIT_KEY: &str = "findings";
 /// line after `Warning: `.
 pub const MAX_WARNING_CHARS: usize = 119;
 
+/// Findings a denial message spells out, and warnings a review carries: past them a person
+/// reading kubectl's output learns nothing more (a workload with thousands of containers has
+/// the same few rules broken in each), and writing them all cost more memory than the object
+/// itself. The rest is counted in one line; the audit annotation keeps every finding.
+pub const MAX_LISTED: usize = 50;
+
+/// `warnings` cut to [`MAX_LISTED`], the rest counted in a last one.
+pub fn at_most_listed(mut warnings: Vec<String>) -> Vec<String> {
+    if warnings.len() > MAX_LISTED {
+        let more = warnings.len() - (MAX_LISTED - 1);
+        warnings.truncate(MAX_LISTED - 1);
+        warnings.push(format!(
+            "and {more} more like these (every finding is in the audit annotation {FINDINGS_AUDIT_KEY:?})"
+        ));
+    }
+    warnings
+}
+
 /// `auditAnnotations`: the findings as compact JSON (suppressed ones included, with who
 /// suppressed them and why), for the cluster's audit log.
 pub fn audit_annotations(findings: &[Finding]) -> BTreeMap<String, String> {
@@ -60,7 +78,7 @@ pub fn denial_message(
         n => format!("{n} errors"),
     };
     let mut text = format!("probelint found {count} in {object}:");
-    for f in errors {
+    for f in errors.iter().take(MAX_LISTED) {
         // Built-in messages already start with `container "name"`; custom rules' may not.
         let container = f
             .container
@@ -71,6 +89,13 @@ pub fn denial_message(
         text.push_str(&format!(
             "\n- {}{container}: {}\n  fix: {}",
             f.rule, f.message, f.help
+        ));
+    }
+    if errors.len() > MAX_LISTED {
+        text.push_str(&format!(
+            "\n- and {} more errors (every finding is in the audit annotation {FINDINGS_AUDIT_KEY:?}; \
+             `probelint check` on the manifest lists them)",
+            errors.len() - MAX_LISTED
         ));
     }
     if annotation_exemptions {

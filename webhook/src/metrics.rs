@@ -54,6 +54,15 @@ pub const MAX_EXEMPTION_USERS: usize = 100;
 pub const OTHER_USERS: &str = "(other users)";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusedLabels {
+    pub endpoint: &'static str,
+    /// `body_too_large` (413: over the body limit), `too_costly` (413: its shape would take more
+    /// memory than a review may), `body_stalled` (408), `memory` (503: review memory spent),
+    /// `source_share` (429: its client holds its share of review memory).
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabels {
     pub endpoint: &'static str,
 }
@@ -104,6 +113,7 @@ pub struct Metrics {
     certificate_files_refused: Gauge,
     connections: Family<PortLabels, Gauge>,
     connections_closed: Family<CloseLabels, Counter>,
+    refused: Family<RefusedLabels, Counter>,
     review_memory: Gauge,
     review_memory_limit: Gauge,
     /// Handles on the series every review updates, looked up in their family once and then
@@ -188,6 +198,13 @@ impl Metrics {
              their own connections are not counted)",
             connections_closed.clone(),
         );
+        let refused = Family::<RefusedLabels, Counter>::default();
+        registry.register(
+            "reviews_refused",
+            "Reviews refused before they were evaluated, by endpoint and reason (each is also \
+             counted in requests_total as invalid or error)",
+            refused.clone(),
+        );
         let review_memory = Gauge::default();
         registry.register(
             "review_memory_bytes",
@@ -214,6 +231,7 @@ impl Metrics {
             certificate_files_refused,
             connections,
             connections_closed,
+            refused,
             review_memory,
             review_memory_limit,
             request_series: Default::default(),
@@ -342,6 +360,13 @@ impl Metrics {
     pub fn count_closed(&self, port: &'static str, reason: &'static str) {
         self.connections_closed
             .get_or_create(&CloseLabels { port, reason })
+            .inc();
+    }
+
+    /// Counts a review refused before its evaluation, for `reason` (see [`RefusedLabels`]).
+    pub fn count_refused(&self, endpoint: &'static str, reason: &'static str) {
+        self.refused
+            .get_or_create(&RefusedLabels { endpoint, reason })
             .inc();
     }
 

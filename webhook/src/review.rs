@@ -6,7 +6,9 @@
 use crate::admission::{
     self, GroupVersionKind, Operation, Request, Response, ReviewError, ReviewOut, Status,
 };
-use crate::messages::{audit_annotations, denial_message, finding_warning, fix_warnings, shorten};
+use crate::messages::{
+    at_most_listed, audit_annotations, denial_message, finding_warning, fix_warnings, shorten,
+};
 use probelint_policies::Workload;
 use probelint_policies::{Finding, ObjectRef, Policy, Severity, reach};
 use probelint_policies::{MUTATED_ANNOTATION, Mutation, MutationPatch, mutation_patch};
@@ -624,7 +626,7 @@ fn validate(
         .partition(|f| f.severity == Severity::Error && refuses);
 
     response.audit_annotations = audit_annotations(&findings);
-    response.warnings = rest.iter().map(|f| finding_warning(f)).collect();
+    response.warnings = at_most_listed(rest.iter().map(|f| finding_warning(f)).collect());
     match &controller {
         Some(controller)
             if mode == Mode::Validate && rest.iter().any(|f| f.severity == Severity::Error) =>
@@ -677,7 +679,7 @@ fn mutate(mut response: Response, object: Value, policy: &Policy) -> Verdict {
         }
         Ok(MutationPatch { patch, propagated }) => {
             let mut response = response.with_patch(&patch);
-            response.warnings = fix_warnings(&applied);
+            response.warnings = at_most_listed(fix_warnings(&applied));
             if !propagated.is_empty() {
                 response.warnings.push(shorten(&format!(
                     "probelint copied {} into the pod template, so that its Pods carry it",
@@ -998,5 +1000,54 @@ mod tests {
         // Objects without pod specs never change any.
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}});
         assert!(!changed(&cm, &|o| o["data"]["a"] = json!("2")));
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::*;
+    use crate::messages::MAX_LISTED;
+    use crate::testing::fixture_json;
+
+    #[test]
+    fn a_denial_and_its_warnings_list_at_most_fifty_and_count_the_rest() {
+        let mut review = fixture_json("deny-gpu-deployment-without-probes");
+        let spec = &mut review["request"]["object"]["spec"]["template"]["spec"];
+        let template = spec["containers"][0].clone();
+        spec["containers"] = Value::Array(
+            (0..60)
+                .map(|i| {
+                    let mut c = template.clone();
+                    c["name"] = Value::String(format!("c{i}"));
+                    c
+                })
+                .collect(),
+        );
+        let body = serde_json::to_vec(&review).expect("json");
+        let policy = Policy::builtin().expect("built-in policy");
+        let denied = admit(&body, Mode::Validate, &policy).expect("parses");
+        let message = &denied
+            .review
+            .response
+            .status
+            .as_ref()
+            .expect("denied")
+            .message;
+        let listed = message.matches("\n- ").count();
+        assert_eq!(listed, MAX_LISTED + 1, "{message}");
+        assert!(
+            message.contains("more errors (every finding is in the audit annotation"),
+            "{message}"
+        );
+        let warned = admit(&body, Mode::Warn, &policy).expect("parses");
+        let warnings = &warned.review.response.warnings;
+        assert_eq!(warnings.len(), MAX_LISTED, "{warnings:#?}");
+        assert!(
+            warnings[MAX_LISTED - 1].starts_with("and "),
+            "{warnings:#?}"
+        );
+        // The audit annotation keeps every finding.
+        let audit = &warned.review.response.audit_annotations["findings"];
+        assert!(audit.matches("\"rule\"").count() >= 120, "{audit}");
     }
 }

@@ -2,13 +2,14 @@
 //! guards around every review (content type, body limit, memory, timeout, panics); graceful
 //! shutdown. Connections themselves are served and bounded by [`crate::listen`].
 
-use crate::budget::{Budget, Reservation};
-use crate::listen::{Limits, Port};
+use crate::budget::{Reservation, Short};
+use crate::cost::{self, Scanner, Shape};
+use crate::listen::{Client, Limits, Port};
 use crate::logtext::Text;
 use crate::metrics::{CONTENT_TYPE, Metrics};
 use crate::reload::TlsConfig;
 use crate::review::{self, Decision, Mode, Outcome};
-use crate::state::{AppState, DRAIN_TIMEOUT};
+use crate::state::{AppState, DRAIN_TIMEOUT, REVIEW_MEMORY_BYTES};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -17,7 +18,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use std::any::Any;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,12 +30,16 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 /// Well under the apiserver's default `timeoutSeconds` of 10: a review we cannot answer in time
 /// gets our error, not the apiserver's timeout, and the failurePolicy decides.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// What evaluating a review takes on top of its body, as a multiple of the body: the parsed
-/// object, findings, messages and the answer. Measured at ~22 (a 6.8 MB review of 10,000 GPU
-/// containers raised the peak RSS by 148 MB; docs/reliability.md, "Memory under attack"), so
-/// the budget lets at most one maximal review be evaluated at a time, and hundreds of ordinary
-/// ones.
-pub const EVALUATION_FACTOR: usize = 24;
+/// The most memory one review may take while it is evaluated ([`Shape::review_bytes`]: its
+/// body, what parsing builds, what the engine and the answer build from it). A review that
+/// would take more is refused (413) before it is parsed. Three eighths of the review memory
+/// budget: the worst accepted review fits one client's share of it ([`SOURCE_SHARE_DIVISOR`])
+/// beside the bytes of that client's other bodies waiting meanwhile (each holds what it has
+/// sent), so two of its reviews cannot wait on each other.
+pub const MAX_REVIEW_MEMORY: usize = REVIEW_MEMORY_BYTES / 8 * 3;
+/// A client (one source address) may hold at most this fraction of the review memory; its
+/// bodies past it wait for its own reviews to finish.
+pub const SOURCE_SHARE_DIVISOR: usize = 2;
 
 /// Routes of the TLS port. Nothing else is served there.
 pub fn tls_router(state: Arc<AppState>) -> Router {
@@ -155,27 +160,25 @@ async fn shutdown_signal() {
     }
 }
 
-async fn validate(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    handle_review(&state, Mode::Validate, &headers, body).await
+async fn validate(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    handle_review(&state, Mode::Validate, request).await
 }
 
-async fn validate_warn(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle_review(&state, Mode::Warn, &headers, body).await
+async fn validate_warn(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    handle_review(&state, Mode::Warn, request).await
 }
 
-async fn mutate(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    handle_review(&state, Mode::Mutate, &headers, body).await
+async fn mutate(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    handle_review(&state, Mode::Mutate, request).await
 }
 
 /// One review: check, evaluate, count, log, answer.
-async fn handle_review(state: &AppState, mode: Mode, headers: &HeaderMap, body: Body) -> Response {
+async fn handle_review(state: &AppState, mode: Mode, request: Request) -> Response {
     let start = Instant::now();
     let endpoint = mode.endpoint();
-    let result = answer(state, mode, headers, body).await;
+    let (parts, body) = request.into_parts();
+    let client = parts.extensions.get::<Client>().map(|client| client.0);
+    let result = answer(state, mode, &parts.headers, client, body).await;
     let elapsed = start.elapsed();
     state
         .metrics
@@ -222,6 +225,7 @@ async fn answer(
     state: &AppState,
     mode: Mode,
     headers: &HeaderMap,
+    client: Option<IpAddr>,
     body: Body,
 ) -> Result<(Outcome, Reservation), (StatusCode, String)> {
     if let Err(got) = check_json(headers) {
@@ -231,7 +235,7 @@ async fn answer(
         ));
     }
     // Held until the evaluation ends: the body and what is built from it.
-    let (body, reservation) = read_body(&state.budget, headers, body).await?;
+    let (body, reservation) = read_body(state, mode.endpoint(), headers, client, body).await?;
     let policy = state.policy();
     let inline = body.len() <= INLINE_BODY_LIMIT;
     // The reservation goes with the evaluation and comes back with its outcome: a review past
@@ -268,29 +272,38 @@ fn too_large() -> (StatusCode, String) {
 /// hold back the other streams of its connection).
 pub const BODY_STALL_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Reads a request body of at most [`MAX_BODY_BYTES`]. The review's memory (its body times
-/// [`EVALUATION_FACTOR`] plus one) is taken from the review memory budget as the body arrives,
-/// without waiting while it fits; when it does not, a body with a Content-Length waits for the
-/// rest of what it declared, and one without is refused (503). The same 413 over HTTP/1.1 and
-/// HTTP/2, with or without a Content-Length.
+/// Reads a request body of at most [`MAX_BODY_BYTES`], and reserves from the review memory
+/// budget what evaluating it will take, as its bytes arrive: each piece is counted
+/// ([`Scanner`]) and the reservation follows what the bytes so far will build once parsed and
+/// evaluated ([`Shape::review_bytes`]), without waiting while it fits. When it does not fit, a
+/// body with a Content-Length gives back all but the bytes it holds and waits for room for what
+/// it has sent; one without is refused (503, or 429 when it is its client's share that is
+/// spent). A review that would take more than [`MAX_REVIEW_MEMORY`] is refused (413) as soon as
+/// its bytes say so, before it is parsed. The same 413 over HTTP/1.1 and HTTP/2, with or
+/// without a Content-Length.
 async fn read_body(
-    budget: &Arc<Budget>,
+    state: &AppState,
+    endpoint: &'static str,
     headers: &HeaderMap,
+    client: Option<IpAddr>,
     mut body: Body,
 ) -> Result<(Bytes, Reservation), (StatusCode, String)> {
+    let budget = &state.budget;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        state.metrics.count_refused(endpoint, "body_too_large");
         return Err(discard_then(body, too_large()).await);
     }
-    let cost = |bytes: usize| bytes.saturating_mul(EVALUATION_FACTOR + 1);
-    let mut reservation = Reservation::new(budget.clone());
+    let mut scanner = Scanner::default();
+    let mut reservation = Reservation::new(budget.clone(), client);
     let mut first: Option<Bytes> = None;
     let mut joined: Vec<u8> = Vec::new();
     loop {
         let Some(frame) = next_frame_within(&mut body, BODY_STALL_TIMEOUT).await else {
+            state.metrics.count_refused(endpoint, "body_stalled");
             return Err((
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
@@ -315,30 +328,62 @@ async fn read_body(
         let so_far = first.as_ref().map_or(0, Bytes::len) + joined.len();
         if so_far + data.len() > MAX_BODY_BYTES {
             drop((first, joined, reservation));
+            state.metrics.count_refused(endpoint, "body_too_large");
             return Err(discard_then(body, too_large()).await);
         }
-        // The memory is taken as the bytes arrive, never from what a request only declares:
-        // heads that declare megabytes and send nothing hold nothing. When the budget is spent,
-        // a body with a Content-Length waits for the rest of what it declared at once (all or
-        // nothing: while it waits it holds only what its client sent, and flow control holds
-        // the client back); one without gives its share back at once, since bodies that each
-        // held part of the budget while waiting for more would hold it all and get nowhere
-        // (the apiserver always declares its bodies).
-        let needed = cost(so_far + data.len()).saturating_sub(reservation.bytes());
-        if needed > 0 && !reservation.try_grow(needed) {
-            let Some(declared) = declared else {
+        // The memory is taken as the bytes arrive, from what they will build, never from what
+        // a request only declares: heads that declare megabytes and send nothing hold nothing.
+        // When the budget is spent, a body with a Content-Length waits for room for what it
+        // sent (while it waits it holds only those bytes, and flow control holds the client
+        // back); one without gives its share back at once, since bodies that each held part of
+        // the budget while waiting for more would hold it all and get nowhere (the apiserver
+        // always declares its bodies).
+        let arrived = so_far + data.len();
+        scanner.feed(&data);
+        let shape = scanner.shape();
+        if shape.review_bytes() > MAX_REVIEW_MEMORY {
+            drop((first, joined, reservation));
+            state.metrics.count_refused(endpoint, "too_costly");
+            return Err(
+                discard_then(body, (StatusCode::PAYLOAD_TOO_LARGE, too_costly(&shape))).await,
+            );
+        }
+        let needed = shape.review_bytes().saturating_sub(reservation.bytes());
+        let short = match needed {
+            0 => None,
+            needed => reservation.try_grow(needed).err(),
+        };
+        if let Some(short) = short {
+            if declared.is_none() {
                 drop((first, joined, reservation));
-                return Err((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the webhook's memory for reviews in flight is spent; a request with a \
-                     Content-Length waits for its turn, one without is refused"
-                        .to_owned(),
-                ));
-            };
-            let rest = cost((declared as usize).max(so_far + data.len()));
-            reservation
-                .grow(rest.saturating_sub(reservation.bytes()))
-                .await;
+                return Err(match short {
+                    Short::Budget => {
+                        state.metrics.count_refused(endpoint, "memory");
+                        (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "the webhook's memory for reviews in flight is spent; a request \
+                             with a Content-Length waits for its turn, one without is refused"
+                                .to_owned(),
+                        )
+                    }
+                    Short::Source => {
+                        state.metrics.count_refused(endpoint, "source_share");
+                        (
+                            StatusCode::TOO_MANY_REQUESTS,
+                            format!(
+                                "this client's reviews in flight hold its share of the webhook's \
+                                 review memory ({} of {} bytes); a request with a Content-Length \
+                                 waits for its turn, one without is refused",
+                                budget.source_limit(),
+                                budget.limit()
+                            ),
+                        )
+                    }
+                });
+            }
+            // While it waits it holds only the bytes it has.
+            reservation.shrink_to(arrived);
+            reservation.resize(shape.review_bytes()).await;
         }
         // A body that arrives in one piece (most do) is kept as it came, without a copy.
         match first.take() {
@@ -355,6 +400,33 @@ async fn read_body(
     }
     let body = first.unwrap_or_else(|| Bytes::from(joined));
     Ok((body, reservation))
+}
+
+/// The 413 of a review whose shape would take more than [`MAX_REVIEW_MEMORY`] to evaluate,
+/// with the arithmetic.
+fn too_costly(shape: &Shape) -> String {
+    format!(
+        "the AdmissionReview would take about {} MiB to evaluate, over the webhook's limit of {} \
+         MiB per review: its {} bytes (so far) hold {} values × {} B + {} objects × {} B + {} \
+         object members × {} B + {} strings × {} B + {} string bytes, plus the body itself (what \
+         parsing and judging each takes, measured in docs/reliability.md)",
+        mib(shape.review_bytes()),
+        mib(MAX_REVIEW_MEMORY),
+        shape.bytes,
+        shape.values(),
+        cost::BYTES_PER_VALUE,
+        shape.objects,
+        cost::BYTES_PER_OBJECT,
+        shape.members,
+        cost::BYTES_PER_MEMBER,
+        shape.strings,
+        cost::BYTES_PER_STRING,
+        shape.string_bytes,
+    )
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 
 /// The body's next frame, or `None` when none comes within `limit`. A frame that is already

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// under the pod's `terminationGracePeriodSeconds` (30 by default).
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of request bodies and unsent answers all reviews in flight may hold together (see
-/// [`Budget`]), evaluations counted at [`EVALUATION_FACTOR`](crate::server::EVALUATION_FACTOR) times their body. The chart's
+/// [`Budget`]), evaluations counted at what their shape costs ([`crate::cost::Shape::review_bytes`]). The chart's
 /// memory limit is 256 MiB; the process itself takes ~20 MiB and its connections a few more.
 pub const REVIEW_MEMORY_BYTES: usize = 128 * 1024 * 1024;
 /// Shared by the handlers and the reloader.
@@ -51,7 +51,10 @@ impl AppState {
             health: Mutex::new(Health::default()),
             draining: AtomicBool::new(false),
             metrics: Metrics::new(),
-            budget: Arc::new(Budget::new(REVIEW_MEMORY_BYTES)),
+            budget: Arc::new(Budget::new(
+                REVIEW_MEMORY_BYTES,
+                REVIEW_MEMORY_BYTES / crate::server::SOURCE_SHARE_DIVISOR,
+            )),
             settings: Arc::new(settings),
         }
     }

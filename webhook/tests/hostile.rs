@@ -414,54 +414,53 @@ async fn deeply_nested_json_is_refused_and_just_under_the_limit_is_evaluated() {
     }
 }
 
-/// A Deployment with 10,000 GPU containers and no probes (about 2 MB): 30,000 findings. Every
-/// endpoint answers, with the review or with the server's own timeout (503 "did not
-/// complete"), and the server keeps serving. The time taken is printed, not asserted.
+/// 10,000 GPU containers in one review (1.8 MB of compact JSON) would take ~130 MiB to judge
+/// (measured: the engine's findings and the answer): refused with 413 before it is parsed,
+/// with the arithmetic, and counted; 800 containers are answered on every endpoint, and the
+/// connection serves the next review.
 #[tokio::test]
-async fn ten_thousand_containers_are_answered_within_the_timeout() {
+async fn a_review_that_would_take_too_much_memory_is_refused_before_it_is_parsed() {
     let webhook = Webhook::start().await;
     let mut conn = Conn::new(webhook.addr, webhook.client());
-    let mut review = good_review();
-    let template = review["request"]["object"]["spec"]["template"]["spec"]["containers"][0].clone();
-    let containers: Vec<Value> = (0..10_000)
-        .map(|i| {
-            let mut c = template.clone();
-            c["name"] = json!(format!("c{i}"));
-            c
-        })
-        .collect();
-    review["request"]["object"]["spec"]["template"]["spec"]["containers"] = json!(containers);
-    let body = serde_json::to_vec(&review).expect("json");
+    let huge = big_review(10_000);
+    let shape = probelint_webhook::cost::Shape::of(&huge);
+    assert!(
+        shape.review_bytes() > probelint_webhook::MAX_REVIEW_MEMORY,
+        "{shape:?}"
+    );
     for path in ["/validate", "/validate/warn", "/mutate"] {
-        let start = Instant::now();
+        let answer = in_time(path, conn.post(path, Bytes::from(huge.clone())))
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(answer.status, 413, "{path}: {}", answer.text());
+        let text = answer.text();
+        for said in [
+            "would take about",
+            "MiB to evaluate, over the webhook's limit of 48.0 MiB per review",
+            "objects × 4500 B",
+        ] {
+            assert!(text.contains(said), "{path}: {text}");
+        }
+    }
+    let metrics = metrics_text(&webhook).await;
+    for endpoint in ["validate", "validate/warn", "mutate"] {
+        let name = format!(
+            "probelint_webhook_reviews_refused_total{{endpoint=\"{endpoint}\",reason=\"too_costly\"}}"
+        );
+        assert_eq!(metric(&metrics, &name), 1, "{metrics}");
+    }
+    let body = big_review(800);
+    for path in ["/validate", "/validate/warn", "/mutate"] {
         let answer = in_time(path, conn.post(path, Bytes::from(body.clone())))
             .await
             .unwrap_or_else(|e| panic!("{path}: {e}"));
-        let elapsed = start.elapsed();
-        eprintln!(
-            "{path}: 10,000 containers ({} KB) answered HTTP {} ({} KB) in {elapsed:?}",
-            body.len() / 1024,
-            answer.status,
-            answer.body.len() / 1024
-        );
-        // 200 with the review, or the server's own 503 when the build is too slow to finish
-        // in 5 s: either way a well-formed answer, never a hang or a dropped connection.
-        match answer.status {
-            200 => {
-                let review: Value = serde_json::from_slice(&answer.body).expect("JSON");
-                let response = &review["response"];
-                match path {
-                    "/validate" => assert_eq!(response["allowed"], false),
-                    "/mutate" => assert!(response["patch"].is_string()),
-                    _ => assert_eq!(response["allowed"], true),
-                }
-            }
-            503 => assert!(
-                answer.text().contains("did not complete"),
-                "{}",
-                answer.text()
-            ),
-            other => panic!("{path}: HTTP {other}: {}", answer.text()),
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text());
+        let review: Value = serde_json::from_slice(&answer.body).expect("JSON");
+        let response = &review["response"];
+        match path {
+            "/validate" => assert_eq!(response["allowed"], false),
+            "/mutate" => assert!(response["patch"].is_string()),
+            _ => assert_eq!(response["allowed"], true),
         }
     }
     let next = conn
@@ -469,6 +468,152 @@ async fn ten_thousand_containers_are_answered_within_the_timeout() {
         .await
         .expect("next review");
     assert_eq!(next.status, 200);
+}
+
+/// The chart's memory limit (`resources.limits.memory` in the chart's values), in bytes.
+fn chart_memory_limit() -> u64 {
+    let path = format!(
+        "{}/../charts/probelint/values.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let limits = text
+        .split("\nresources:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("  limits:\n").nth(1))
+        .unwrap_or_else(|| panic!("{path}: no resources.limits"));
+    let memory = limits
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("memory:"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("{path}: no resources.limits.memory"));
+    let mib: u64 = memory
+        .strip_suffix("Mi")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{path}: memory limit {memory:?} is not in Mi"));
+    mib * 1024 * 1024
+}
+
+/// `build(n)` for the largest `n` (up to 20,000) whose review the webhook accepts: what it
+/// would cost is at most [`probelint_webhook::MAX_REVIEW_MEMORY`].
+fn largest_accepted(build: impl Fn(usize) -> Vec<u8>) -> Vec<u8> {
+    let fits = |body: &[u8]| {
+        probelint_webhook::cost::Shape::of(body).review_bytes()
+            <= probelint_webhook::MAX_REVIEW_MEMORY
+    };
+    let (mut low, mut high) = (1usize, 20_000usize);
+    while low + 1 < high {
+        let mid = (low + high) / 2;
+        if fits(&build(mid)) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    build(low)
+}
+
+/// GPU containers with the fewest bytes one can take (the engine's findings cost the most per
+/// byte there), as many as fit under the per-review limit.
+fn worst_accepted_review() -> Vec<u8> {
+    let one = |i: usize| {
+        json!({"name": format!("c{i}"), "image": "vllm/vllm-openai",
+            "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    };
+    largest_accepted(|n| {
+        let mut review = good_review();
+        review["request"]["object"]["spec"]["template"]["spec"]["containers"] =
+            Value::Array((0..n).map(one).collect());
+        serde_json::to_vec(&review).expect("json")
+    })
+}
+
+/// The most expensive reviews the webhook accepts, as many at once as its review memory holds
+/// (two clients, two each), keep the webhook's peak RSS under the chart's memory limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_worst_accepted_reviews_at_once_fit_the_charts_memory_limit() {
+    let webhook = Arc::new(Webhook::start().await);
+    let pid = webhook.pid();
+    let limit = chart_memory_limit();
+    let body = Bytes::from(worst_accepted_review());
+    let shape = probelint_webhook::cost::Shape::of(&body);
+    let mut clients = Vec::new();
+    for source in [
+        std::net::Ipv4Addr::LOCALHOST,
+        std::net::Ipv4Addr::new(127, 0, 0, 2),
+    ] {
+        for _ in 0..2 {
+            let (webhook, body) = (webhook.clone(), body.clone());
+            clients.push(tokio::spawn(async move {
+                let tcp = connect_from(source, webhook.addr).await.expect("connect");
+                let tls = tokio_rustls::TlsConnector::from(webhook.client())
+                    .connect(
+                        rustls::pki_types::ServerName::try_from("localhost").expect("name"),
+                        tcp,
+                    )
+                    .await
+                    .expect("handshake");
+                let (mut sender, connection) =
+                    hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                        .await
+                        .expect("HTTP/1.1");
+                tokio::spawn(connection);
+                let request = hyper::Request::builder()
+                    .method("POST")
+                    .uri("/validate")
+                    .header("host", "localhost")
+                    .header("content-type", "application/json")
+                    .body(Full::new(body))
+                    .expect("request");
+                let response = sender.send_request(request).await.expect("answer");
+                let status = response.status().as_u16();
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .expect("body")
+                    .to_bytes();
+                if status != 200 {
+                    eprintln!("HTTP {status}: {}", String::from_utf8_lossy(&body));
+                }
+                status
+            }));
+        }
+    }
+    let mut statuses = Vec::new();
+    for client in clients {
+        statuses.push(in_time("a costly review", client).await.expect("client"));
+    }
+    // A review past its 5 s (a loaded machine) is answered 503 but its evaluation runs on,
+    // holding its memory: the peak is read once every evaluation has given it back.
+    in_time("the evaluations end", async {
+        while metric(
+            &metrics_text(&webhook).await,
+            "probelint_webhook_review_memory_bytes",
+        ) > 0
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let peak = proc_status(pid, "VmHWM:").expect("VmHWM") * 1024;
+    eprintln!(
+        "4 reviews of {} bytes (estimated {:.1} MiB each): HTTP {statuses:?}; peak RSS {:.1} MiB \
+         of the chart's {} MiB",
+        shape.bytes,
+        shape.review_bytes() as f64 / 1048576.0,
+        peak as f64 / 1048576.0,
+        limit / 1048576
+    );
+    // Each is answered, or given the server's own 503 when the machine is too slow for 5 s.
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    assert!(
+        peak < limit,
+        "peak RSS {peak} B over the chart's memory limit of {limit} B"
+    );
 }
 
 /// Saved fuzz crash inputs of the `admission_review` target (`tests/data/fuzz-regressions/`)
@@ -973,6 +1118,207 @@ async fn connections_past_the_cap_are_evicted_idle_first_and_never_lock_out_a_re
     }
 }
 
+/// A TCP connection to the webhook from `source` (another loopback address is another client).
+async fn connect_from(source: std::net::Ipv4Addr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::from((source, 0)))?;
+    socket.connect(addr).await
+}
+
+/// The kinds of connection a flooding client holds seats with, doing no work.
+#[derive(Debug, Clone, Copy)]
+enum Hog {
+    /// TCP only: the handshake never starts.
+    NoHandshake,
+    /// The first five bytes of a TLS record, then nothing: a handshake that never finishes.
+    HalfHandshake,
+    /// TLS, then no request.
+    NoRequest,
+    /// A request head declaring a 5 MB body, one byte of it, then nothing.
+    StalledBody,
+}
+
+/// Holds one `kind` of connection from `source`, and opens the next as soon as the webhook
+/// closes it (after `pause`), until `stop`. Returns how many it opened.
+async fn hog(
+    kind: Hog,
+    source: std::net::Ipv4Addr,
+    addr: SocketAddr,
+    client: Arc<rustls::ClientConfig>,
+    stop: Arc<AtomicBool>,
+    pause: Duration,
+) -> u64 {
+    let mut opened = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut tcp) = connect_from(source, addr).await else {
+            tokio::time::sleep(pause).await;
+            continue;
+        };
+        opened += 1;
+        let mut buf = [0u8; 1024];
+        let hold = async {
+            match kind {
+                Hog::NoHandshake => {
+                    let _ = tcp.read(&mut buf).await;
+                }
+                Hog::HalfHandshake => {
+                    if tcp.write_all(b"\x16\x03\x01\x02\x00").await.is_ok() {
+                        let _ = tcp.read(&mut buf).await;
+                    }
+                }
+                Hog::NoRequest | Hog::StalledBody => {
+                    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+                    let Ok(mut tls) = tokio_rustls::TlsConnector::from(client.clone())
+                        .connect(name, tcp)
+                        .await
+                    else {
+                        return;
+                    };
+                    if matches!(kind, Hog::StalledBody) {
+                        let head = b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{";
+                        if tls.write_all(head).await.is_err() || tls.flush().await.is_err() {
+                            return;
+                        }
+                    }
+                    // Until the webhook closes it (an answer, then EOF).
+                    while let Ok(n) = tls.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = hold => {}
+            () = async {
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            } => {}
+        }
+        tokio::time::sleep(pause).await;
+    }
+    opened
+}
+
+/// One client floods the webhook at its default cap (256) with half again as many connections
+/// as there are seats, of every kind that holds a seat without working (handshakes never
+/// started or never finished, TLS without a request, bodies that stall), each reopened as soon
+/// as the webhook closes it; another client (another loopback address) opens a new TLS
+/// connection for each of its reviews, as a restarted apiserver would, and every review is
+/// answered. The flood holds no more than its share of the seats once the other client is
+/// there, and its handshakes are cut at the cap once they are late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_from_one_client_at_the_default_cap_leaves_another_client_served() {
+    raise_own_fd_limit();
+    let webhook = Webhook::start().await;
+    let cap = webhook.max_connections;
+    assert_eq!(cap, 256, "the default cap");
+    let flooder = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let kinds = [
+        Hog::NoHandshake,
+        Hog::HalfHandshake,
+        Hog::NoRequest,
+        Hog::StalledBody,
+    ];
+    let hogs: Vec<_> = (0..cap * 3 / 2)
+        .map(|i| {
+            tokio::spawn(hog(
+                kinds[i % kinds.len()],
+                flooder,
+                webhook.addr,
+                webhook.client(),
+                stop.clone(),
+                Duration::from_millis(100),
+            ))
+        })
+        .collect();
+    // Until the flood holds every seat.
+    in_time("the flood fills the cap", async {
+        loop {
+            let open = metric(
+                &metrics_text(&webhook).await,
+                "probelint_webhook_connections{port=\"tls\"}",
+            );
+            if open as usize >= cap {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    const REVIEWS: usize = 40;
+    let mut latencies = Vec::new();
+    for i in 0..REVIEWS {
+        let start = Instant::now();
+        let answer = in_time("a review during the flood", async {
+            let tcp = connect_from(std::net::Ipv4Addr::LOCALHOST, webhook.addr)
+                .await
+                .expect("connect");
+            let tls = tokio_rustls::TlsConnector::from(webhook.client())
+                .connect(
+                    rustls::pki_types::ServerName::try_from("localhost").expect("name"),
+                    tcp,
+                )
+                .await;
+            let tls = tls.unwrap_or_else(|e| panic!("review {i}: handshake: {e}"));
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                    .await
+                    .expect("HTTP/1.1");
+            tokio::spawn(connection);
+            let request = hyper::Request::builder()
+                .method("POST")
+                .uri("/validate")
+                .header("host", "localhost")
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(fixture("allow-clean-gpu-pod"))))
+                .expect("request");
+            let response = sender
+                .send_request(request)
+                .await
+                .unwrap_or_else(|e| panic!("review {i}: {e}"));
+            let status = response.status().as_u16();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .expect("body")
+                .to_bytes();
+            (status, body)
+        })
+        .await;
+        assert_eq!(
+            answer.0,
+            200,
+            "review {i}: {}",
+            String::from_utf8_lossy(&answer.1)
+        );
+        latencies.push(start.elapsed().as_secs_f64());
+    }
+    let metrics = metrics_text(&webhook).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut opened = 0;
+    for hog in hogs {
+        opened += hog.await.expect("hog");
+    }
+    latencies.sort_by(f64::total_cmp);
+    let within_1s = latencies.iter().filter(|&&l| l <= 1.0).count();
+    let evicted = closed_count(&metrics, "tls", "evicted");
+    let refused = closed_count(&metrics, "tls", "refused");
+    eprintln!(
+        "flood of {} connections at a cap of {cap} ({opened} opened in all, {evicted} evicted, \
+         {refused} refused): {REVIEWS} reviews answered, {within_1s} within 1 s, p50 {:.0} ms, \
+         max {:.0} ms",
+        cap * 3 / 2,
+        percentile(&latencies, 50.0) * 1000.0,
+        latencies.last().copied().unwrap_or(0.0) * 1000.0,
+    );
+    assert!(evicted > 0, "the flood's connections made room: {metrics}");
+}
+
 /// After one request, a connection that trickles the next request head is closed once the head
 /// has taken 10 s (hyper's own timeout only covered a connection's first request), on both ports;
 /// the bytes it trickles buy it nothing.
@@ -1129,8 +1475,8 @@ async fn zero_window_attack(
     }
 }
 
-/// Three HTTP/2 connections with a zero window, each trying 200 streams of a 10,000-container
-/// review (a ~2 MB body, a ~14 MB denial): before, each answer stayed in memory for as long as
+/// Three HTTP/2 connections with a zero window, each trying 200 streams of the largest accepted
+/// review of GPU containers (~2,900: a ~0.5 MB body, a ~4 MB denial): before, each answer stayed in memory for as long as
 /// the client liked (200 streams held ~300 MiB, over the chart's 256 MiB limit). Now a
 /// connection gets 32 streams, what reviews hold is budgeted, and connections whose answers do
 /// not move are closed; RSS stays far below the limit and a reviewer is served throughout.
@@ -1138,7 +1484,7 @@ async fn zero_window_attack(
 async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
     let webhook = Webhook::start().await;
     let pid = webhook.pid();
-    let body = Bytes::from(big_review(10_000));
+    let body = Bytes::from(largest_accepted(big_review));
     // One big review answered normally first, so that the baseline includes its allocations.
     let warm = webhook.post("/validate", &body).await;
     assert!(warm.status == 200 || warm.status == 503, "{}", warm.status);
@@ -1166,9 +1512,9 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
         }
     });
     let webhook = Arc::new(webhook);
-    // Two send 1,000-container reviews (0.6 MB; a 1.4 MB denial each) and declare their
-    // length, as the apiserver does; one sends 10,000-container ones without a length.
-    let medium = Bytes::from(big_review(1_000));
+    // Two send 800-container reviews (0.5 MB; a 1.1 MB denial each) and declare their
+    // length, as the apiserver does; one sends the largest accepted ones without a length.
+    let medium = Bytes::from(big_review(800));
     let attackers: Vec<_> = [(true, &medium), (true, &medium), (false, &body)]
         .into_iter()
         .map(|(declared, body)| {
@@ -1289,8 +1635,8 @@ async fn an_unread_stream_is_timed_by_itself_on_a_busy_connection() {
             .body(())
             .expect("request")
     };
-    // A 1,000-container review: its 1.4 MB denial cannot pass a 64 KiB window never released.
-    let big = Bytes::from(big_review(1_000));
+    // An 800-container review: its 1.1 MB denial cannot pass a 64 KiB window never released.
+    let big = Bytes::from(big_review(800));
     let mut client = client.ready().await.expect("ready");
     let (unread, mut send) = client.send_request(post(&big), false).expect("stream");
     send.send_data(big, true).expect("body");

@@ -3,7 +3,13 @@
 //! terminations, the kubelet's probe-failure Events, time from start to Ready).
 //!
 //! Read-only and polite: `list` only (paginated, [`PAGE`] objects a request), a client-side
-//! timeout on every request, one request per kind for the whole scope. A kind the user may not
+//! timeout on every request, one request per kind for the whole scope.
+//!
+//! Bounded against an apiserver (or a proxy in front of it) that misbehaves: each page must be
+//! answered whole within `--request-timeout` (not only between reads: a slow drip ends), an
+//! answer is read up to [`MAX_ANSWER_BYTES`], a list stops after [`MAX_PAGES`] pages or at a
+//! `continue` token seen before (each is reported for its kind, and the rest is audited), and
+//! the whole run ends within [`RUN_DEADLINE`]. A kind the user may not
 //! list is reported (which verb on which resource, in which namespace) and the rest is audited;
 //! an unreachable cluster or rejected credentials stop the run with what to do.
 //!
@@ -34,6 +40,16 @@ use std::time::Duration;
 
 /// Objects per list request: kubectl's chunk size.
 pub const PAGE: u32 = 500;
+/// Pages one list may take: 500,000 objects of a kind, far past any cluster's (the scalability
+/// envelope is 150,000 pods), short of a list that never ends.
+pub const MAX_PAGES: usize = 1_000;
+/// The most one answer may hold. A page of 500 Pods is tens of MB at most (~44 KB a Pod with
+/// managedFields; 256 KB would take an object's whole last-applied annotation); what passes
+/// this is refused for its kind, not read further into memory.
+pub const MAX_ANSWER_BYTES: usize = 128 * 1024 * 1024;
+/// The whole audit, discovery to report, ends within this: past it, the run stops with what it
+/// was doing.
+pub const RUN_DEADLINE: Duration = Duration::from_secs(15 * 60);
 
 /// The custom resources model serving runs on, by API group, that the engine judges. Listed
 /// when the cluster serves them; reported as skipped (with `--verbose`) when it does not.
@@ -150,7 +166,17 @@ pub fn run(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    runtime.block_on(audit(request, policy))
+    runtime.block_on(async {
+        match tokio::time::timeout(RUN_DEADLINE, audit(request, policy)).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "the audit did not finish within {} minutes (the whole run's limit): the \
+                 apiserver answers too slowly or without end; audit one namespace at a time \
+                 (-n) or with a --selector",
+                RUN_DEADLINE.as_secs() / 60
+            )),
+        }
+    })
 }
 
 /// Where the client configuration came from, for messages.
@@ -274,6 +300,10 @@ fn classify(error: &kube::Error, what: &str, server: &str) -> Failure {
             status.code, status.reason, status.message
         )),
         kube::Error::SerdeError(e) => Failure::Partial(format!("{what}: unreadable answer: {e}")),
+        other if chain(other).contains("length limit exceeded") => Failure::Partial(format!(
+            "{what}: the answer is larger than {} MiB (length limit exceeded); not read further",
+            MAX_ANSWER_BYTES / (1024 * 1024)
+        )),
         other => {
             let detail = chain(other);
             let detail = detail.trim_start_matches("ServiceError: ");
@@ -290,35 +320,79 @@ fn classify(error: &kube::Error, what: &str, server: &str) -> Failure {
     }
 }
 
+/// An apiserver answer, read up to [`MAX_ANSWER_BYTES`] (past it, reading fails with "length
+/// limit exceeded").
+fn limit_answer<B>(response: http::Response<B>) -> http::Response<http_body_util::Limited<B>> {
+    response.map(|body| http_body_util::Limited::new(body, MAX_ANSWER_BYTES))
+}
+
+/// Why a list stopped.
+#[derive(Debug)]
+enum ListFailure {
+    Kube(kube::Error),
+    /// The apiserver did not finish a page within the request timeout.
+    Slow {
+        page: usize,
+        timeout: Duration,
+    },
+    /// A `continue` token came back that this list had already followed.
+    Loop {
+        page: usize,
+    },
+    /// More than [`MAX_PAGES`] pages.
+    Endless,
+}
+
 /// Lists every object of `api` matching `params`, a page at a time, as the JSON the engine
 /// reads (typed objects serialise their apiVersion and kind; managedFields are dropped: no rule
-/// reads them and they are the bulk of each object).
-async fn list_all<K>(api: &Api<K>, params: &ListParams) -> Result<Vec<Value>, kube::Error>
+/// reads them and they are the bulk of each object). Each page must come whole within `timeout`;
+/// the list stops at a `continue` token seen before and after [`MAX_PAGES`] pages.
+async fn list_all<K>(
+    api: &Api<K>,
+    params: &ListParams,
+    timeout: Duration,
+) -> Result<Vec<Value>, ListFailure>
 where
     K: Clone + DeserializeOwned + Debug + Serialize,
 {
     let mut out = Vec::new();
     let mut params = params.clone().limit(PAGE);
-    loop {
-        let page = api.list(&params).await?;
+    let mut seen = std::collections::HashSet::new();
+    for page_number in 1..=MAX_PAGES {
+        let page = tokio::time::timeout(timeout, api.list(&params))
+            .await
+            .map_err(|_| ListFailure::Slow {
+                page: page_number,
+                timeout,
+            })?
+            .map_err(ListFailure::Kube)?;
         for item in page.items {
-            let mut value = serde_json::to_value(&item).map_err(kube::Error::SerdeError)?;
+            let mut value = serde_json::to_value(&item)
+                .map_err(|e| ListFailure::Kube(kube::Error::SerdeError(e)))?;
             if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("managedFields");
             }
             out.push(value);
         }
         match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            Some(token) if !token.is_empty() => {
+                if !seen.insert(token.clone()) {
+                    return Err(ListFailure::Loop { page: page_number });
+                }
+                params = params.continue_token(&token);
+            }
             _ => return Ok(out),
         }
     }
+    Err(ListFailure::Endless)
 }
 
 /// The context of one audit: the client, the scope, and what has gone wrong so far.
 struct Lister<'a> {
     client: Client,
     server: String,
+    /// `--request-timeout`: for each page, whole.
+    timeout: Duration,
     scope: &'a Scope,
     errors: Vec<ListError>,
     skipped: Vec<Skipped>,
@@ -333,8 +407,24 @@ impl Lister<'_> {
     }
 
     /// Records a failed list; `Err` when the audit cannot go on.
-    fn failed(&mut self, resource: &str, error: &kube::Error) -> Result<(), String> {
-        match classify(error, &format!("list {resource}"), &self.server) {
+    fn failed(&mut self, resource: &str, error: &ListFailure) -> Result<(), String> {
+        let failure = match error {
+            ListFailure::Kube(error) => classify(error, &format!("list {resource}"), &self.server),
+            ListFailure::Slow { page, timeout } => Failure::Partial(format!(
+                "list {resource}: page {page} did not arrive whole within --request-timeout \
+                 ({} s); stopped listing it",
+                timeout.as_secs_f64()
+            )),
+            ListFailure::Loop { page } => Failure::Partial(format!(
+                "list {resource}: page {page} sent a continue token already followed (a \
+                 broken apiserver or proxy would list forever); stopped listing it"
+            )),
+            ListFailure::Endless => Failure::Partial(format!(
+                "list {resource}: more than {MAX_PAGES} pages of {PAGE}; stopped listing it \
+                 (audit one namespace at a time, -n, or with a --selector)"
+            )),
+        };
+        match failure {
             Failure::Missing => {
                 self.skipped.push(Skipped {
                     what: resource.to_owned(),
@@ -366,7 +456,7 @@ impl Lister<'_> {
             Scope::All => Api::all(self.client.clone()),
             Scope::Namespace(ns) => Api::namespaced(self.client.clone(), ns),
         };
-        match list_all(&api, params).await {
+        match list_all(&api, params, self.timeout).await {
             Ok(items) => Ok(items),
             Err(e) => self.failed(resource, &e).map(|()| Vec::new()),
         }
@@ -389,7 +479,7 @@ impl Lister<'_> {
         } else {
             format!("{}.{}", resource.plural, resource.group)
         };
-        match list_all(&api, params).await {
+        match list_all(&api, params, self.timeout).await {
             Ok(mut items) => {
                 // List items of custom resources carry their type; set it where one does not.
                 for item in &mut items {
@@ -427,8 +517,10 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
                 .unwrap_or_else(|| config.default_namespace.clone()),
         )
     };
-    let client = Client::try_from(config)
-        .map_err(|e| format!("cannot build a client for {server}: {}", chain(&e)))?;
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| format!("cannot build a client for {server}: {}", chain(&e)))?
+        .with_layer(&tower::util::MapResponseLayer::new(limit_answer))
+        .build();
 
     // Discovery first: any authenticated user may read it, so it is where an unreachable
     // cluster or a rejected credential shows, before anything is listed.
@@ -466,6 +558,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
     let mut lister = Lister {
         client,
         server: server.clone(),
+        timeout: request.request_timeout,
         scope: &scope,
         errors: Vec::new(),
         skipped: Vec::new(),
