@@ -183,7 +183,22 @@ fn short_headline(head: &str, budget: usize, notes: &mut Vec<String>) -> String 
         let Some(len) = closing(&head[open..]) else {
             break;
         };
-        asides.push(head[open + 1..open + len - 1].trim().to_owned());
+        // The aside with the words it qualifies: `progressDeadlineSeconds 600 s: the default`.
+        let before = &head[..open];
+        let clause = split_once_top(before, ": ").map_or(before, |(_, after)| after);
+        let words: Vec<&str> = clause.split_whitespace().collect();
+        // Three words, or four where the third from the end is a unit (`10 s of waiting`).
+        let mut from = words.len().saturating_sub(3);
+        if from > 0 && words[from].chars().count() <= 2 {
+            from -= 1;
+        }
+        let qualified = words[from..].join(" ");
+        let inner = head[open + 1..open + len - 1].trim();
+        asides.push(if qualified.is_empty() {
+            inner.to_owned()
+        } else {
+            format!("{qualified}: {inner}")
+        });
         let (before, after) = (head[..open].trim_end(), head[open + len..].trim_start());
         let joint = if after.starts_with([':', ',', ';', ')', '.']) {
             ""
@@ -462,7 +477,7 @@ mod tests {
             shaped.notes,
             [
                 "a readiness endpoint",
-                "requests nvidia.com/gpu",
+                "container \"triton\": requests nvidia.com/gpu",
                 "a busy model gets restarted"
             ]
         );
