@@ -529,9 +529,9 @@ mod tests {
     #[test]
     fn a_policy_error_names_the_file_not_input() {
         let path = Path::new("/etc/probelint/policy.yaml");
-        let error = load_policy(path, "rules:\n  no-such-rule: error\nunknownKey: 1\n")
-            .err()
-            .expect("an invalid policy");
+        let Err(error) = load_policy(path, "rules:\n  no-such-rule: error\nunknownKey: 1\n") else {
+            panic!("an invalid policy loaded");
+        };
         assert!(error.starts_with("/etc/probelint/policy.yaml: "), "{error}");
         assert!(!error.contains("<input>"), "{error}");
     }

@@ -218,8 +218,7 @@ fn short_headline(head: &str, budget: usize, notes: &mut Vec<String>) -> String 
         // At a space outside backticks and quotes, so that no code span is cut in two.
         let cut = top_level_positions(&head, " ")
             .into_iter()
-            .filter(|&i| i <= limit)
-            .last()
+            .rfind(|&i| i <= limit)
             .unwrap_or(limit);
         continuation.insert(0, format!("…{}", head[cut..].trim()));
         head = format!("{}…", head[..cut].trim_end());

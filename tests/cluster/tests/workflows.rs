@@ -57,7 +57,8 @@ fn the_release_tag_must_agree_with_the_crates_the_chart_and_the_changelog() {
 
 /// Every workflow file, the example workflow of the docs, and `action.yml` (through a workflow
 /// that uses it as `./`, which makes actionlint read and check the action's metadata and the
-/// inputs given to it) pass actionlint.
+/// inputs given to it) pass actionlint. Where `shellcheck` is on PATH, actionlint also runs it
+/// on every `run:` script.
 #[test]
 #[ignore = "e2e: actionlint, built with Go 1.24+ and the Go module proxy from tests/cluster/go/actionlint"]
 fn workflows_and_the_action_pass_actionlint() {
@@ -77,10 +78,17 @@ fn workflows_and_the_action_pass_actionlint() {
         "the release workflow is checked: {files:?}"
     );
 
-    // actionlint finds the repository by its `.github/workflows`; the action is `./action.yml`.
+    // actionlint reads a local action only inside a project, which it finds by `.git`: a
+    // scratch git repository holding the action as `./action.yml`.
     let repo = std::env::temp_dir().join(format!("probelint-actionlint-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&repo);
     std::fs::create_dir_all(repo.join(".github/workflows")).unwrap();
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .expect("git is needed (the cluster suite needs it): install git");
+    assert!(init.success(), "git init in {}", repo.display());
     std::fs::copy(root.join("action.yml"), repo.join("action.yml")).unwrap();
     let uses_action = repo.join(".github/workflows/uses-action.yml");
     std::fs::write(
