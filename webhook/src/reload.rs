@@ -238,9 +238,16 @@ impl TlsFiles {
     }
 }
 
-/// Reads and parses a policy file (the CLI's `.probelint.yaml` format).
+/// Reads and parses a policy file (the CLI's `.probelint.yaml` format). The YAML layer calls
+/// the text `<input>` in its snippet's `-->` line: the file's path replaces it there.
 fn load_policy(path: &Path, text: &str) -> Result<Policy, String> {
-    Policy::with_user_yaml(text).map_err(|e| format!("{}: {e}", path.display()))
+    Policy::with_user_yaml(text).map_err(|e| {
+        let shown = path.display();
+        let message = e
+            .to_string()
+            .replace("--> <input>:", &format!("--> {shown}:"));
+        format!("{shown}: {message}")
+    })
 }
 
 fn read_text(path: &Path) -> Result<String, String> {
@@ -518,6 +525,16 @@ impl Reloader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_error_names_the_file_not_input() {
+        let path = Path::new("/etc/probelint/policy.yaml");
+        let Err(error) = load_policy(path, "rules:\n  no-such-rule: error\nunknownKey: 1\n") else {
+            panic!("an invalid policy loaded");
+        };
+        assert!(error.starts_with("/etc/probelint/policy.yaml: "), "{error}");
+        assert!(!error.contains("<input>"), "{error}");
+    }
 
     #[test]
     fn utc_formats_unix_times() {

@@ -14,6 +14,7 @@ use anstyle::{AnsiColor, Effects};
 use probelint_policies::{Applicability, Finding, Severity};
 use rayon::prelude::*;
 
+use super::shape::{self, WIDTH};
 use super::{Options, display_path, failed_files, plural, sanitize, suppression_parts};
 use crate::report::Stage;
 use crate::report::{LocatedFinding, Report, SourceLines};
@@ -88,19 +89,32 @@ pub(super) fn render(report: &Report, options: &Options, out: &mut dyn Write) ->
         writeln!(out)?;
     }
 
-    writeln!(out, "{}", paint.apply(BOLD, &summary_line(report, options)))?;
+    writeln!(
+        out,
+        "{}",
+        paint.apply(BOLD, &wrap_summary(&summary_line(report, options)))
+    )?;
     if let Some(line) = fixable_line(report) {
         writeln!(out, "{line}")?;
     }
     Ok(())
 }
 
-/// `error[rule]: message`, the snippet (or just the location when the source is not at
-/// hand), `= help:` and the fix, if any, with the flag that applies it.
+/// `error[rule]: headline`, the snippet (or just the location when the source is not at
+/// hand), then the message's evidence and arithmetic as `= note:` lines, what serves a model,
+/// `= help:`, the fix when it says more than the help (else the help says how it is applied),
+/// and the sources in one `= source:` line (see [`shape`]).
 fn finding_group<'a>(lines: &SourceLines<'a>, located: &'a LocatedFinding) -> Group<'a> {
     let finding = &located.finding;
+    // The title line is `severity[rule]: headline`: the headline gets what the width leaves.
+    let prefix = format!("{}[{}]: ", level_name(finding.severity), finding.rule)
+        .chars()
+        .count();
+    let budget = WIDTH.saturating_sub(prefix).max(shape::MIN_HEADLINE);
+    let shaped = shape::message(&sanitize(&finding.message), budget);
+    let mut sources = shaped.sources;
     let title = level(finding.severity)
-        .primary_title(sanitize(&finding.message))
+        .primary_title(shaped.headline)
         .id(sanitize(&finding.rule));
     let path = sanitize(display_path(&located.file));
     let context = context_label(finding);
@@ -122,31 +136,64 @@ fn finding_group<'a>(lines: &SourceLines<'a>, located: &'a LocatedFinding) -> Gr
                     .line(located.line)
                     .char_column(located.column),
             )
-            .element(Level::NOTE.message(format!("in {context}"))),
+            .element(Level::NOTE.message(text(&format!("in {context}")))),
     };
+    for note in &shaped.notes {
+        group = group.element(Level::NOTE.message(text(note)));
+    }
     if let Some(evidence) = &finding.evidence {
         group = group.element(
             Level::NOTE
                 .with_name("serves a model")
-                .message(sanitize(evidence)),
+                .message(text(&sanitize(evidence))),
         );
     }
-    if !finding.help.trim().is_empty() {
-        group = group.element(Level::HELP.message(sanitize(&finding.help)));
-    }
-    if let Some(fix) = &finding.fix {
+    let help = shape::help(&sanitize(&finding.help), &mut sources);
+    let fix = finding.fix.as_ref().map(|fix| {
         let how = match fix.applicability {
             Applicability::Safe => "`--fix` applies it",
             Applicability::Unsafe => "`--fix --unsafe-fixes` applies it",
             Applicability::DisplayOnly => "not applied automatically",
         };
+        (shape::help(&sanitize(&fix.description), &mut sources), how)
+    });
+    match fix {
+        Some((description, how)) if help.is_empty() || shape::same_advice(&help, &description) => {
+            // One piece of advice: the longer wording, and how it is applied.
+            let advice = if description.len() > help.len() {
+                description
+            } else {
+                help
+            };
+            group = group.element(Level::HELP.message(text(&format!("{advice} ({how})"))));
+        }
+        fix => {
+            if !help.is_empty() {
+                group = group.element(Level::HELP.message(text(&help)));
+            }
+            if let Some((description, how)) = fix {
+                group = group.element(
+                    Level::NOTE
+                        .with_name("fix")
+                        .message(text(&format!("{description} ({how})"))),
+                );
+            }
+        }
+    }
+    if !sources.is_empty() {
         group = group.element(
             Level::NOTE
-                .with_name("fix")
-                .message(format!("{} ({how})", sanitize(&fix.description))),
+                .with_name("source")
+                .message(text(&sources.join("; "))),
         );
     }
     group
+}
+
+/// A note's text wrapped so that its lines, after the renderer's `   = note: ` and a gutter of
+/// up to five digits, fit [`WIDTH`].
+fn text(message: &str) -> String {
+    shape::wrap(message, WIDTH - 24)
 }
 
 /// `suppressed[rule]: message`, where, and who exempted it and why.
@@ -169,6 +216,14 @@ fn suppressed_group(located: &LocatedFinding) -> Group<'_> {
         );
     }
     group
+}
+
+fn level_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "info",
+    }
 }
 
 fn level(severity: Severity) -> Level<'static> {
@@ -328,6 +383,26 @@ pub(super) fn summary_line(report: &Report, options: &Options) -> String {
         }
     }
     line
+}
+
+/// The summary on lines of at most [`WIDTH`] characters, broken after its `; `, continuation
+/// lines indented.
+fn wrap_summary(line: &str) -> String {
+    if line.chars().count() <= WIDTH {
+        return line.to_owned();
+    }
+    let mut out = String::new();
+    let mut current = String::new();
+    for part in line.split_inclusive("; ") {
+        if !current.is_empty() && current.chars().count() + part.chars().count() > WIDTH {
+            out.push_str(current.trim_end());
+            out.push('\n');
+            current = "  ".to_owned();
+        }
+        current.push_str(part);
+    }
+    out.push_str(&current);
+    out
 }
 
 /// `2 fixable with --fix (1 more with --fix --unsafe-fixes)`, when any are.

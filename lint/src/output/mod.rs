@@ -25,6 +25,7 @@ mod json;
 mod junit;
 mod load;
 mod sarif;
+mod shape;
 
 #[cfg(test)]
 mod sample;

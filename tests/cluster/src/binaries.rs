@@ -95,6 +95,46 @@ impl Binaries {
     }
 }
 
+/// The Go module that pins actionlint, the GitHub Actions workflow checker.
+pub const ACTIONLINT_MODULE: &str = "go/actionlint";
+
+/// actionlint at the version `go/actionlint/go.mod` pins, built first when this machine has not
+/// built it, into `<target>/tools/actionlint-<version>/`.
+pub fn actionlint() -> Result<PathBuf, String> {
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(ACTIONLINT_MODULE);
+    let version = required_version(&module, "github.com/rhysd/actionlint")?;
+    let cache = target_dir().join("tools");
+    let binary = cache
+        .join(format!("actionlint-{version}"))
+        .join("actionlint");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    let _lock = build_lock(&cache, ".actionlint.lock")?;
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    super::require_tool("go", &["version"])?;
+    eprintln!("probelint-cluster: building actionlint {version} with Go (once per machine)…");
+    let staging = cache.join(format!(".actionlint-{}", std::process::id()));
+    go_build(
+        &module,
+        &staging.display().to_string(),
+        "",
+        &["github.com/rhysd/actionlint/cmd/actionlint"],
+    )?;
+    let dir = binary.parent().unwrap_or(&cache);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::rename(&staging, &binary).map_err(|e| {
+        format!(
+            "cannot move {} to {}: {e}",
+            staging.display(),
+            binary.display()
+        )
+    })?;
+    Ok(binary)
+}
+
 /// `go build -o out packages` in `module`. The modules come from the Go module proxy, checked
 /// against the committed go.sum (`-mod=readonly`); the module cache is left writable
 /// (`-modcacherw`) so that it can be cleaned like any cache.

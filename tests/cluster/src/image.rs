@@ -4,6 +4,10 @@
 //!
 //! The archive is byte-for-byte reproducible: entries sorted, owner 0, mtime 0, so the same
 //! files give the same image digest, and an import of an unchanged image is a no-op.
+//!
+//! The release images are written the same way (`src/bin/oci-image.rs`, run by
+//! `scripts/build-images.sh`): one [`Image`] per platform, joined by [`multi_platform_archive`]
+//! into an image index that `skopeo copy --all oci-archive:…` pushes to a registry.
 
 use ring::digest::{SHA256, digest};
 use serde_json::json;
@@ -26,6 +30,16 @@ pub struct Image {
     cmd: Vec<String>,
     user: Option<String>,
     env: Vec<String>,
+    /// The OCI `architecture` (`amd64`, `arm64`).
+    architecture: String,
+    /// The image config's `Labels` (`org.opencontainers.image.*`).
+    labels: BTreeMap<String, String>,
+}
+
+/// One image's blobs (layer, config, manifest) and the descriptor of its manifest.
+struct Written {
+    blobs: Vec<(String, Vec<u8>)>,
+    manifest: serde_json::Value,
 }
 
 impl Image {
@@ -37,7 +51,21 @@ impl Image {
             cmd: Vec::new(),
             user: None,
             env: vec!["PATH=/usr/local/bin:/usr/bin:/bin".to_owned()],
+            architecture: "amd64".to_owned(),
+            labels: BTreeMap::new(),
         }
+    }
+
+    /// The OCI architecture the image's executables are for (`amd64` unless told).
+    pub fn architecture(&mut self, architecture: &str) -> &mut Image {
+        architecture.clone_into(&mut self.architecture);
+        self
+    }
+
+    /// Adds a label to the image config (also an annotation of the manifest).
+    pub fn label(&mut self, key: &str, value: &str) -> &mut Image {
+        self.labels.insert(key.to_owned(), value.to_owned());
+        self
     }
 
     /// Adds `contents` at the absolute path `at` with permission bits `mode`.
@@ -100,10 +128,18 @@ impl Image {
     /// the image's name, which containerd's importer reads as `io.containerd.image.name`) and the
     /// blobs (the layer, the config, the manifest).
     pub fn archive(&self) -> Result<Vec<u8>, String> {
+        let written = self.write()?;
+        let mut entry = written.manifest;
+        entry["annotations"] = json!({"io.containerd.image.name": self.name});
+        layout(&written.blobs, entry)
+    }
+
+    /// The layer, the config and the manifest of this image, and its manifest's descriptor.
+    fn write(&self) -> Result<Written, String> {
         let layer = self.layer()?;
         let layer_digest = sha256(&layer);
         let mut config = json!({
-            "architecture": "amd64",
+            "architecture": self.architecture,
             "os": "linux",
             "config": {
                 "Env": self.env,
@@ -116,9 +152,12 @@ impl Image {
         if let Some(user) = &self.user {
             config["config"]["User"] = json!(user);
         }
+        if !self.labels.is_empty() {
+            config["config"]["Labels"] = json!(self.labels);
+        }
         let config = serde_json::to_vec(&config).map_err(|e| e.to_string())?;
         let config_digest = sha256(&config);
-        let manifest = serde_json::to_vec(&json!({
+        let mut manifest = json!({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "config": {
@@ -131,31 +170,26 @@ impl Image {
                 "digest": layer_digest,
                 "size": layer.len(),
             }],
-        }))
-        .map_err(|e| e.to_string())?;
+        });
+        if !self.labels.is_empty() {
+            manifest["annotations"] = json!(self.labels);
+        }
+        let manifest = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
         let manifest_digest = sha256(&manifest);
-        let index = serde_json::to_vec(&json!({
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.index.v1+json",
-            "manifests": [{
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": manifest_digest,
-                "size": manifest.len(),
-                "platform": {"architecture": "amd64", "os": "linux"},
-                "annotations": {"io.containerd.image.name": self.name},
-            }],
-        }))
-        .map_err(|e| e.to_string())?;
-        let blob = |digest: &str| format!("blobs/sha256/{}", digest.trim_start_matches("sha256:"));
-        let mut tar = Tar::default();
-        tar.directory("blobs")?;
-        tar.directory("blobs/sha256")?;
-        tar.file(&blob(&layer_digest), &layer, 0o644)?;
-        tar.file(&blob(&config_digest), &config, 0o644)?;
-        tar.file(&blob(&manifest_digest), &manifest, 0o644)?;
-        tar.file("index.json", &index, 0o644)?;
-        tar.file("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#, 0o644)?;
-        Ok(tar.finish())
+        let descriptor = json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": manifest_digest,
+            "size": manifest.len(),
+            "platform": {"architecture": self.architecture, "os": "linux"},
+        });
+        Ok(Written {
+            blobs: vec![
+                (layer_digest, layer),
+                (config_digest, config),
+                (manifest_digest, manifest),
+            ],
+            manifest: descriptor,
+        })
     }
 
     /// The root filesystem as one tar layer: every parent directory, then the files.
@@ -178,6 +212,72 @@ impl Image {
         }
         Ok(tar.finish())
     }
+}
+
+/// One image for several platforms, as an OCI image layout archive: `index.json` names one image
+/// index (annotated with `reference`, the tag, as `org.opencontainers.image.ref.name`), which
+/// lists each platform's manifest. `skopeo copy --all oci-archive:FILE docker://REPO:TAG` pushes
+/// all of them under one tag; a registry then serves each node its own platform.
+pub fn multi_platform_archive(reference: &str, images: &[Image]) -> Result<Vec<u8>, String> {
+    let mut platforms = std::collections::BTreeSet::new();
+    let mut blobs = Vec::new();
+    let mut manifests = Vec::new();
+    for image in images {
+        if !platforms.insert(image.architecture.clone()) {
+            return Err(format!(
+                "two images for linux/{} in one index",
+                image.architecture
+            ));
+        }
+        let written = image.write()?;
+        blobs.extend(written.blobs);
+        manifests.push(written.manifest);
+    }
+    if manifests.is_empty() {
+        return Err("an image index needs at least one image".to_owned());
+    }
+    let index = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": manifests,
+    }))
+    .map_err(|e| e.to_string())?;
+    let index_digest = sha256(&index);
+    let entry = json!({
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "digest": index_digest,
+        "size": index.len(),
+        "annotations": {
+            "org.opencontainers.image.ref.name": reference,
+            "io.containerd.image.name": reference,
+        },
+    });
+    blobs.push((index_digest, index));
+    layout(&blobs, entry)
+}
+
+/// The archive of an OCI image layout: the blobs (each once), `index.json` with its one entry,
+/// and `oci-layout`.
+fn layout(blobs: &[(String, Vec<u8>)], entry: serde_json::Value) -> Result<Vec<u8>, String> {
+    let index = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [entry],
+    }))
+    .map_err(|e| e.to_string())?;
+    let mut tar = Tar::default();
+    tar.directory("blobs")?;
+    tar.directory("blobs/sha256")?;
+    let mut seen = std::collections::BTreeSet::new();
+    for (digest, bytes) in blobs {
+        if seen.insert(digest) {
+            let path = format!("blobs/sha256/{}", digest.trim_start_matches("sha256:"));
+            tar.file(&path, bytes, 0o644)?;
+        }
+    }
+    tar.file("index.json", &index, 0o644)?;
+    tar.file("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#, 0o644)?;
+    Ok(tar.finish())
 }
 
 /// `sha256:<hex>` of `bytes`.
@@ -350,6 +450,85 @@ mod tests {
             "a path longer than 100 bytes: {listed}"
         );
         assert!(listed.contains("drwxr-xr-x 0/0"), "{listed}");
+    }
+
+    /// `name` inside the tar `archive`.
+    fn member(archive: &[u8], name: &str) -> Vec<u8> {
+        let dir =
+            std::env::temp_dir().join(format!("probelint-image-member-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tar");
+        std::fs::write(&path, archive).unwrap();
+        let out = std::process::Command::new("tar")
+            .arg("-xOf")
+            .arg(&path)
+            .arg(name)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(out.status.success(), "{name}: {out:?}");
+        out.stdout
+    }
+
+    #[test]
+    fn a_multi_platform_archive_is_one_tagged_index_of_each_platform() {
+        let image = |arch: &str| {
+            let mut image = Image::new("ghcr.io/probelint/probelint:1.2.3");
+            image
+                .file("/usr/local/bin/probelint", arch.as_bytes().to_vec(), 0o755)
+                .unwrap()
+                .entrypoint(&["/usr/local/bin/probelint"])
+                .architecture(arch)
+                .label("org.opencontainers.image.version", "1.2.3");
+            image
+        };
+        let images = [image("amd64"), image("arm64")];
+        let archive = multi_platform_archive("ghcr.io/probelint/probelint:1.2.3", &images).unwrap();
+        assert_eq!(
+            archive,
+            multi_platform_archive("ghcr.io/probelint/probelint:1.2.3", &images).unwrap(),
+            "same files, same bytes"
+        );
+        let top: serde_json::Value =
+            serde_json::from_slice(&member(&archive, "index.json")).unwrap();
+        let entry = &top["manifests"][0];
+        assert_eq!(top["manifests"].as_array().unwrap().len(), 1, "{top}");
+        assert_eq!(
+            entry["annotations"]["org.opencontainers.image.ref.name"],
+            "ghcr.io/probelint/probelint:1.2.3"
+        );
+        assert_eq!(
+            entry["mediaType"],
+            "application/vnd.oci.image.index.v1+json"
+        );
+        let blob = |digest: &serde_json::Value| {
+            let name = format!(
+                "blobs/sha256/{}",
+                digest.as_str().unwrap().trim_start_matches("sha256:")
+            );
+            let bytes = member(&archive, &name);
+            assert_eq!(sha256(&bytes), digest.as_str().unwrap(), "{name}");
+            serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+        };
+        let index = blob(&entry["digest"]);
+        let platforms: Vec<&str> = index["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["platform"]["architecture"].as_str().unwrap())
+            .collect();
+        assert_eq!(platforms, ["amd64", "arm64"]);
+        let manifest = blob(&index["manifests"][1]["digest"]);
+        let config = blob(&manifest["config"]["digest"]);
+        assert_eq!(config["architecture"], "arm64");
+        assert_eq!(
+            config["config"]["Labels"]["org.opencontainers.image.version"],
+            "1.2.3"
+        );
+
+        let error = multi_platform_archive("x:1", &[image("amd64"), image("amd64")]).err();
+        assert!(error.is_some_and(|e| e.contains("two images for linux/amd64")));
+        assert!(multi_platform_archive("x:1", &[]).is_err());
     }
 
     #[test]

@@ -36,8 +36,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use binaries::{Binaries, ETCD_MODULE, KUBE_MODULE};
-pub use image::Image;
+pub use binaries::{ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, actionlint};
+pub use image::{Image, multi_platform_archive};
 pub use node::{Node, NodeError};
 pub use pki::{Ca, Leaf};
 
