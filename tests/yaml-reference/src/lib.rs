@@ -11,7 +11,9 @@
 //! install.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(feature = "build")]
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use probelint_yaml::load::{Limits, YamlErrorKind, parse_stream_partial};
@@ -21,8 +23,10 @@ use serde_json::Value;
 pub const GO_MODULE: &str = "go";
 
 /// The modules whose versions decide how a manifest reads; part of the cache key.
+#[cfg(feature = "build")]
 const PINNED: [&str; 2] = ["k8s.io/apimachinery", "sigs.k8s.io/yaml"];
 
+#[cfg(feature = "build")]
 /// The path of the built reference decoder, built first when this machine has not built this
 /// source at these versions.
 ///
@@ -81,14 +85,17 @@ pub fn binary() -> Result<PathBuf, String> {
 }
 
 /// 64-bit FNV-1a, enough to tell one source from another.
+#[cfg(feature = "build")]
 struct Fnv(u64);
 
+#[cfg(feature = "build")]
 impl Default for Fnv {
     fn default() -> Self {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
 }
 
+#[cfg(feature = "build")]
 impl Fnv {
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -123,9 +130,18 @@ impl Reference {
     /// # Errors
     ///
     /// It cannot be built or started.
+    #[cfg(feature = "build")]
     pub fn start() -> Result<Reference, String> {
-        let binary = binary()?;
-        let mut child = Command::new(&binary)
+        Reference::start_at(&binary()?)
+    }
+
+    /// Starts the decoder built at `binary`.
+    ///
+    /// # Errors
+    ///
+    /// It cannot be started.
+    pub fn start_at(binary: &Path) -> Result<Reference, String> {
+        let mut child = Command::new(binary)
             .arg("-serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -147,7 +163,7 @@ impl Reference {
     /// The process died or answered something else than its protocol.
     pub fn decode(&mut self, input: &[u8]) -> Result<Theirs, String> {
         let io = |e: std::io::Error| format!("yaml-reference: {e}");
-        write!(self.stdin, "{}\n", input.len()).map_err(io)?;
+        writeln!(self.stdin, "{}", input.len()).map_err(io)?;
         self.stdin.write_all(input).map_err(io)?;
         self.stdin.flush().map_err(io)?;
         let mut line = String::new();

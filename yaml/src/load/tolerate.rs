@@ -144,13 +144,23 @@ fn scan_line(
     mut open: Open,
 ) -> Open {
     let mut at = lead;
-    // Column (in characters) of `at`.
-    let mut column = lead;
     // A token may start here: after blanks or an indicator.
     let mut token_start = true;
     // Inside a plain scalar of the block context.
     let mut plain = false;
-    while let Some(&b) = line.get(at) {
+    while at < line.len() {
+        // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
+        // and `#`: jump to the next of those.
+        let jump = match open {
+            Open::Quoted { quote, .. } => memchr::memchr2(quote, b'\\', &line[at..]),
+            Open::Block { .. } if plain => memchr::memchr2(b':', b'#', &line[at..]),
+            _ => Some(0),
+        };
+        let Some(jump) = jump else {
+            return open;
+        };
+        at += jump;
+        let b = line[at];
         let next = line.get(at + 1).copied();
         let blank_next = next.is_none_or(|n| matches!(n, b' ' | b'\t' | b'\r'));
         match open {
@@ -161,13 +171,11 @@ fn scan_line(
             } => {
                 if b == b'\\' && quote == b'"' {
                     at += 2;
-                    column += 2;
                     continue;
                 }
                 if b == quote {
                     if quote == b'\'' && next == Some(b'\'') {
                         at += 2;
-                        column += 2;
                         continue;
                     }
                     open = match flow {
@@ -220,7 +228,7 @@ fn scan_line(
                 b'"' | b'\'' if token_start => {
                     open = Open::Quoted {
                         quote: b,
-                        column,
+                        column: char_count(&line[..at]),
                         flow: Some((depth, outer)),
                     };
                 }
@@ -236,12 +244,15 @@ fn scan_line(
                 b'"' | b'\'' if token_start && !plain => {
                     open = Open::Quoted {
                         quote: b,
-                        column,
+                        column: char_count(&line[..at]),
                         flow: None,
                     };
                 }
                 b'[' | b'{' if token_start && !plain => {
-                    open = Open::Flow { depth: 1, column };
+                    open = Open::Flow {
+                        depth: 1,
+                        column: char_count(&line[..at]),
+                    };
                     token_start = true;
                 }
                 b'|' | b'>' if token_start && !plain => {
@@ -259,9 +270,6 @@ fn scan_line(
             },
         }
         at += 1;
-        if b & 0xc0 != 0x80 {
-            column += 1;
-        }
     }
     open
 }
