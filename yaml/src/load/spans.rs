@@ -140,7 +140,9 @@ fn closing_quote(text: &str, start: usize, end: usize, style: ScalarStyle) -> Op
         return None;
     }
     at += 1;
-    while let Some(&b) = bytes.get(at) {
+    while let Some(jump) = memchr::memchr2(quote, b'\\', bytes.get(at..)?) {
+        at += jump;
+        let b = bytes[at];
         if b == b'\\' && quote == b'"' {
             at += 2;
         } else if b == quote {

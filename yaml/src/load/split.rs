@@ -63,44 +63,42 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
     while start < text.len() {
         let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let line = &text[start..end];
-        let trimmed_line = line.trim_start_matches([' ', '\t', '\r']);
-        if !content
-            && let Some(tail) = line.strip_prefix("...")
-            && tail
-                .trim_start_matches([' ', '\t', '\r'])
-                .chars()
-                .next()
-                .is_none_or(|c| c == '#')
-        {
-            // go-yaml reads each piece as one stream: a document end marker before any
-            // document is an error there, and kubectl stops at it.
-            found.refused = Some(source.error(
-                YamlErrorKind::Syntax,
-                "kubectl refuses this file: a document end marker (`...`) with no document \
-                 before it since the last `---` (yaml: \"did not find expected node content\"); \
-                 remove the `...`",
-                chars,
-            ));
-            found.refused_from = start;
-            cut = Some(start);
-            break;
-        }
-        if !content && line.trim_start_matches('\u{feff}').starts_with('%') {
-            // A directive must be followed by `---`, which ends the piece kubectl hands to
-            // go-yaml: the directive is left in a piece without a document.
-            found.refused = Some(source.error(
-                YamlErrorKind::Syntax,
-                "kubectl refuses this file: it cuts the stream at the `---` after this directive, \
-                 leaving the directive without a document (yaml: \"did not find expected \
-                 <document start>\"); remove the directive",
-                chars,
-            ));
-            found.refused_from = start;
-            cut = Some(start);
-            break;
+        if !content {
+            let trimmed = line.trim_start_matches([' ', '\t', '\r', '\u{feff}']);
+            let refusal = if let Some(tail) = line.strip_prefix("...")
+                && tail
+                    .trim_start_matches([' ', '\t', '\r'])
+                    .chars()
+                    .next()
+                    .is_none_or(|c| c == '#')
+            {
+                // go-yaml reads each piece as one stream: a document end marker before any
+                // document is an error there, and kubectl stops at it.
+                Some(
+                    "kubectl refuses this file: a document end marker (`...`) with no document \
+                     before it since the last `---` (yaml: \"did not find expected node \
+                     content\"); remove the `...`",
+                )
+            } else if line.trim_start_matches('\u{feff}').starts_with('%') {
+                // A directive must be followed by `---`, which ends the piece kubectl hands to
+                // go-yaml: the directive is left in a piece without a document.
+                Some(
+                    "kubectl refuses this file: it cuts the stream at the `---` after this \
+                     directive, leaving the directive without a document (yaml: \"did not find \
+                     expected <document start>\"); remove the directive",
+                )
+            } else {
+                None
+            };
+            if let Some(message) = refusal {
+                found.refused = Some(source.error(YamlErrorKind::Syntax, message, chars));
+                found.refused_from = start;
+                cut = Some(start);
+                break;
+            }
+            content = !trimmed.is_empty() && !trimmed.starts_with('#');
         }
         let separator = line.strip_prefix("---");
-        content |= !trimmed_line.is_empty() && !trimmed_line.starts_with('#');
         if let Some(tail) = separator {
             content = buffer_empty;
             buffer_empty = !buffer_empty;

@@ -80,8 +80,9 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
     let mut out = Out::new(text);
     let mut open = Open::Block { block_scalar: None };
     let mut line_start = 0usize;
-    // Character index of `line_start`.
-    let mut line_char = 0usize;
+    // (byte, char index) counted up to so far, for the char index of a line that gets spaces.
+    let ascii = text.is_ascii();
+    let mut counted = (0usize, 0usize);
     while line_start < bytes.len() {
         let line_end =
             memchr::memchr(b'\n', &bytes[line_start..]).map_or(bytes.len(), |i| line_start + i);
@@ -115,7 +116,14 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
                     _ => column,
                 };
                 if !blank && lead < required {
-                    out.insert_spaces(line_start, line_char, required - lead);
+                    let index = if ascii {
+                        line_start
+                    } else {
+                        counted.1 += char_count(&bytes[counted.0..line_start]);
+                        counted.0 = line_start;
+                        counted.1
+                    };
+                    out.insert_spaces(line_start, index, required - lead);
                 }
                 for (i, &b) in line[..lead].iter().enumerate() {
                     if b == b'\t' {
@@ -125,7 +133,6 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
                 scan_line(&mut out, line_start, line, lead, open)
             }
         };
-        line_char += char_count(line) + 1;
         line_start = line_end + 1;
     }
     out.finish()
