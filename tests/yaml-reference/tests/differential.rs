@@ -462,6 +462,14 @@ const SHAPES: &[(&str, &str)] = &[
         "flow in sequence item, continuation at dash",
         "args:\n- [a,\n- b]\n",
     ),
+    (
+        "bracket continuing a plain scalar",
+        "a: some text\n  [not flow\nb: 1\n- item\n",
+    ),
+    (
+        "brace continuing a sequence item",
+        "- item\n  {x\n- \"y\"\n",
+    ),
     ("tab after colon", "a:\tb\nc:\t\t1\n"),
     ("tab after colon then comment", "a:\tb\t# c\n"),
     ("tab after dash", "a:\n-\tb\n"),

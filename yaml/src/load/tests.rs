@@ -1128,6 +1128,12 @@ fn flow_collections_and_quoted_scalars_continue_at_any_column() {
         // A comment that looks like an opening bracket opens nothing.
         ("a: x # [\nb: 1\n", json!({"a": "x", "b": 1})),
         ("a: b[1\nc: 2\n", json!({"a": "b[1", "c": 2})),
+        // Nor does one that continues a plain scalar on the next line.
+        (
+            "a: some text\n  [not flow\nb: 1\n",
+            json!({"a": "some text [not flow", "b": 1}),
+        ),
+        ("- item\n  {x\n- \"y\"\n", json!(["item {x", "y"])),
     ] {
         assert_eq!(value(src), want, "{src:?}");
     }

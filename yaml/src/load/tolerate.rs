@@ -55,8 +55,12 @@ impl Rewritten {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Open {
     /// Block context; `block_scalar` holds the indentation of a `|`/`>` header's line while
-    /// its content lines go by.
-    Block { block_scalar: Option<usize> },
+    /// its content lines go by, `plain` the indentation of a line that ended inside a plain
+    /// scalar (a more indented line continues it: a `[` there is text, not a flow collection).
+    Block {
+        block_scalar: Option<usize>,
+        plain: Option<usize>,
+    },
     /// A flow collection, `depth` brackets deep, the outermost opened at `column`.
     Flow { depth: usize, column: usize },
     /// A quoted scalar opened at `column` with `quote`; `flow` is the flow state around it.
@@ -78,7 +82,10 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
         return None;
     }
     let mut out = Out::new(text);
-    let mut open = Open::Block { block_scalar: None };
+    let mut open = Open::Block {
+        block_scalar: None,
+        plain: None,
+    };
     let mut line_start = 0usize;
     // (byte, char index) counted up to so far, for the char index of a line that gets spaces.
     let ascii = text.is_ascii();
@@ -93,18 +100,29 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
             .count();
         let blank = line[lead..].iter().all(|&b| b == b'\r');
         if line.starts_with(b"---") || line.starts_with(b"...") {
-            open = Open::Block { block_scalar: None };
+            open = Open::Block {
+                block_scalar: None,
+                plain: None,
+            };
         }
         open = match open {
             Open::Block {
                 block_scalar: Some(header),
+                ..
             } if blank || lead > header || line[..lead].contains(&b'\t') => open,
-            Open::Block { .. } => scan_line(
+            // A blank line changes nothing in the block context (a plain scalar goes on
+            // after it).
+            Open::Block { .. } if blank => open,
+            Open::Block { plain, .. } => scan_line(
                 &mut out,
                 line_start,
                 line,
                 lead,
-                Open::Block { block_scalar: None },
+                Open::Block {
+                    block_scalar: None,
+                    plain: None,
+                },
+                plain.is_some_and(|above| lead > above),
             ),
             Open::Flow { column, .. } | Open::Quoted { column, .. } => {
                 // A continuation line: its leading blanks are no part of the content.
@@ -130,7 +148,7 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
                         out.replace_with_space(line_start + i);
                     }
                 }
-                scan_line(&mut out, line_start, line, lead, open)
+                scan_line(&mut out, line_start, line, lead, open, false)
             }
         };
         line_start = line_end + 1;
@@ -149,12 +167,13 @@ fn scan_line(
     line: &[u8],
     lead: usize,
     mut open: Open,
+    continues_plain: bool,
 ) -> Open {
     let mut at = lead;
     // A token may start here: after blanks or an indicator.
-    let mut token_start = true;
+    let mut token_start = !continues_plain;
     // Inside a plain scalar of the block context.
-    let mut plain = false;
+    let mut plain = continues_plain;
     while at < line.len() {
         // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
         // and `#`: jump to the next of those.
@@ -164,7 +183,7 @@ fn scan_line(
             _ => Some(0),
         };
         let Some(jump) = jump else {
-            return open;
+            break;
         };
         at += jump;
         let b = line[at];
@@ -187,7 +206,10 @@ fn scan_line(
                     }
                     open = match flow {
                         Some((depth, column)) => Open::Flow { depth, column },
-                        None => Open::Block { block_scalar: None },
+                        None => Open::Block {
+                            block_scalar: None,
+                            plain: None,
+                        },
                     };
                     token_start = false;
                     plain = false;
@@ -218,7 +240,10 @@ fn scan_line(
                 }
                 b']' | b'}' => {
                     open = if depth <= 1 {
-                        Open::Block { block_scalar: None }
+                        Open::Block {
+                            block_scalar: None,
+                            plain: None,
+                        }
                     } else {
                         Open::Flow {
                             depth: depth - 1,
@@ -265,6 +290,7 @@ fn scan_line(
                 b'|' | b'>' if token_start && !plain => {
                     return Open::Block {
                         block_scalar: Some(lead),
+                        plain: None,
                     };
                 }
                 b'&' | b'!' if token_start && !plain => token_start = false,
@@ -278,7 +304,13 @@ fn scan_line(
         }
         at += 1;
     }
-    open
+    match open {
+        Open::Block { block_scalar, .. } if plain => Open::Block {
+            block_scalar,
+            plain: Some(lead),
+        },
+        _ => open,
+    }
 }
 
 /// The rewritten text, built only once something changes.
