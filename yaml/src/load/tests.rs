@@ -1193,3 +1193,18 @@ fn integral_floats_read_back_as_go_writes_them() {
     assert_eq!(v["b"], json!(1_000_000_000_000_000_000_i64));
     assert_eq!(v["c"], json!(1));
 }
+
+/// The pre-pass that tolerates what go-yaml tolerates reads each line once, whatever the line
+/// holds: one 100,000-deep line of JSON, or of quoted scalars, is refused as fast as any.
+#[test]
+fn the_pre_pass_stays_linear_on_hostile_lines() {
+    let json = "{\"a\":".repeat(100_000) + "1" + &"}".repeat(100_000);
+    let e = on_small_stack(Duration::from_secs(2), move || error(&json));
+    assert_eq!(e.kind, YamlErrorKind::TooDeep);
+    let quotes = "a: ".to_owned() + &"\"x\" ".repeat(100_000) + "\n";
+    let e = on_small_stack(Duration::from_secs(2), move || error(&quotes));
+    assert_eq!(e.kind, YamlErrorKind::Syntax);
+    let brackets = "a: [\n".to_owned() + &"\"x\",\n".repeat(100_000) + "]\n";
+    let doc = on_small_stack(Duration::from_secs(2), move || value(&brackets));
+    assert_eq!(doc["a"].as_array().map(Vec::len), Some(100_000));
+}

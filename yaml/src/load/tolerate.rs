@@ -174,6 +174,13 @@ fn scan_line(
     let mut token_start = !continues_plain;
     // Inside a plain scalar of the block context.
     let mut plain = continues_plain;
+    // (byte, column) counted up to so far: `at` only grows, so columns cost one pass a line.
+    let mut counted = (0usize, 0usize);
+    let mut column_of = |at: usize| {
+        counted.1 += char_count(&line[counted.0..at]);
+        counted.0 = at;
+        counted.1
+    };
     while at < line.len() {
         // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
         // and `#`: jump to the next of those.
@@ -259,8 +266,9 @@ fn scan_line(
                 }
                 b'"' | b'\'' if token_start => {
                     open = Open::Quoted {
+                        // Inside a flow collection, its own column is the one that counts.
                         quote: b,
-                        column: char_count(&line[..at]),
+                        column: outer,
                         flow: Some((depth, outer)),
                     };
                 }
@@ -276,14 +284,14 @@ fn scan_line(
                 b'"' | b'\'' if token_start && !plain => {
                     open = Open::Quoted {
                         quote: b,
-                        column: char_count(&line[..at]),
+                        column: column_of(at),
                         flow: None,
                     };
                 }
                 b'[' | b'{' if token_start && !plain => {
                     open = Open::Flow {
                         depth: 1,
-                        column: char_count(&line[..at]),
+                        column: column_of(at),
                     };
                     token_start = true;
                 }
