@@ -3,6 +3,7 @@
 #
 #   fuzz/run.sh                      # 300 s per target
 #   fuzz/run.sh 60 yaml_parse        # one target, 60 s
+#   fuzz/run.sh 300 yaml_differential  # against Kubernetes' decoder (needs Go; not in the default list)
 #   SANITIZER=address fuzz/run.sh    # with ASan (slower; the code is safe Rust, so `none` is
 #                                    # the default: panics, overflows, hangs and OOM are caught
 #                                    # either way)
@@ -28,6 +29,12 @@ export RUSTC_BOOTSTRAP=1
 
 for target in "${targets[@]}"; do
     cargo fuzz build --sanitizer "$sanitizer" "$target" || exit 2
+    if [ "$target" = yaml_differential ] && [ -z "${PROBELINT_YAML_REFERENCE:-}" ]; then
+        # Kubernetes' decoder, built with Go once per machine (docs/yaml.md).
+        PROBELINT_YAML_REFERENCE=$(cargo run -q --manifest-path ../Cargo.toml \
+            -p probelint-yaml-reference --bin yaml-reference-path) || exit 2
+        export PROBELINT_YAML_REFERENCE
+    fi
 done
 
 failed=()
@@ -35,8 +42,9 @@ for target in "${targets[@]}"; do
     corpus=corpus/$target
     mkdir -p "$corpus" "artifacts/$target"
     extra=(seeds/"$target")
+    [ "$target" = yaml_differential ] && extra=(seeds/yaml_parse)
     case $target in
-        yaml_parse | textfix_engine)
+        yaml_parse | textfix_engine | yaml_differential)
             [ -d "$real" ] || { echo "fuzz/run.sh: the real corpus is missing at fuzz/$real (git checkout -- tests/corpus/real)" >&2; exit 2; }
             extra+=("$real") ;;
     esac

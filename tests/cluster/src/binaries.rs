@@ -144,7 +144,7 @@ fn go_build(module: &Path, out: &str, ldflags: &str, packages: &[&str]) -> Resul
 
 /// [`go_build`], with cgo when `cgo` (runc's `nsenter` is C, run before the Go runtime starts)
 /// and the build tags `tags` (comma-separated, may be empty).
-pub(crate) fn go_build_with(
+pub fn go_build_with(
     module: &Path,
     out: &str,
     ldflags: &str,
@@ -204,7 +204,7 @@ pub(crate) fn version_ldflags(version: &str) -> String {
 }
 
 /// The version `module`'s go.mod requires of `path` (`require path vX.Y.Z`).
-pub(crate) fn required_version(module: &Path, path: &str) -> Result<String, String> {
+pub fn required_version(module: &Path, path: &str) -> Result<String, String> {
     let go_mod = module.join("go.mod");
     let text = std::fs::read_to_string(&go_mod)
         .map_err(|e| format!("cannot read {}: {e}", go_mod.display()))?;
@@ -237,7 +237,7 @@ pub fn target_dir() -> PathBuf {
 /// Creates `cache` and takes the lock file `name` in it, held until the returned file is dropped.
 /// Several test binaries may start at once: one builds, the others wait here, then find the
 /// binaries present.
-pub(crate) fn build_lock(cache: &Path, name: &str) -> Result<File, String> {
+pub fn build_lock(cache: &Path, name: &str) -> Result<File, String> {
     std::fs::create_dir_all(cache)
         .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
     let path = cache.join(name);

@@ -36,7 +36,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use binaries::{ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, actionlint};
+pub use binaries::{
+    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, actionlint, build_lock, go_build_with,
+    required_version, target_dir,
+};
 pub use image::{Image, multi_platform_archive};
 pub use node::{Node, NodeError};
 pub use pki::{Ca, Leaf};
@@ -362,7 +365,12 @@ fn kubeconfig_text(server: &str, ca: &Path, cert: &Path, key: &Path) -> String {
 }
 
 /// Fails with what to install when `tool` cannot run.
-fn require_tool(tool: &str, args: &[&str]) -> Result<(), String> {
+/// Runs `tool args` to check that it is installed; the error says what to install.
+///
+/// # Errors
+///
+/// The tool is missing or fails.
+pub fn require_tool(tool: &str, args: &[&str]) -> Result<(), String> {
     match Command::new(tool).args(args).output() {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(format!(
@@ -372,7 +380,7 @@ fn require_tool(tool: &str, args: &[&str]) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr)
         )),
         Err(e) => Err(format!(
-            "`{tool}` is needed by the cluster suite and cannot be run ({e}): install {}",
+            "`{tool}` is needed by this tier-2 suite and cannot be run ({e}): install {}",
             match tool {
                 "go" =>
                     "Go 1.24 or later (https://go.dev/dl/; the build also needs the Go module \

@@ -21,7 +21,12 @@ use super::location::{Children, LocNode, Locations, MapEntry, NONE, Span};
 use super::resolve::{self, CORE_TAG_PREFIX, Scalar};
 use super::source::SourceMap;
 use super::spans;
-use super::{Document, Limits, Stream};
+use super::{Document, DuplicateKey, Limits, Stream};
+
+/// `key` as one JSON Pointer segment (RFC 6901: `~` → `~0`, `/` → `~1`).
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
 
 /// saphyr-parser's scanner keeps its flow nesting level in a `u8` and fails with this message
 /// past 255 levels of `[`/`{`, before our own depth check sees any event.
@@ -33,17 +38,25 @@ pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
     let mut builder = Builder::new(source, limits);
     let mut documents = Vec::new();
     let mut seen_documents = 0usize;
+    let mut ignored = false;
+    // Character index where the current document starts.
+    let mut document_index = 0usize;
     let error = loop {
         let (event, span) = match parser.next_event() {
             None => break None,
-            Some(Ok(next)) => next,
+            Some(Ok((event, span))) => (event, original_span(source, span)),
             Some(Err(e)) => break Some(syntax_error(source, &e)),
         };
         let step = match event {
             Event::StreamEnd => break None,
             Event::StreamStart | Event::Nothing => Ok(()),
-            Event::DocumentStart(_) => {
+            Event::DocumentStart(explicit) => {
                 seen_documents += 1;
+                // kubectl cuts the stream at `---` lines only and reads the first document of
+                // each piece: a document that starts after a `...` without a `---` is never
+                // read.
+                ignored = !explicit && seen_documents > 1;
+                document_index = span.start.index();
                 if seen_documents > limits.max_documents {
                     Err(source.error(
                         YamlErrorKind::TooManyDocuments,
@@ -59,7 +72,16 @@ pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
                 }
             }
             Event::DocumentEnd => {
-                documents.extend(builder.end_document());
+                match builder.end_document() {
+                    Some(_) if ignored => builder.divergences.push(source.error(
+                        YamlErrorKind::AfterDocumentEnd,
+                        "kubectl never reads this document: after a document end marker \
+                         (`...`) it reads nothing up to the next `---` line, so probelint \
+                         skips it too; put `---` before it, or remove the `...`",
+                        document_index,
+                    )),
+                    document => documents.extend(document),
+                }
                 Ok(())
             }
             other => builder.event(other, span),
@@ -71,12 +93,25 @@ pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
     Stream {
         documents,
         error,
-        divergences: Vec::new(),
+        divergences: builder.divergences,
     }
 }
 
+/// `span` of the parser's text as a span of the file (they differ where `tolerate.rs` inserted
+/// spaces). Only character indices are used from here on; lines and columns come from the
+/// file's [`SourceMap`].
+fn original_span(source: &SourceMap<'_>, span: RawSpan) -> RawSpan {
+    if source.tolerated.is_none() {
+        return span;
+    }
+    let at = |m: saphyr_parser::Marker| {
+        saphyr_parser::Marker::new(source.original_index(m.index()), m.line(), m.col())
+    };
+    RawSpan::new(at(span.start), at(span.end))
+}
+
 fn syntax_error(source: &SourceMap<'_>, e: &ScanError) -> YamlError {
-    let index = e.marker().index();
+    let index = source.original_index(e.marker().index());
     if e.info() == SAPHYR_FLOW_LIMIT_MESSAGE {
         return source.error(
             YamlErrorKind::TooDeep,
@@ -204,6 +239,10 @@ struct Builder<'s, 'a> {
     anchors: HashMap<usize, Anchor>,
     locations: Locations,
     root: Option<(Value, u32)>,
+    /// Repeated keys of the open document.
+    duplicates: Vec<DuplicateKey>,
+    /// Each repeated key of the stream, as a divergence to report.
+    divergences: Vec<YamlError>,
 }
 
 impl<'s, 'a> Builder<'s, 'a> {
@@ -218,6 +257,8 @@ impl<'s, 'a> Builder<'s, 'a> {
             anchors: HashMap::new(),
             locations: Locations::default(),
             root: None,
+            duplicates: Vec::new(),
+            divergences: Vec::new(),
         }
     }
 
@@ -229,6 +270,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         // can arrive with the id of an earlier document's anchor; it finds nothing here.
         self.anchors.clear();
         self.root = None;
+        self.duplicates.clear();
         self.locations = Locations {
             start: self.source.span(span.start.index(), span.end.index()),
             ..Locations::default()
@@ -249,6 +291,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             value,
             line: locations.start.line,
             locations,
+            duplicates: std::mem::take(&mut self.duplicates),
         })
     }
 
@@ -415,26 +458,34 @@ impl<'s, 'a> Builder<'s, 'a> {
         }
     }
 
-    /// Records a key (checking it is not a repeat) and waits for its value.
+    /// Records a key and waits for its value. A key the mapping already has from an explicit
+    /// `key:` is read as Kubernetes reads it: the later value wins (go-yaml's non-strict
+    /// decoding), and the repeat is recorded ([`Document::duplicates`]).
     fn expect_value(&mut self, key: String, span: Span, index: usize) -> Result<(), YamlError> {
         let existing = self.find_key(&key);
         if let Some(first) = existing
             .and_then(|i| self.slots.get(i))
             .filter(|s| s.explicit != NONE)
+            .and_then(|s| self.locations.nodes.get(s.explicit as usize))
+            .and_then(LocNode::key)
         {
-            let at = self
-                .locations
-                .nodes
-                .get(first.explicit as usize)
-                .and_then(LocNode::key)
-                .map_or_else(String::new, |k| {
-                    format!(" (first defined at line {}, column {})", k.line, k.column)
-                });
-            return Err(self.error(
+            let pointer = self.pointer_to(&key);
+            let error = self.error(
                 YamlErrorKind::DuplicateKey,
-                format!("duplicate key {key:?} in this mapping{at}; Kubernetes rejects it"),
+                format!(
+                    "duplicate key {key:?} in this mapping (first at line {}, column {}): \
+                     Kubernetes reads only the value written last, here, and strict decoding \
+                     refuses the object; remove the one you do not mean",
+                    first.line, first.column
+                ),
                 index,
-            ));
+            );
+            self.duplicates.push(DuplicateKey {
+                pointer,
+                first,
+                repeat: span,
+            });
+            self.divergences.push(error);
         }
         let bytes = key.len();
         self.set_pending(
@@ -447,6 +498,30 @@ impl<'s, 'a> Builder<'s, 'a> {
             bytes,
         );
         Ok(())
+    }
+
+    /// The JSON Pointer of `key` in the innermost open mapping: the path of keys and indices
+    /// that leads to it through the open collections (`<<` for a mapping inside a merge value).
+    fn pointer_to(&self, key: &str) -> String {
+        let mut pointer = String::new();
+        for (depth, frame) in self.stack.iter().enumerate() {
+            let Some(child) = self.stack.get(depth + 1) else {
+                break;
+            };
+            match &frame.body {
+                Body::Seq => pointer.push_str(&format!("/{}", child.base - frame.base)),
+                Body::Map { pending, .. } => {
+                    pointer.push('/');
+                    match pending {
+                        Pending::Value { key, .. } => pointer.push_str(&escape_pointer(key)),
+                        Pending::Merge | Pending::Key => pointer.push_str("<<"),
+                    }
+                }
+            }
+        }
+        pointer.push('/');
+        pointer.push_str(&escape_pointer(key));
+        pointer
     }
 
     fn set_pending(&mut self, next: Pending, key_end: usize, key_bytes: usize) {
@@ -557,8 +632,10 @@ impl<'s, 'a> Builder<'s, 'a> {
         let start_span = self.source.span(start, end);
         let text = self.source.text().as_bytes();
         let opener = if is_map { b'{' } else { b'[' };
-        let flow =
-            start_span.end > start_span.start && text.get(start_span.end - 1) == Some(&opener);
+        // The start event of a flow collection covers its bracket and the blanks after it.
+        let flow = text
+            .get(start_span.start..start_span.end)
+            .is_some_and(|t| t.trim_ascii_end().last() == Some(&opener));
         let item = self.item_indicator(start, false);
         let parent_is_block_map = matches!(
             self.stack.last(),
@@ -747,9 +824,16 @@ impl<'s, 'a> Builder<'s, 'a> {
                         explicit: done.loc,
                     };
                     match existing.and_then(|i| self.slots.get_mut(i)) {
-                        // An explicit key after a merge that brought it: the key keeps its
-                        // place in the mapping, the value is the explicit one.
-                        Some(merged) => *merged = slot,
+                        // An explicit key after a merge that brought it, or after the same
+                        // explicit key: the key keeps its place in the mapping, the value is
+                        // the later one; a repeat is still reported against the first key.
+                        Some(earlier) => {
+                            let first = earlier.explicit;
+                            *earlier = slot;
+                            if first != NONE {
+                                earlier.explicit = first;
+                            }
+                        }
                         None => self.push_key(slot),
                     }
                     Ok(())

@@ -22,7 +22,9 @@ pub enum YamlErrorKind {
     /// More nodes than [`Limits::max_nodes`](super::Limits::max_nodes), counting alias
     /// expansions: the signature of an alias bomb ("billion laughs").
     TooManyNodes,
-    /// The same key twice in one mapping.
+    /// The same key twice in one mapping: not an error, reported in
+    /// [`Stream::divergences`](super::Stream::divergences); the value written last is read, as
+    /// kubectl reads it.
     DuplicateKey,
     /// A mapping key that Kubernetes cannot turn into a JSON object key (null, a collection,
     /// an unsigned integer above `i64::MAX`).
@@ -40,6 +42,10 @@ pub enum YamlErrorKind {
     /// A line kubectl reads as a document separator where YAML reads text (`---#`): not an
     /// error, reported in [`Stream::divergences`](super::Stream::divergences).
     SeparatorDiffers,
+    /// A document after a document end marker (`...`) with no `---` before it, which kubectl
+    /// never reads: not an error, reported in
+    /// [`Stream::divergences`](super::Stream::divergences), and the document is left out.
+    AfterDocumentEnd,
 }
 
 /// An error with the position (1-based line and character column) where it was found.

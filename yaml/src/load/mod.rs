@@ -37,6 +37,7 @@ mod resolve;
 mod source;
 mod spans;
 mod split;
+mod tolerate;
 
 #[cfg(test)]
 mod tests;
@@ -98,6 +99,24 @@ pub struct Document {
     pub locations: Locations,
     /// 1-based line where the document starts: its `---`, or its first token.
     pub line: usize,
+    /// Every key written again in the same mapping, in file order. `value` holds what
+    /// Kubernetes reads, the value written last; each repeat is also a
+    /// [`YamlErrorKind::DuplicateKey`] in [`Stream::divergences`].
+    pub duplicates: Vec<DuplicateKey>,
+}
+
+/// A key written twice in one mapping (`image: a` … `image: b`). kubectl (go-yaml, not strict)
+/// reads the value written last; strict decoding refuses the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// JSON Pointer of the key's value in [`Document::value`], e.g.
+    /// `/spec/containers/0/image`; a mapping inside a merge value is `<<`.
+    pub pointer: String,
+    /// The key as first written.
+    pub first: Span,
+    /// The key written again. Where it is written several times, each repeat is one
+    /// [`DuplicateKey`] with the same `first`; the last repeat's value is the one read.
+    pub repeat: Span,
 }
 
 /// Everything read from a file, even when a later part of it is broken.
@@ -108,9 +127,13 @@ pub struct Stream {
     pub documents: Vec<Document>,
     /// The first error, if any; nothing after it was read.
     pub error: Option<YamlError>,
-    /// Lines kubectl reads as document separators where YAML reads text (`---#...`), each a
+    /// Where a reading of the file as YAML and Kubernetes' reading of it differ, in file order,
+    /// each read as Kubernetes reads it; a caller should say so. Lines kubectl reads as
+    /// document separators where YAML reads text (`---#...`), each a
     /// [`YamlErrorKind::SeparatorDiffers`]: the documents are split there, as kubectl splits
-    /// them, and a caller should say that the two readings differ.
+    /// them. Keys written twice in one mapping, each a [`YamlErrorKind::DuplicateKey`] at the
+    /// repeat: the value written last is read, as kubectl reads it (YAML forbids the repeat;
+    /// strict decoding refuses the object).
     pub divergences: Vec<YamlError>,
 }
 
@@ -159,15 +182,24 @@ pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
     // kubectl's reading of the stream first (`split.rs`): where its documents end.
     let separators = split::kubectl_separators(&map);
     map.parse = separators.text;
+    map.tolerated = tolerate::tolerate(map.parser_text());
     let mut stream = builder::parse(&map, limits);
     let read_to = stream.error.as_ref().map_or(usize::MAX, |e| e.offset);
+    let duplicates = std::mem::take(&mut stream.divergences);
     stream.divergences = separators
         .divergences
         .into_iter()
         .filter(|d| d.offset < read_to)
+        .chain(duplicates)
         .collect();
+    stream.divergences.sort_by_key(|d| d.offset);
     // The parser read up to the refused line: an error it found there (a collection the cut
     // left open) is the cut's, not the file's.
+    if separators.refused.is_some() {
+        stream
+            .documents
+            .retain(|d| d.locations.start.start < separators.refused_from);
+    }
     if let Some(refused) = separators.refused
         && stream
             .error

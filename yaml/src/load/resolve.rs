@@ -328,13 +328,16 @@ fn float_to_json(f: f64) -> Result<Value, String> {
              manifest; quote it if you meant a string"
         ));
     }
-    if f.fract() == 0.0 {
-        // The casts are exact: f is integral and inside the target range.
-        if (-TWO_63..TWO_63).contains(&f) {
-            return Ok(Value::from(f as i64));
+    if f.fract() == 0.0 && (-TWO_63..TWO_64).contains(&f) {
+        // Go writes the float's shortest digits, padded with zeros (as Rust's `Display`
+        // does), and that text reads back as an integer only when it fits one: -2^63 is
+        // written -9223372036854776000, which does not.
+        let text = f.to_string();
+        if let Ok(i) = text.parse::<i64>() {
+            return Ok(Value::from(i));
         }
-        if (0.0..TWO_64).contains(&f) {
-            return Ok(Value::from(f as u64));
+        if let Ok(u) = text.parse::<u64>() {
+            return Ok(Value::from(u));
         }
     }
     Ok(Number::from_f64(f).map_or(Value::Null, Value::Number))

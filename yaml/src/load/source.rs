@@ -8,6 +8,7 @@
 
 use super::error::{YamlError, YamlErrorKind};
 use super::location::Span;
+use super::tolerate::Rewritten;
 
 /// Every `CHECKPOINT_STRIDE`-th character's byte offset is recorded for non-ASCII files, so
 /// that char index → byte offset walks at most this many characters.
@@ -155,6 +156,10 @@ pub(super) struct SourceMap<'a> {
     /// What the YAML parser reads instead of `text`, where kubectl reads the stream differently
     /// (`split.rs`): as many characters on each line, so positions are the same in both.
     pub(super) parse: Option<String>,
+    /// What the parser reads instead of `parse` (or `text`) where go-yaml reads what saphyr
+    /// refuses (`tolerate.rs`), with spaces inserted: the parser's character indices go through
+    /// [`SourceMap::original_index`].
+    pub(super) tolerated: Option<Rewritten>,
     /// For each line: (byte offset, char index) of its first character. Line 1 starts after a
     /// byte order mark, so that columns on the first line are what an editor shows.
     lines: Vec<(usize, usize)>,
@@ -195,6 +200,7 @@ impl<'a> SourceMap<'a> {
         SourceMap {
             text,
             parse: None,
+            tolerated: None,
             lines,
             checkpoints,
         }
@@ -206,7 +212,17 @@ impl<'a> SourceMap<'a> {
 
     /// The text the YAML parser reads (see [`SourceMap::parse`]).
     pub(super) fn parser_text(&self) -> &str {
-        self.parse.as_deref().unwrap_or(self.text)
+        match &self.tolerated {
+            Some(rewritten) => &rewritten.text,
+            None => self.parse.as_deref().unwrap_or(self.text),
+        }
+    }
+
+    /// The character index in the file of the parser's character `index`.
+    pub(super) fn original_index(&self, index: usize) -> usize {
+        self.tolerated
+            .as_ref()
+            .map_or(index, |rewritten| rewritten.original(index))
     }
 
     /// Byte offset of the character at `index` (clamped to the end of the text).

@@ -84,6 +84,15 @@ pub(super) fn scalar_span(
 ) -> Span {
     let start = span.start.index();
     let end = span.end.index();
+    if matches!(style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) {
+        // saphyr ends a quoted scalar's span where the next token starts, over the blanks and
+        // comment after the closing quote; it ends at that quote.
+        let mut result = source.span(start, end);
+        if let Some(close) = closing_quote(source.text(), result.start, result.end, style) {
+            result.end = close + 1;
+        }
+        return result;
+    }
     if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
         return source.span(start, end);
     }
@@ -105,6 +114,48 @@ pub(super) fn scalar_span(
         result.end -= 1;
     }
     result
+}
+
+/// Byte offset of the quote that closes the quoted scalar whose span (from saphyr) is
+/// `start..end`: past any anchor and tag before it, the opening quote, then the first `"` not
+/// escaped by `\\` (double-quoted) or the first `'` not doubled (single-quoted).
+fn closing_quote(text: &str, start: usize, end: usize, style: ScalarStyle) -> Option<usize> {
+    let bytes = text.as_bytes().get(..end)?;
+    let quote = if style == ScalarStyle::DoubleQuoted {
+        b'"'
+    } else {
+        b'\''
+    };
+    let mut at = start;
+    // Properties (`&anchor`, `!tag`), each followed by blanks or a line break.
+    while matches!(bytes.get(at), Some(b'&' | b'!')) {
+        while bytes.get(at).is_some_and(|b| !b.is_ascii_whitespace()) {
+            at += 1;
+        }
+        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+    }
+    if bytes.get(at) != Some(&quote) {
+        return None;
+    }
+    at += 1;
+    while let Some(jump) = memchr::memchr2(quote, b'\\', bytes.get(at..)?) {
+        at += jump;
+        let b = bytes[at];
+        if b == b'\\' && quote == b'"' {
+            at += 2;
+        } else if b == quote {
+            if quote == b'\'' && bytes.get(at + 1) == Some(&b'\'') {
+                at += 2;
+            } else {
+                return Some(at);
+            }
+        } else {
+            at += 1;
+        }
+    }
+    None
 }
 
 /// Character index of the first `-` of a block sequence whose start event ends at `end`.

@@ -27,6 +27,10 @@ pub(super) struct Separators {
     pub(super) divergences: Vec<YamlError>,
     /// The first separator kubectl refuses: nothing from its line on is read.
     pub(super) refused: Option<YamlError>,
+    /// Byte offset of the last separator line before the refused one (0 when there
+    /// is none): kubectl refuses the separator before it returns the document that ends there,
+    /// so nothing from this offset on is read either.
+    pub(super) refused_from: usize,
 }
 
 /// Finds the lines kubectl splits `source` at (see the module's documentation).
@@ -36,6 +40,7 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
         text: None,
         divergences: Vec::new(),
         refused: None,
+        refused_from: 0,
     };
     if text
         .trim_start_matches(char::is_whitespace)
@@ -48,10 +53,55 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
     let mut start = 0usize;
     let mut blanked: Vec<(usize, usize)> = Vec::new();
     let mut cut: Option<usize> = None;
+    // Whether the piece of the stream since the last separator holds anything but blank lines
+    // and comments, or starts with its `---`: apimachinery's YAMLReader drops a separator line
+    // that ends a piece, but keeps one that comes while its buffer is empty (at the start of
+    // the stream, or after another separator), and go-yaml reads that `---` as an explicit
+    // document.
+    let mut content = false;
+    let mut buffer_empty = true;
     while start < text.len() {
         let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let line = &text[start..end];
-        if let Some(tail) = line.strip_prefix("---") {
+        if !content {
+            let trimmed = line.trim_start_matches([' ', '\t', '\r', '\u{feff}']);
+            let refusal = if let Some(tail) = line.strip_prefix("...")
+                && tail
+                    .trim_start_matches([' ', '\t', '\r'])
+                    .chars()
+                    .next()
+                    .is_none_or(|c| c == '#')
+            {
+                // go-yaml reads each piece as one stream: a document end marker before any
+                // document is an error there, and kubectl stops at it.
+                Some(
+                    "kubectl refuses this file: a document end marker (`...`) with no document \
+                     before it since the last `---` (yaml: \"did not find expected node \
+                     content\"); remove the `...`",
+                )
+            } else if line.trim_start_matches('\u{feff}').starts_with('%') {
+                // A directive must be followed by `---`, which ends the piece kubectl hands to
+                // go-yaml: the directive is left in a piece without a document.
+                Some(
+                    "kubectl refuses this file: it cuts the stream at the `---` after this \
+                     directive, leaving the directive without a document (yaml: \"did not find \
+                     expected <document start>\"); remove the directive",
+                )
+            } else {
+                None
+            };
+            if let Some(message) = refusal {
+                found.refused = Some(source.error(YamlErrorKind::Syntax, message, chars));
+                found.refused_from = start;
+                cut = Some(start);
+                break;
+            }
+            content = !trimmed.is_empty() && !trimmed.starts_with('#');
+        }
+        let separator = line.strip_prefix("---");
+        if let Some(tail) = separator {
+            content = buffer_empty;
+            buffer_empty = !buffer_empty;
             // The `\r` of a `\r\n` is no part of the line; a lone one is.
             let tail = tail.strip_suffix('\r').unwrap_or(tail);
             let trimmed = tail.trim_matches(char::is_whitespace);
@@ -71,6 +121,7 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
                 cut = Some(start);
                 break;
             }
+            found.refused_from = start;
             if !yaml_agrees(tail) {
                 found.divergences.push(source.error(
                     YamlErrorKind::SeparatorDiffers,
@@ -81,6 +132,9 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
                 ));
                 blanked.push((tail_start, tail_start + tail.len()));
             }
+        }
+        if separator.is_none() {
+            buffer_empty = false;
         }
         chars += line.chars().count() + 1;
         start = end + 1;

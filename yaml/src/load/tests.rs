@@ -276,32 +276,90 @@ fn merge_of_a_scalar_or_of_an_alias_to_a_sequence_is_refused() {
     assert_eq!(e.line, 2);
 }
 
+/// The repeats of one stream, as divergences.
+fn repeats(src: &str) -> (Vec<Document>, Vec<YamlError>) {
+    let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+    assert!(stream.error.is_none(), "{:?}", stream.error);
+    (stream.documents, stream.divergences)
+}
+
+/// kubectl reads a repeated key as go-yaml does when not strict: the value written last, in
+/// the Deployment it sends (kubernetes#99286, and the reference decoder's differential test).
 #[test]
-fn duplicate_keys_are_reported_at_the_second_key() {
-    let e = error("metadata:\n  name: a\n  labels: {}\n  name: b\n");
+fn a_duplicate_key_is_read_as_kubectl_reads_it_and_reported_at_the_repeat() {
+    let src = "metadata:\n  name: a\n  labels: {}\n  name: b\n";
+    let (docs, divergences) = repeats(src);
+    let [doc] = docs.as_slice() else {
+        panic!("{docs:?}")
+    };
+    assert_eq!(doc.value, json!({"metadata": {"name": "b", "labels": {}}}));
+    // Locations are those of what is read: the entry written last.
+    let name = doc.locations.get("/metadata/name").expect("name");
+    assert_eq!((name.value.line, name.value.column), (4, 9));
+    assert_eq!(name.key.map(|k| k.line), Some(4));
+    let [duplicate] = doc.duplicates.as_slice() else {
+        panic!("{:?}", doc.duplicates)
+    };
+    assert_eq!(duplicate.pointer, "/metadata/name");
+    assert_eq!((duplicate.first.line, duplicate.first.column), (2, 3));
+    assert_eq!((duplicate.repeat.line, duplicate.repeat.column), (4, 3));
+    assert_eq!(&src[duplicate.repeat.start..duplicate.repeat.end], "name");
+    let [e] = divergences.as_slice() else {
+        panic!("{divergences:?}")
+    };
     assert_eq!(e.kind, YamlErrorKind::DuplicateKey);
     assert_eq!((e.line, e.column), (4, 3));
-    assert!(e.message.contains("\"name\""), "{e}");
-    assert!(e.message.contains("line 2, column 3"), "{e}");
-    assert_eq!(e.to_string().split(':').next(), Some("line 4, column 3"));
+    assert!(e.message.contains("duplicate key \"name\""), "{e}");
+    assert!(e.message.contains("first at line 2, column 3"), "{e}");
+    assert!(e.message.contains("written last"), "{e}");
+    // The all-or-nothing reading keeps it too: only the divergence says it.
+    assert_eq!(parse_ok(src).len(), 1);
+}
+
+#[test]
+fn duplicates_are_found_at_every_level_with_their_pointers() {
+    let src = "a: 1\nspec:\n  containers:\n  - name: c\n    image: x\n    image: y\n    image: z\n\
+               a: 2\nm: {k/1: 1, k/1: 2}\n";
+    let (docs, divergences) = repeats(src);
+    let doc = &docs[0];
+    assert_eq!(doc.value["spec"]["containers"][0]["image"], json!("z"));
+    assert_eq!(doc.value["a"], json!(2));
+    assert_eq!(doc.value["m"], json!({"k/1": 2}));
+    let found: Vec<(&str, usize, usize)> = doc
+        .duplicates
+        .iter()
+        .map(|d| (d.pointer.as_str(), d.first.line, d.repeat.line))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("/spec/containers/0/image", 5, 6),
+            ("/spec/containers/0/image", 5, 7),
+            ("/a", 1, 8),
+            ("/m/k~11", 9, 9),
+        ]
+    );
+    let lines: Vec<usize> = divergences.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [6, 7, 8, 9]);
 }
 
 #[test]
 fn keys_that_resolve_to_the_same_string_are_duplicates() {
-    let e = error("yes: a\ntrue: b\n");
-    assert_eq!(e.kind, YamlErrorKind::DuplicateKey);
-    assert_eq!((e.line, e.column), (2, 1));
-    assert_eq!(
-        error("{\"a\": 1, \"a\": 2}").kind,
-        YamlErrorKind::DuplicateKey
-    );
+    let (docs, divergences) = repeats("yes: a\ntrue: b\n");
+    assert_eq!(docs[0].value, json!({"true": "b"}));
+    assert_eq!((divergences[0].line, divergences[0].column), (2, 1));
+    let (docs, divergences) = repeats("{\"a\": 1, \"a\": 2}");
+    assert_eq!(docs[0].value, json!({"a": 2}));
+    assert_eq!(divergences[0].kind, YamlErrorKind::DuplicateKey);
 }
 
 #[test]
 fn repeated_explicit_key_is_a_duplicate_even_with_a_merge_between() {
-    let e = error("d: &d {a: 0}\nm:\n  a: 1\n  <<: *d\n  a: 3\n");
-    assert_eq!(e.kind, YamlErrorKind::DuplicateKey);
-    assert_eq!((e.line, e.column), (5, 3));
+    let (docs, divergences) = repeats("d: &d {a: 0}\nm:\n  a: 1\n  <<: *d\n  a: 3\n");
+    assert_eq!(docs[0].value["m"], json!({"a": 3}));
+    assert_eq!(divergences[0].kind, YamlErrorKind::DuplicateKey);
+    assert_eq!((divergences[0].line, divergences[0].column), (5, 3));
+    assert_eq!(docs[0].duplicates[0].first.line, 3);
 }
 
 /// Mappings past a dozen keys find their keys through a hash index instead of comparing them
@@ -317,11 +375,15 @@ fn large_mappings_keep_keys_merges_duplicates_and_locations() {
         }
     }
     src.push_str("  k30: late\n");
-    let e = error(&src);
+    let (docs, divergences) = repeats(&src);
+    let e = &divergences[0];
     assert_eq!(e.kind, YamlErrorKind::DuplicateKey);
     assert_eq!((e.line, e.column), (44, 3));
     assert!(e.message.contains("\"k30\""), "{e}");
     assert!(e.message.contains("line 34, column 3"), "{e}");
+    assert_eq!(docs[0].value["m"]["k30"], json!("late"));
+    let k30 = docs[0].locations.locate("/m/k30");
+    assert_eq!(k30.line, 44);
 
     let src = src.replace("  k30: late\n", "  extra: explicit\n");
     let doc = one(&src);
@@ -585,12 +647,12 @@ fn syntax_errors_carry_the_parser_position() {
 fn multi_document_stream_skips_empty_and_comment_only_documents() {
     // (`--- null` on one line is refused, as kubectl refuses it: the null goes on its own line.)
     let src = "# leading comment\n---\napiVersion: v1\nkind: A\n---\n---\n# only a comment\n\
-               ---\n...\n---\nnull\n---\nkind: B\n...\n---\nkind: C\n";
+               ---\nnull\n---\nkind: B\n...\n---\nkind: C\n";
     let docs = parse_ok(src);
     let kinds: Vec<&Value> = docs.iter().map(|d| &d.value["kind"]).collect();
     assert_eq!(kinds, [&json!("A"), &json!("B"), &json!("C")]);
     let lines: Vec<usize> = docs.iter().map(|d| d.line).collect();
-    assert_eq!(lines, [2, 12, 15]);
+    assert_eq!(lines, [2, 10, 13]);
 }
 
 #[test]
@@ -607,7 +669,7 @@ fn empty_file_and_whitespace_have_no_documents() {
         "\n\n",
         "# just a comment\n",
         "---\n",
-        "...\n",
+        "---\n...\n",
         "\u{feff}",
     ] {
         assert!(parse_ok(src).is_empty(), "{src:?}");
@@ -984,21 +1046,165 @@ fn separators_both_readings_agree_on_are_not_divergences() {
 #[test]
 fn a_separator_with_content_is_refused_as_kubectl_refuses_it() {
     for sep in ["--- {b: 2}", "--- |", "---x", "----"] {
-        let src = format!("a: 1\n{sep}\nb: 2\n");
+        let src = format!("a: 1\n---\nc: 1\n{sep}\nb: 2\n");
         let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
         let error = stream.error.expect("refused");
         assert_eq!(error.kind, YamlErrorKind::InvalidSeparator, "{sep:?}");
-        assert_eq!((error.line, error.column), (2, 4), "{sep:?}");
+        assert_eq!((error.line, error.column), (4, 4), "{sep:?}");
         assert!(
             error.message.starts_with("kubectl refuses this file"),
             "{}",
             error.message
         );
-        // What came before it is still read.
+        // kubectl refuses the line before it returns the document the line ends (`c: 1`);
+        // what came before that is still read.
         assert_eq!(stream.documents.len(), 1, "{sep:?}");
         assert_eq!(stream.documents[0].value, json!({"a": 1}));
     }
     // Inside a flow collection the cut leaves open, the error is still the separator's.
     let error = error("a: [1,\n--- x\n2]\n");
     assert_eq!(error.kind, YamlErrorKind::InvalidSeparator);
+}
+
+/// `--fix` replaces a scalar's own bytes: a quoted scalar's span ends at its closing quote,
+/// never over the blanks and comment after it (saphyr's own span runs on to the next token).
+#[test]
+fn a_quoted_scalar_span_ends_at_its_closing_quote() {
+    for (src, pointer, want) in [
+        ("a: \"x\" # c\n", "/a", "\"x\""),
+        ("a: 'x'   # c\nb: 1\n", "/a", "'x'"),
+        ("a: \"x\\\" # y\"  # c\n", "/a", "\"x\\\" # y\""),
+        ("a: 'it''s # no'  # c\n", "/a", "'it''s # no'"),
+        ("a: &q !!str \"x\"  # c\nb: *q\n", "/a", "&q !!str \"x\""),
+        ("a: [\"x\" , 'y'  ]\n", "/a/0", "\"x\""),
+        ("a: [\"x\" , 'y'  ]\n", "/a/1", "'y'"),
+        ("a: \"one\n  two\"   # c\n", "/a", "\"one\n  two\""),
+    ] {
+        let doc = one(src);
+        let span = doc.locations.get(pointer).expect("node").value;
+        assert_eq!(&src[span.start..span.end], want, "{src:?} {pointer}");
+    }
+    let src = "\"k\"  : 1 # c\n";
+    let doc = one(src);
+    let key = doc.locations.get("/k").and_then(|l| l.key).expect("key");
+    assert_eq!(&src[key.start..key.end], "\"k\"");
+}
+
+/// go-yaml, and so kubectl, does not check indentation inside flow collections and quoted
+/// scalars: vendors publish vLLM manifests with the `]` at column 0. They read as kubectl
+/// reads them, with every position the file's own.
+#[test]
+fn flow_collections_and_quoted_scalars_continue_at_any_column() {
+    let src = "spec:\n  containers:\n  - name: c\n    args: [ \"vllm serve m --port 8000\"\n]\n    image: v\n";
+    let doc = one(src);
+    assert_eq!(
+        doc.value["spec"]["containers"][0],
+        json!({"name": "c", "args": ["vllm serve m --port 8000"], "image": "v"})
+    );
+    let args = doc.locations.get("/spec/containers/0/args").expect("args");
+    assert_eq!(
+        &src[args.value.start..args.value.end],
+        "[ \"vllm serve m --port 8000\"\n]"
+    );
+    let image = doc
+        .locations
+        .get("/spec/containers/0/image")
+        .expect("image");
+    assert_eq!((image.value.line, image.value.column), (6, 12));
+    assert_eq!(&src[image.value.start..image.value.end], "v");
+    for (src, want) in [
+        (
+            "a:\n  b: [\"sh\", \"-c\",\n\"exec x\"]\n  c: 1\n",
+            json!({"a": {"b": ["sh", "-c", "exec x"], "c": 1}}),
+        ),
+        (
+            "a:\n  b: {x: 1,\n z: [2,\n3]}\n",
+            json!({"a": {"b": {"x": 1, "z": [2, 3]}}}),
+        ),
+        ("a:\n  b: \"one\ntwo\"\n", json!({"a": {"b": "one two"}})),
+        ("a:\n  b: 'one\n\ntwo'\n", json!({"a": {"b": "one\ntwo"}})),
+        ("a:\n  b: [x\ny]\n", json!({"a": {"b": ["x y"]}})),
+        ("a: [\n\tb,\n\tc\n]\n", json!({"a": ["b", "c"]})),
+        // A comment that looks like an opening bracket opens nothing.
+        ("a: x # [\nb: 1\n", json!({"a": "x", "b": 1})),
+        ("a: b[1\nc: 2\n", json!({"a": "b[1", "c": 2})),
+        // Nor does one that continues a plain scalar on the next line.
+        (
+            "a: some text\n  [not flow\nb: 1\n",
+            json!({"a": "some text [not flow", "b": 1}),
+        ),
+        ("- item\n  {x\n- \"y\"\n", json!(["item {x", "y"])),
+    ] {
+        assert_eq!(value(src), want, "{src:?}");
+    }
+    // An error after inserted spaces is still at the file's own line and column.
+    let e = error("a:\n  b: [x,\n]\n  c: d: e\n");
+    assert_eq!(e.line, 4, "{e}");
+}
+
+/// `key:<TAB>value` is read by go-yaml (a tab is a blank there), and so here.
+#[test]
+fn a_tab_after_a_colon_separates_as_a_space_does() {
+    let src = "a:\tb\nc:\t\t1\t# c\nd: {e:\tf}\n";
+    let doc = one(src);
+    assert_eq!(doc.value, json!({"a": "b", "c": 1, "d": {"e": "f"}}));
+    let c = doc.locations.get("/c").expect("c").value;
+    assert_eq!((c.line, c.column, &src[c.start..c.end]), (2, 5, "1"));
+    // A tab inside a scalar stays one.
+    assert_eq!(value("a: \"x:\ty\"\n")["a"], json!("x:\ty"));
+    // Tabs as indentation are still refused, as go-yaml refuses them.
+    assert_eq!(error("a:\n\tb: 1\n").kind, YamlErrorKind::Syntax);
+}
+
+/// kubectl cuts a stream at `---` lines only and reads the first document of each piece.
+#[test]
+fn kubectl_never_reads_a_document_after_a_document_end_marker() {
+    let src = "a: 1\n...\nb: 2\n---\nc: 3\n";
+    let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+    assert!(stream.error.is_none(), "{:?}", stream.error);
+    let values: Vec<&Value> = stream.documents.iter().map(|d| &d.value).collect();
+    assert_eq!(values, [&json!({"a": 1}), &json!({"c": 3})]);
+    let [ignored] = stream.divergences.as_slice() else {
+        panic!("{:?}", stream.divergences)
+    };
+    assert_eq!(ignored.kind, YamlErrorKind::AfterDocumentEnd);
+    assert_eq!((ignored.line, ignored.column), (3, 1));
+    // A `...` before any document of its piece, and a directive, make kubectl refuse the file.
+    for (src, line) in [
+        ("...\n", 1),
+        ("a: 1\n---\n# c\n...\n", 4),
+        ("%YAML 1.1\n---\na: 1\n", 1),
+    ] {
+        let stream = parse_stream_partial(src.as_bytes(), &Limits::default());
+        let e = stream.error.expect("refused");
+        assert!(e.message.starts_with("kubectl refuses this file"), "{e}");
+        assert_eq!(e.line, line, "{src:?}");
+    }
+    // A `---` that opens its piece makes the `...` after it an empty document.
+    assert!(parse_ok("---\n...\n---\n---\n...\n").is_empty());
+}
+
+/// Go writes an integral float by its shortest digits: -2^63 comes out as
+/// -9223372036854776000, which Kubernetes reads back as a float, not as `i64::MIN`.
+#[test]
+fn integral_floats_read_back_as_go_writes_them() {
+    let v = value("a: -9223372036854775809\nb: 1e18\nc: 1.0\n");
+    assert!(v["a"].is_f64(), "{v}");
+    assert_eq!(v["b"], json!(1_000_000_000_000_000_000_i64));
+    assert_eq!(v["c"], json!(1));
+}
+
+/// The pre-pass that tolerates what go-yaml tolerates reads each line once, whatever the line
+/// holds: one 100,000-deep line of JSON, or of quoted scalars, is refused as fast as any.
+#[test]
+fn the_pre_pass_stays_linear_on_hostile_lines() {
+    let json = "{\"a\":".repeat(100_000) + "1" + &"}".repeat(100_000);
+    let e = on_small_stack(Duration::from_secs(2), move || error(&json));
+    assert_eq!(e.kind, YamlErrorKind::TooDeep);
+    let quotes = "a: ".to_owned() + &"\"x\" ".repeat(100_000) + "\n";
+    let e = on_small_stack(Duration::from_secs(2), move || error(&quotes));
+    assert_eq!(e.kind, YamlErrorKind::Syntax);
+    let brackets = "a: [\n".to_owned() + &"\"x\",\n".repeat(100_000) + "]\n";
+    let doc = on_small_stack(Duration::from_secs(2), move || value(&brackets));
+    assert_eq!(doc["a"].as_array().map(Vec::len), Some(100_000));
 }

@@ -1383,3 +1383,46 @@ fn every_object_of_the_real_corpus_takes_an_annotation_and_a_rename() {
         refused.len()
     );
 }
+
+/// A quoted scalar's span ends at its closing quote, so replacing it keeps the comment after
+/// it, in block and in flow style.
+#[test]
+fn replacing_a_quoted_scalar_keeps_the_comment_after_it() {
+    let text =
+        "spec:\n  path: \"/health\" # the server's own probe\n  args: [\"--port\", '8000'  ] # c\n";
+    let out = fix(
+        text,
+        &[
+            replace("/spec/path", json!("/v1/models")),
+            replace("/spec/args/1", json!("8080")),
+        ],
+    );
+    assert_fixed!(out, @r#"
+    spec:
+      path: /v1/models # the server's own probe
+      args: ["--port", "8080"  ] # c
+    "#);
+}
+
+/// Files that only kubectl's leniency reads (a flow sequence closed at column 0, a tab after
+/// `:`) are patched at the file's own offsets, and read back as the patched object.
+#[test]
+fn edits_land_in_files_read_with_go_yaml_leniency() {
+    let text =
+        "spec:\n  containers:\n  - name: c\n    args: [ \"vllm serve m\"\n]\n    image:\tv1\n";
+    let out = fix(
+        text,
+        &[
+            replace("/spec/containers/0/image", json!("v2")),
+            add("/spec/containers/0/args/-", json!("--port=8000")),
+        ],
+    );
+    assert_fixed!(out, @r#"
+    spec:
+      containers:
+      - name: c
+        args: [ "vllm serve m", --port=8000
+    ]
+        image:	v2
+    "#);
+}

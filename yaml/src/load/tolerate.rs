@@ -1,0 +1,379 @@
+//! What go-yaml (and so kubectl) reads that saphyr-parser refuses, rewritten for the parser
+//! into text of the same meaning.
+//!
+//! saphyr-parser follows the YAML spec's indentation rule inside flow collections and quoted
+//! scalars: a continuation line must be indented past the enclosing block's indentation.
+//! go-yaml does not check it, and manifests rely on that (`args: [ "vllm serve …"` with the
+//! `]` at column 0, published in vendors' vLLM examples). saphyr also refuses tabs as the
+//! separation after a `:` (`key:<TAB>value`) and as the indentation of a flow collection's
+//! continuation lines, which go-yaml reads as blanks. saphyr's upstream fix for the first is
+//! still an open pull request (saphyr-rs/saphyr#101, #108), so the text is rewritten before
+//! parsing instead ([`tolerate`]):
+//!
+//! - a continuation line of a flow collection or a quoted scalar that starts left of the
+//!   construct's opening `[`, `{` or quote gets spaces inserted before it, up to that column;
+//!   the leading blanks of such a line are excluded from the content by both YAML and go-yaml
+//!   (line folding strips them), so the value is the same;
+//! - tabs there, and the tabs right after a `:` indicator, become spaces (same length).
+//!
+//! Inserted spaces shift the parser's positions; [`Rewritten::original`] maps them back, so
+//! every location stays the file's own. Text inside block scalars, comments and quoted
+//! scalars' own lines is never touched.
+
+/// A run of spaces inserted into the parser's text.
+#[derive(Debug, Clone, Copy)]
+struct Insert {
+    /// Parser character index of the first inserted space.
+    start: usize,
+    /// Parser character index just past the run (the original character that follows it).
+    end: usize,
+    /// Spaces inserted up to and including this run.
+    total: usize,
+}
+
+/// The text the parser reads, and how its positions map back.
+#[derive(Debug, Default)]
+pub(super) struct Rewritten {
+    pub(super) text: String,
+    inserts: Vec<Insert>,
+}
+
+impl Rewritten {
+    /// The character index in the original text of the parser's character `index` (an
+    /// inserted space maps to the character it was inserted before).
+    pub(super) fn original(&self, index: usize) -> usize {
+        let at = self.inserts.partition_point(|run| run.end <= index);
+        let before = at.checked_sub(1).map_or(0, |i| self.inserts[i].total);
+        match self.inserts.get(at) {
+            Some(run) if run.start <= index => run.end - run.total,
+            _ => index - before,
+        }
+    }
+}
+
+/// What the scanner is inside of, carried from line to line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// Block context; `block_scalar` holds the indentation of a `|`/`>` header's line while
+    /// its content lines go by, `plain` the indentation of a line that ended inside a plain
+    /// scalar (a more indented line continues it: a `[` there is text, not a flow collection).
+    Block {
+        block_scalar: Option<usize>,
+        plain: Option<usize>,
+    },
+    /// A flow collection, `depth` brackets deep, the outermost opened at `column`.
+    Flow { depth: usize, column: usize },
+    /// A quoted scalar opened at `column` with `quote`; `flow` is the flow state around it.
+    Quoted {
+        quote: u8,
+        column: usize,
+        flow: Option<(usize, usize)>,
+    },
+}
+
+/// The parser's text for `text` where go-yaml reads what saphyr would refuse; `None` when the
+/// text needs nothing (nearly always).
+pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
+    let bytes = text.as_bytes();
+    // Nothing to do without a tab, or a flow collection or quoted scalar that spans lines.
+    if memchr::memchr3(b'\t', b'[', b'{', bytes).is_none()
+        && memchr::memchr2(b'"', b'\'', bytes).is_none()
+    {
+        return None;
+    }
+    let mut out = Out::new(text);
+    let mut open = Open::Block {
+        block_scalar: None,
+        plain: None,
+    };
+    let mut line_start = 0usize;
+    // (byte, char index) counted up to so far, for the char index of a line that gets spaces.
+    let ascii = text.is_ascii();
+    let mut counted = (0usize, 0usize);
+    while line_start < bytes.len() {
+        let line_end =
+            memchr::memchr(b'\n', &bytes[line_start..]).map_or(bytes.len(), |i| line_start + i);
+        let line = &bytes[line_start..line_end];
+        let lead = line
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        let blank = line[lead..].iter().all(|&b| b == b'\r');
+        if line.starts_with(b"---") || line.starts_with(b"...") {
+            open = Open::Block {
+                block_scalar: None,
+                plain: None,
+            };
+        }
+        open = match open {
+            Open::Block {
+                block_scalar: Some(header),
+                ..
+            } if blank || lead > header || line[..lead].contains(&b'\t') => open,
+            // A blank line changes nothing in the block context (a plain scalar goes on
+            // after it).
+            Open::Block { .. } if blank => open,
+            Open::Block { plain, .. } => scan_line(
+                &mut out,
+                line_start,
+                line,
+                lead,
+                Open::Block {
+                    block_scalar: None,
+                    plain: None,
+                },
+                plain.is_some_and(|above| lead > above),
+            ),
+            Open::Flow { column, .. } | Open::Quoted { column, .. } => {
+                // A continuation line: its leading blanks are no part of the content.
+                let required = match open {
+                    Open::Quoted {
+                        flow: Some((_, flow_column)),
+                        ..
+                    } => flow_column.min(column),
+                    _ => column,
+                };
+                if !blank && lead < required {
+                    let index = if ascii {
+                        line_start
+                    } else {
+                        counted.1 += char_count(&bytes[counted.0..line_start]);
+                        counted.0 = line_start;
+                        counted.1
+                    };
+                    out.insert_spaces(line_start, index, required - lead);
+                }
+                for (i, &b) in line[..lead].iter().enumerate() {
+                    if b == b'\t' {
+                        out.replace_with_space(line_start + i);
+                    }
+                }
+                scan_line(&mut out, line_start, line, lead, open, false)
+            }
+        };
+        line_start = line_end + 1;
+    }
+    out.finish()
+}
+
+fn char_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count()
+}
+
+/// Scans one line from its first non-blank byte, from state `open`; returns the state after it.
+fn scan_line(
+    out: &mut Out<'_>,
+    line_start: usize,
+    line: &[u8],
+    lead: usize,
+    mut open: Open,
+    continues_plain: bool,
+) -> Open {
+    let mut at = lead;
+    // A token may start here: after blanks or an indicator.
+    let mut token_start = !continues_plain;
+    // Inside a plain scalar of the block context.
+    let mut plain = continues_plain;
+    // (byte, column) counted up to so far: `at` only grows, so columns cost one pass a line.
+    let mut counted = (0usize, 0usize);
+    let mut column_of = |at: usize| {
+        counted.1 += char_count(&line[counted.0..at]);
+        counted.0 = at;
+        counted.1
+    };
+    while at < line.len() {
+        // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
+        // and `#`: jump to the next of those.
+        let jump = match open {
+            Open::Quoted { quote, .. } => memchr::memchr2(quote, b'\\', &line[at..]),
+            Open::Block { .. } if plain => memchr::memchr2(b':', b'#', &line[at..]),
+            _ => Some(0),
+        };
+        let Some(jump) = jump else {
+            break;
+        };
+        at += jump;
+        let b = line[at];
+        let next = line.get(at + 1).copied();
+        let blank_next = next.is_none_or(|n| matches!(n, b' ' | b'\t' | b'\r'));
+        match open {
+            Open::Quoted {
+                quote,
+                column: _,
+                flow,
+            } => {
+                if b == b'\\' && quote == b'"' {
+                    at += 2;
+                    continue;
+                }
+                if b == quote {
+                    if quote == b'\'' && next == Some(b'\'') {
+                        at += 2;
+                        continue;
+                    }
+                    open = match flow {
+                        Some((depth, column)) => Open::Flow { depth, column },
+                        None => Open::Block {
+                            block_scalar: None,
+                            plain: None,
+                        },
+                    };
+                    token_start = false;
+                    plain = false;
+                }
+            }
+            _ if b == b'#' && (at == 0 || matches!(line[at - 1], b' ' | b'\t')) => return open,
+            // After a key on the same line only: go-yaml refuses the tab after a `:` that
+            // starts its line (the value of a `?` complex key).
+            _ if b == b':' && next == Some(b'\t') && at > lead => {
+                let mut tab = at + 1;
+                while line.get(tab) == Some(&b'\t') {
+                    out.replace_with_space(line_start + tab);
+                    tab += 1;
+                }
+                token_start = true;
+                plain = false;
+            }
+            Open::Flow {
+                depth,
+                column: outer,
+            } => match b {
+                b'[' | b'{' => {
+                    open = Open::Flow {
+                        depth: depth + 1,
+                        column: outer,
+                    };
+                    token_start = true;
+                }
+                b']' | b'}' => {
+                    open = if depth <= 1 {
+                        Open::Block {
+                            block_scalar: None,
+                            plain: None,
+                        }
+                    } else {
+                        Open::Flow {
+                            depth: depth - 1,
+                            column: outer,
+                        }
+                    };
+                    token_start = false;
+                }
+                b',' => token_start = true,
+                b' ' | b'\t' => token_start = true,
+                b':' if blank_next || matches!(next, Some(b',' | b']' | b'}')) => {
+                    token_start = true;
+                }
+                b'"' | b'\'' if token_start => {
+                    open = Open::Quoted {
+                        // Inside a flow collection, its own column is the one that counts.
+                        quote: b,
+                        column: outer,
+                        flow: Some((depth, outer)),
+                    };
+                }
+                _ => token_start = false,
+            },
+            Open::Block { .. } => match b {
+                b' ' | b'\t' => token_start = true,
+                b':' if blank_next => {
+                    token_start = true;
+                    plain = false;
+                }
+                b'-' | b'?' if token_start && !plain && blank_next => token_start = true,
+                b'"' | b'\'' if token_start && !plain => {
+                    open = Open::Quoted {
+                        quote: b,
+                        column: column_of(at),
+                        flow: None,
+                    };
+                }
+                b'[' | b'{' if token_start && !plain => {
+                    open = Open::Flow {
+                        depth: 1,
+                        column: column_of(at),
+                    };
+                    token_start = true;
+                }
+                b'|' | b'>' if token_start && !plain => {
+                    return Open::Block {
+                        block_scalar: Some(lead),
+                        plain: None,
+                    };
+                }
+                b'&' | b'!' if token_start && !plain => token_start = false,
+                _ => {
+                    if token_start && !matches!(line.get(at.wrapping_sub(1)), Some(b'&' | b'!')) {
+                        plain = true;
+                    }
+                    token_start = false;
+                }
+            },
+        }
+        at += 1;
+    }
+    match open {
+        Open::Block { block_scalar, .. } if plain => Open::Block {
+            block_scalar,
+            plain: Some(lead),
+        },
+        _ => open,
+    }
+}
+
+/// The rewritten text, built only once something changes.
+struct Out<'a> {
+    text: &'a str,
+    rewritten: Option<Rewritten>,
+    /// Byte offset of `text` copied so far.
+    copied: usize,
+}
+
+impl<'a> Out<'a> {
+    fn new(text: &'a str) -> Self {
+        Out {
+            text,
+            rewritten: None,
+            copied: 0,
+        }
+    }
+
+    fn upto(&mut self, byte: usize) -> &mut Rewritten {
+        let rewritten = self.rewritten.get_or_insert_with(|| Rewritten {
+            text: String::with_capacity(self.text.len() + 64),
+            inserts: Vec::new(),
+        });
+        if byte > self.copied {
+            rewritten.text.push_str(&self.text[self.copied..byte]);
+            self.copied = byte;
+        }
+        rewritten
+    }
+
+    /// Replaces the tab at byte `byte` with a space.
+    fn replace_with_space(&mut self, byte: usize) {
+        self.upto(byte).text.push(' ');
+        self.copied = byte + 1;
+    }
+
+    /// Inserts `count` spaces before byte `byte`, character `index` of the original text.
+    fn insert_spaces(&mut self, byte: usize, index: usize, count: usize) {
+        let rewritten = self.upto(byte);
+        let before = rewritten.inserts.last().map_or(0, |run| run.total);
+        let start = index + before;
+        rewritten.text.extend(std::iter::repeat_n(' ', count));
+        rewritten.inserts.push(Insert {
+            start,
+            end: start + count,
+            total: before + count,
+        });
+    }
+
+    fn finish(mut self) -> Option<Rewritten> {
+        self.rewritten.as_ref()?;
+        let len = self.text.len();
+        let mut rewritten = std::mem::take(self.upto(len));
+        rewritten.text.shrink_to_fit();
+        Some(rewritten)
+    }
+}
