@@ -36,7 +36,9 @@ const SMALLEST_BYTES_PER_PARAMETER: f64 = 0.5;
 
 /// Where a download lands, and the limit past which the kubelet evicts the Pod.
 struct Landing {
-    /// `its own filesystem (no volume holds the Hugging Face cache)`.
+    /// `downloads its model past its ephemeral-storage limit`.
+    what: String,
+    /// `no volume holds the Hugging Face cache`.
     place: String,
     /// `limits.ephemeral-storage: 500Gi`.
     limit: String,
@@ -69,7 +71,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             likely
         };
         let size = format!(
-            "{} ({}B parameters × {} bytes, {}: {}; parameters from {})",
+            "{} ({}B parameters × {} bytes, {}, {}, parameters from {})",
             gigabytes(likely),
             estimate.parameters.billions,
             precision.bytes_per_parameter,
@@ -93,12 +95,13 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             &cx,
             landing.pointer.clone(),
             format!(
-                "{} downloads {} = {size} into {}, beyond its {} ({}): {verdict}",
+                "{} {}: {} is {size}; {} is {}, and {}; {verdict}",
                 cx.container.describe(),
+                landing.what,
                 estimate.model,
-                landing.place,
                 landing.limit,
                 gigabytes(landing.limit_bytes),
+                landing.place,
             ),
             format!(
                 "raise the limit above {} (the checkpoint, plus what the server writes beside \
@@ -134,10 +137,8 @@ fn landing(cx: &ContainerContext<'_, '_>, estimate: &Estimate) -> Option<Landing
                 .find(|(_, v)| get(v, "name").and_then(Value::as_str) == Some(volume))?;
             let raw = get(definition, "emptyDir").and_then(|e| get(e, "sizeLimit"))?;
             Some(Landing {
-                place: format!(
-                    "the emptyDir volume {volume:?}, which init container {:?} fills",
-                    fetch.container
-                ),
+                what: format!("is given a download larger than emptyDir {volume:?} may hold"),
+                place: format!("init container {:?} fills it", fetch.container),
                 limit: format!("sizeLimit: {}", shown(raw)),
                 limit_bytes: quantity(raw)?,
                 pointer: format!("{}/volumes/{index}/emptyDir/sizeLimit", cx.pod.pointer),
@@ -149,7 +150,10 @@ fn landing(cx: &ContainerContext<'_, '_>, estimate: &Estimate) -> Option<Landing
                 .and_then(|r| get(r, "limits"))
                 .and_then(|l| get(l, "ephemeral-storage"))?;
             Some(Landing {
-                place: "its own filesystem (no volume holds the Hugging Face cache)".to_owned(),
+                what: "downloads its model past its ephemeral-storage limit".to_owned(),
+                place: "no volume holds the Hugging Face cache: it lands in the container's own \
+                        filesystem"
+                    .to_owned(),
                 limit: format!("limits.ephemeral-storage: {}", shown(raw)),
                 limit_bytes: quantity(raw)?,
                 pointer: format!(
@@ -217,42 +221,47 @@ mod tests {
             f.pointer,
             "/spec/template/spec/containers/0/resources/limits/ephemeral-storage"
         );
-        // 405B at 16 bits is 810 GB; even at 4 bits 203 GB fits in 500Gi, so the unstated
-        // precision makes this a warning.
+        // 405B at 1 byte (FP8 in the name) is 405 GB, beyond 300Gi: certain.
+        assert_eq!(f.severity, Severity::Error, "{}", f.message);
+        assert!(
+            f.message.contains(
+                "container \"vllm\" (requests nvidia.com/gpu) downloads its model past its \
+                 ephemeral-storage limit: meta-llama/Llama-3.1-405B-Instruct-FP8 is 405 GB (405B \
+                 parameters × 1 bytes, fp8"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message.contains(
+                "limits.ephemeral-storage: 300Gi is 322 GB, and no volume holds the Hugging Face \
+                 cache: it lands in the container's own filesystem"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("an eviction loop that never serves"));
+        // An unstated precision: 810 GB at 16 bits, 203 GB at 4; beyond 500Gi only if it is
+        // not quantised, a warning.
+        let assumed = super::META
+            .bad_example
+            .replace("Llama-3.1-405B-Instruct-FP8\"", "Llama-3.1-405B-Instruct\"")
+            .replace("ephemeral-storage: 300Gi", "ephemeral-storage: 500Gi");
+        let f = &findings_of(&assumed, ID)[0];
         assert_eq!(f.severity, Severity::Warning, "{}", f.message);
         assert!(
             f.message.contains(
-                "downloads meta-llama/Llama-3.1-405B-Instruct = 810 GB (405B parameters × 2 \
-                 bytes, bf16: the usual 16-bit checkpoint (assumed)"
+                "is 810 GB (405B parameters × 2 bytes, bf16, the usual 16-bit checkpoint (assumed)"
             ),
             "{}",
             f.message
         );
-        assert!(
-            f.message.contains(
-                "into its own filesystem (no volume holds the Hugging Face cache), beyond its \
-                 limits.ephemeral-storage: 500Gi (537 GB)"
-            ),
-            "{}",
-            f.message
-        );
-        // A stated precision that does not fit is certain.
-        let fp8 = super::META
-            .bad_example
-            .replace("Llama-3.1-405B-Instruct\"", "Llama-3.1-405B-Instruct-FP8\"");
-        let fp8 = fp8.replace("ephemeral-storage: 500Gi", "ephemeral-storage: 300Gi");
-        let f = &findings_of(&fp8, ID)[0];
-        assert_eq!(f.severity, Severity::Error, "{}", f.message);
-        assert!(f.message.contains("an eviction loop that never serves"));
+        assert!(f.message.contains("203 GB at 4 bits"), "{}", f.message);
         // Even a 4-bit checkpoint would not fit: an error on an unstated precision too.
-        let tiny = super::META
-            .bad_example
-            .replace("ephemeral-storage: 500Gi", "ephemeral-storage: 100Gi");
+        let tiny = assumed.replace("ephemeral-storage: 500Gi", "ephemeral-storage: 100Gi");
         assert_eq!(findings_of(&tiny, ID)[0].severity, Severity::Error);
         // Room for the checkpoint: silent.
-        let roomy = super::META
-            .bad_example
-            .replace("ephemeral-storage: 500Gi", "ephemeral-storage: 1Ti");
+        let roomy = assumed.replace("ephemeral-storage: 500Gi", "ephemeral-storage: 1Ti");
         assert!(findings_of(&roomy, ID).is_empty());
     }
 
@@ -272,7 +281,7 @@ mod tests {
         assert_eq!(findings_of(&shm, ID).len(), 1);
         let unlimited = super::META
             .bad_example
-            .replace("              ephemeral-storage: 500Gi\n", "");
+            .replace("              ephemeral-storage: 300Gi\n", "");
         assert!(findings_of(&unlimited, ID).is_empty());
     }
 
@@ -310,9 +319,11 @@ spec:
         assert_eq!(f.severity, Severity::Error, "{}", f.message);
         assert!(
             f.message.contains(
-                "into the emptyDir volume \"models\", which init container \"fetch\" fills, \
-                 beyond its sizeLimit: 20Gi (21 GB)"
-            ),
+                "is given a download larger than emptyDir \"models\" may hold: \
+                 Qwen/Qwen2.5-72B-Instruct is 144 GB"
+            ) && f
+                .message
+                .contains("sizeLimit: 20Gi is 21 GB, and init container \"fetch\" fills it"),
             "{}",
             f.message
         );
