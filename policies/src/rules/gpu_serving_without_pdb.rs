@@ -117,8 +117,6 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     /// The selector index must find every PDB that selects a workload, whatever the form of its
     /// selector: a label that is not the workload's first, expressions only, several labels.
     #[test]
