@@ -100,6 +100,17 @@ pub fn file(
         }
         let start = findings.len();
         findings.extend(evaluation.findings.into_iter().map(|f| place(object, f)));
+        for (pointer, lines) in &object.duplicate_keys {
+            if let Some(f) = probelint_policies::duplicate_key_finding(
+                &object.value,
+                index,
+                pointer,
+                lines,
+                policy,
+            ) {
+                findings.push(place(object, f));
+            }
+        }
         each(object, &findings[start..]);
     }
     let quoted = texts == Texts::All

@@ -19,6 +19,9 @@ pub struct FoundObject {
     pub document: usize,
     /// Pointer prefix of the object inside its document (`/items/3` inside a `List`).
     pub prefix: String,
+    /// Each key written more than once in one of the object's mappings: the pointer (within the
+    /// object) of the value read, the last, and every line the key is written on.
+    pub duplicate_keys: Vec<(String, Vec<usize>)>,
 }
 
 /// A source, parsed: what the check stage needs of it.
@@ -119,7 +122,13 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
     }
     // Read as kubectl reads them, and said: a reviewer reading the file as YAML sees other
     // documents than the cluster gets.
-    for divergence in &stream.divergences {
+    // A key written twice is read as kubectl reads it (the last value) and reported as a
+    // finding of the object (duplicate-key), not as a file that could not be read.
+    for divergence in stream
+        .divergences
+        .iter()
+        .filter(|d| d.kind != yaml::YamlErrorKind::DuplicateKey)
+    {
         file.errors.push(InputError {
             file: file.name.clone(),
             line: Some(divergence.line),
@@ -133,9 +142,31 @@ pub fn load(source: Source, limits: &Limits) -> Loaded {
     for (index, document) in stream.documents.into_iter().enumerate() {
         let line = document.line;
         file.locations.push(document.locations);
+        let mut duplicates: Vec<(String, usize, Vec<usize>)> = Vec::new();
+        for d in &document.duplicates {
+            match duplicates
+                .iter_mut()
+                .find(|(p, first, _)| *p == d.pointer && *first == d.first.line)
+            {
+                Some((_, _, lines)) => lines.push(d.repeat.line),
+                None => duplicates.push((
+                    d.pointer.clone(),
+                    d.first.line,
+                    vec![d.first.line, d.repeat.line],
+                )),
+            }
+        }
         for (prefix, object) in objects_in(document.value) {
             match object {
                 Some(value) => file.objects.push(FoundObject {
+                    duplicate_keys: duplicates
+                        .iter()
+                        .filter_map(|(p, _, lines)| {
+                            let inner = p.strip_prefix(prefix.as_str())?;
+                            (inner.is_empty() || inner.starts_with('/'))
+                                .then(|| (inner.to_owned(), lines.clone()))
+                        })
+                        .collect(),
                     value,
                     document: index,
                     prefix,

@@ -36,6 +36,7 @@ static REGISTRY: &[&Rule] = &[
     &rules::hpa_scale_up_outpaces_load::RULE,
     &rules::hpa_min_replicas_one::RULE,
     &rules::vllm_service_links::RULE,
+    &rules::duplicate_key::RULE,
 ];
 
 /// Every built-in rule, in catalog order.

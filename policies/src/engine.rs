@@ -128,6 +128,49 @@ fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -
     }
 }
 
+/// A finding of a rule that the reader of the source text reports ([`Check::Reader`]: a YAML
+/// key written twice, which the parsed object no longer shows), about `object` (the `index`th
+/// of its input), judged as every other finding is: the policy's level for the rule (`None`
+/// where it is off) and the object's exemptions.
+pub(crate) fn reader_finding(
+    rule: &str,
+    object: &Value,
+    index: usize,
+    pointer: String,
+    message: String,
+    help: String,
+    policy: &Policy,
+) -> Option<Finding> {
+    let meta = catalog::find(rule)
+        .filter(|r| matches!(r.check(), Check::Reader))?
+        .meta();
+    let severity = policy.severity_for(meta.id, meta.severity)?;
+    let analysis = Analysis::single(object, index, policy);
+    let workload = &analysis.workloads[0];
+    let mut finding = Finding {
+        rule: meta.id.to_owned(),
+        severity,
+        message,
+        help,
+        object: workload.object_ref.clone(),
+        object_index: index,
+        container: None,
+        pointer,
+        suppressed: None,
+        fix: None,
+        load: None,
+        evidence: None,
+    };
+    let owners = crate::reach::owners(object);
+    finding.suppressed = suppression(
+        policy,
+        &finding,
+        annotation_sets(workload, &finding),
+        &owners,
+    );
+    Some(finding)
+}
+
 fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
     for rule in &analysis.policy.custom_rules {
         let Some(severity) = analysis.policy.severity_for(&rule.id, rule.severity) else {

@@ -41,4 +41,5 @@ pub use mutate::{
 };
 pub use policy::error::PolicyError;
 pub use policy::{DEFAULT_POLICY_YAML, KubernetesVersion, Policy};
+pub use rules::duplicate_key::finding as duplicate_key_finding;
 pub use rules::rule::{Check, FixMeta, Report, Rule, RuleMeta};

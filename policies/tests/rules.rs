@@ -41,7 +41,19 @@ fn lint(path: &Path, meta: &RuleMeta) -> Vec<Finding> {
         )
     });
     let objects: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
-    evaluate(&objects, &policy_for(meta))
+    let policy = policy_for(meta);
+    let mut findings = evaluate(&objects, &policy);
+    // What the CLI's reader adds: the keys written twice, which the objects no longer show.
+    for (index, pointer, lines) in probelint_testkit::yaml::duplicate_keys(&text) {
+        findings.extend(probelint_policies::duplicate_key_finding(
+            &objects[index],
+            index,
+            &pointer,
+            &lines,
+            &policy,
+        ));
+    }
+    findings
 }
 
 /// What a fixture's name says it shows.

@@ -6,6 +6,7 @@ pub mod rule;
 mod support;
 
 pub(crate) mod args_repeat_entrypoint;
+pub(crate) mod duplicate_key;
 pub(crate) mod exec_probe_heavy;
 pub(crate) mod gpu_graceful_shutdown_missing;
 pub(crate) mod gpu_readiness_probe_missing;

@@ -56,6 +56,10 @@ pub enum Check {
     /// PDB selecting it), from their [`ObjectFacts`]. Skipped when one object is evaluated
     /// alone (the admission webhook), where "not in the input" means nothing.
     Relations(fn(&[ObjectFacts], &mut Report<'_>)),
+    /// Reported by the reader of the source text, from what the parsed object no longer shows
+    /// (a YAML key written twice): the engine runs no check of its own, and builds the reader's
+    /// findings through the engine so that levels and exemptions apply.
+    Reader,
 }
 
 /// A rule: its metadata and its check.
@@ -84,6 +88,14 @@ impl Rule {
         Rule {
             meta,
             check: Check::Relations(check),
+        }
+    }
+
+    /// A rule whose findings the reader of the source text reports.
+    pub const fn reader(meta: &'static RuleMeta) -> Self {
+        Rule {
+            meta,
+            check: Check::Reader,
         }
     }
 

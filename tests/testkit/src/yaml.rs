@@ -33,6 +33,28 @@ pub fn try_objects(text: &str) -> Result<Vec<Value>, YamlError> {
     Ok(documents.into_iter().map(|d| d.value).collect())
 }
 
+/// Each key written more than once in one mapping of `text`, as the CLI reports it: the index of
+/// its document among the non-empty ones ([`objects`]' order), the pointer of the value read
+/// (the last), and every line the key is written on.
+pub fn duplicate_keys(text: &str) -> Vec<(usize, String, Vec<usize>)> {
+    let documents = parse_stream(text.as_bytes(), &Limits::default()).unwrap_or_default();
+    let mut out = Vec::new();
+    for (index, document) in documents.iter().filter(|d| !d.value.is_null()).enumerate() {
+        let mut keys: Vec<(String, Vec<usize>)> = Vec::new();
+        for d in &document.duplicates {
+            match keys
+                .iter_mut()
+                .find(|(p, lines)| *p == d.pointer && lines[0] == d.first.line)
+            {
+                Some((_, lines)) => lines.push(d.repeat.line),
+                None => keys.push((d.pointer.clone(), vec![d.first.line, d.repeat.line])),
+            }
+        }
+        out.extend(keys.into_iter().map(|(p, lines)| (index, p, lines)));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
