@@ -1530,6 +1530,9 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
     let mut builder = h2::client::Builder::new();
     builder.initial_window_size(1 << 20);
     let mut served = 0;
+    // Reviews answered while an attacker was still connected: how many depends on how fast the
+    // webhook cuts the attackers, so the test asks for one, not for all five.
+    let mut served_during_attack = 0;
     let good = Bytes::from(fixture("allow-clean-gpu-pod"));
     while served < 5 {
         let (client, _connection) = h2_connect(&webhook, &builder).await;
@@ -1561,9 +1564,11 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
         let review: Value = serde_json::from_slice(&bytes).expect("review");
         assert_eq!(review["response"]["allowed"], true);
         served += 1;
+        if attackers.iter().any(|a| !a.is_finished()) {
+            served_during_attack += 1;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let attack_still_running = attackers.iter().any(|a| !a.is_finished());
     let mut attacks = Vec::new();
     for attacker in attackers {
         attacks.push(attacker.await.expect("attacker"));
@@ -1580,7 +1585,8 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
     eprintln!(
         "zero-window attack, 3 connections x 200 streams of {} KB: {attacks:?}; RSS before {:.1} \
          MiB, max {:.1} MiB, after {:.1} MiB; fds before {fds_before}, max {fds_max}; closed for \
-         memory {stuck}, for send timeout {send_timeout}; {served} reviews served meanwhile",
+         memory {stuck}, for send timeout {send_timeout}; {served} reviews served, \
+         {served_during_attack} of them while it ran",
         body.len() / 1024,
         rss_before_kb as f64 / 1024.0,
         rss_max_kb as f64 / 1024.0,
@@ -1604,8 +1610,8 @@ async fn zero_window_http2_clients_with_many_large_streams_cannot_pin_memory() {
         rss_max_kb / 1024
     );
     assert!(
-        attack_still_running,
-        "the five reviews were served after the attack had ended"
+        served_during_attack >= 1,
+        "no review was answered while the attack ran"
     );
     let review = webhook.review("/validate", "allow-clean-gpu-pod").await;
     assert_eq!(review["response"]["allowed"], true);

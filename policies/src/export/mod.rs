@@ -188,6 +188,16 @@ fn skipped(policy: &Policy, rule: &str) -> Option<String> {
     }
 }
 
+/// The severity of a rule's warning part: a warning, unless the policy sets the rule's level,
+/// which replaces every finding's severity (as the engine does).
+fn warning_part(policy: &Policy, rule: &str, level: Severity) -> Severity {
+    if policy.rule_levels.contains_key(rule) {
+        level
+    } else {
+        Severity::Warning
+    }
+}
+
 /// The exported parts of the rules, under `policy`.
 fn parts(policy: &Policy) -> Vec<Part> {
     let c = Container::new(policy);
@@ -202,7 +212,6 @@ fn parts(policy: &Policy) -> Vec<Part> {
             None => default,
         })
     };
-    let overridden_startup = policy.rule_levels.contains_key(STARTUP);
     if let Some(severity) = level(STARTUP, Severity::Error) {
         // The engine's error needs a liveness probe that can kill the load: any but an httpGet
         // on a path the container's server answers while it loads. The engine asks of the one
@@ -234,11 +243,7 @@ fn parts(policy: &Policy) -> Vec<Part> {
         parts.push(Part {
             name: format!("probelint.io-{STARTUP}-warning"),
             rule: STARTUP,
-            severity: if overridden_startup {
-                severity
-            } else {
-                Severity::Warning
-            },
+            severity: warning_part(policy, STARTUP, severity),
             fails: format!(
                 "{common} && {}",
                 bound(&format!("{} && !{kills}", c.loads_model_at_start()))
@@ -248,7 +253,6 @@ fn parts(policy: &Policy) -> Vec<Part> {
                       startupProbe with a budget beyond the slowest plausible load)",
         });
     }
-    let overridden = policy.rule_levels.contains_key(PORT_OPEN);
     if let Some(severity) = level(PORT_OPEN, Severity::Error) {
         let tcp = "has(c.readinessProbe) && has(c.readinessProbe.tcpSocket)";
         let common = format!("{tcp} && {}", c.not_ignored(PORT_OPEN));
@@ -271,11 +275,7 @@ fn parts(policy: &Policy) -> Vec<Part> {
         parts.push(Part {
             name: format!("probelint.io-{PORT_OPEN}-warning"),
             rule: PORT_OPEN,
-            severity: if overridden {
-                severity
-            } else {
-                Severity::Warning
-            },
+            severity: warning_part(policy, PORT_OPEN, severity),
             fails: format!(
                 "{common} && {}",
                 bound(&format!(
@@ -305,11 +305,7 @@ fn parts(policy: &Policy) -> Vec<Part> {
         parts.push(Part {
             name: format!("probelint.io-{PORT_OPEN}-curl-warning"),
             rule: PORT_OPEN,
-            severity: if overridden {
-                severity
-            } else {
-                Severity::Warning
-            },
+            severity: warning_part(policy, PORT_OPEN, severity),
             fails: format!(
                 "{curl} && {} && {}",
                 c.no_accelerator_evidence(),
