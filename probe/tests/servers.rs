@@ -231,6 +231,17 @@ fn age_window(state: &std::path::Path) {
     std::fs::write(state, format!("{} {rest}", since - 1000)).unwrap();
 }
 
+/// Runs `live --server SERVER` `windows` times, one progress window apart: every run must pass.
+fn live_in_every_window(server: &str, port: u16, state: &std::path::Path, windows: usize) {
+    for run in 0..windows {
+        if run > 0 {
+            age_window(state);
+        }
+        let (ok, err) = probe(&["live", "--server", server], port, state);
+        assert!(ok, "run {run}: {err}");
+    }
+}
+
 fn vllm_metrics(running: u32, waiting: u32, generated: u64) -> String {
     format!(
         "# TYPE vllm:num_requests_running gauge\n\
@@ -279,13 +290,7 @@ fn busy_vllm_whose_tokens_rise_is_never_restarted() {
     )];
     let (port, _, _) = serve_script(&script);
     let state = tempfile_dir().join("live");
-    for run in 0..4 {
-        if run > 0 {
-            age_window(&state);
-        }
-        let (ok, err) = probe(&["live", "--server", "vllm"], port, &state);
-        assert!(ok, "run {run}: {err}");
-    }
+    live_in_every_window("vllm", port, &state, 4);
     let line = std::fs::read_to_string(&state).unwrap();
     assert!(line.trim_end().ends_with(" 0"), "no stalled window: {line}");
 }
@@ -309,13 +314,7 @@ fn tgi_whose_health_fails_under_a_full_queue_stays_live_while_it_decodes() {
     ];
     let (port, h, _) = serve_script(&script);
     let state = tempfile_dir().join("live");
-    for run in 0..3 {
-        if run > 0 {
-            age_window(&state);
-        }
-        let (ok, err) = probe(&["live", "--server", "tgi"], port, &state);
-        assert!(ok, "run {run}: {err}");
-    }
+    live_in_every_window("tgi", port, &state, 3);
     assert_eq!(hits(&h, "/health"), 0);
 }
 
@@ -324,13 +323,7 @@ fn an_idle_server_with_flat_counters_is_live() {
     let metrics = vllm_metrics(0, 0, 100);
     let (port, _) = serve(&[("/metrics", 200, &metrics)]);
     let state = tempfile_dir().join("live");
-    for run in 0..3 {
-        if run > 0 {
-            age_window(&state);
-        }
-        let (ok, err) = probe(&["live", "--server", "vllm"], port, &state);
-        assert!(ok, "run {run}: {err}");
-    }
+    live_in_every_window("vllm", port, &state, 3);
 }
 
 #[test]

@@ -72,14 +72,7 @@ impl Binaries {
             "",
             &["go.etcd.io/etcd/server/v3"],
         )?;
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::rename(&staging, &dir).map_err(|e| {
-            format!(
-                "cannot move {} to {}: {e}",
-                staging.display(),
-                dir.display()
-            )
-        })?;
+        install_staged(&staging, &dir)?;
         eprintln!(
             "probelint-cluster: built in {:.0?} (cold build), cached in {}",
             started.elapsed(),
@@ -125,13 +118,7 @@ pub fn actionlint() -> Result<PathBuf, String> {
     )?;
     let dir = binary.parent().unwrap_or(&cache);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    std::fs::rename(&staging, &binary).map_err(|e| {
-        format!(
-            "cannot move {} to {}: {e}",
-            staging.display(),
-            binary.display()
-        )
-    })?;
+    install_staged(&staging, &binary)?;
     Ok(binary)
 }
 
@@ -245,6 +232,19 @@ pub fn build_lock(cache: &Path, name: &str) -> Result<File, String> {
     lock.lock()
         .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
     Ok(lock)
+}
+
+/// Puts a finished build where it is cached: `staging` (a directory, or one file) replaces
+/// `target`, so that a build interrupted midway never leaves a half-written cache behind.
+pub fn install_staged(staging: &Path, target: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(target);
+    std::fs::rename(staging, target).map_err(|e| {
+        format!(
+            "cannot move {} to {}: {e}",
+            staging.display(),
+            target.display()
+        )
+    })
 }
 
 #[cfg(test)]

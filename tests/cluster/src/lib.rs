@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 pub use binaries::{
     ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, actionlint, build_lock, go_build_with,
-    required_version, target_dir,
+    install_staged, required_version, target_dir,
 };
 pub use image::{Image, multi_platform_archive};
 pub use node::{Node, NodeError};

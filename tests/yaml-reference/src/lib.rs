@@ -73,14 +73,7 @@ pub fn binary() -> Result<PathBuf, String> {
         false,
         "",
     )?;
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&staging, &dir).map_err(|e| {
-        format!(
-            "cannot move {} to {}: {e}",
-            staging.display(),
-            dir.display()
-        )
-    })?;
+    probelint_cluster::install_staged(&staging, &dir)?;
     Ok(binary)
 }
 

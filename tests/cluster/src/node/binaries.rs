@@ -128,14 +128,7 @@ impl NodeBinaries {
             true,
             "seccomp",
         )?;
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::rename(&staging, &dir).map_err(|e| {
-            format!(
-                "cannot move {} to {}: {e}",
-                staging.display(),
-                dir.display()
-            )
-        })?;
+        crate::binaries::install_staged(&staging, &dir)?;
         eprintln!(
             "probelint-cluster: node binaries built in {:.0?} (cold build), cached in {}",
             started.elapsed(),
