@@ -274,6 +274,42 @@ fn decidable() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "vLLM by its image whose liveness gives up before vLLM's own start (10 s < 20 s)",
+            deployment(
+                "vllm-quick-liveness",
+                json!({}),
+                json!([gpu(
+                    "vllm",
+                    "vllm/vllm-openai:v0.10.1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 5}})
+                )]),
+            ),
+        ),
+        (
+            "vLLM by its image whose liveness outlasts vLLM's own start, model unknown",
+            deployment(
+                "vllm-liveness",
+                json!({}),
+                json!([gpu(
+                    "vllm",
+                    "vllm/vllm-openai:v0.10.1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "initialDelaySeconds": 30}})
+                )]),
+            ),
+        ),
+        (
+            "a declared server whose quick liveness is judged against its declared load",
+            deployment(
+                "declared-load",
+                json!({"probelint.io/role": "server", "probelint.io/model-load-seconds": "5"}),
+                json!([gpu(
+                    "model",
+                    "registry.example/own-server:1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}, "periodSeconds": 3}})
+                )]),
+            ),
+        ),
+        (
             "vLLM by its image, port-open readiness and no startupProbe",
             deployment(
                 "vllm",

@@ -138,15 +138,17 @@ fn kserve_injected_readiness_is_judged_as_the_port_check_it_is() {
 
 #[test]
 fn a_servingruntime_of_a_known_server_is_a_gpu_serving_container() {
-    let tgi = lint("fires-servingruntime-tgi-liveness-restart-loop.yaml");
-    // No model is named, so the load is unknown and liveness-restart-loop (which compares the
-    // liveness with a load) says nothing; the one error is the missing startupProbe, which says
-    // what the liveness kills.
+    let tgi = lint("warns-servingruntime-tgi-liveness-unknown-model.yaml");
+    // No model is named (the InferenceService names it), so the load is unknown and
+    // liveness-restart-loop (which compares the liveness with a load) says nothing; the one
+    // finding is the missing startupProbe, which says what the liveness kills: a warning, since
+    // the 50 s liveness outlasts TGI's own start (20 s at the fast end) and no number says that
+    // the load outlasts it.
     assert!(!tgi.iter().any(|f| f.rule == "liveness-restart-loop"));
     assert!(has(
         &tgi,
         "gpu-startup-probe-missing",
-        Severity::Error,
+        Severity::Warning,
         "kserve-container"
     ));
     let f = tgi
@@ -197,10 +199,12 @@ fn llmisvc_templates_are_merged_over_kserves_configs() {
     )
     .unwrap();
     let custom = lint_with("silent-llmisvc-template-sets-only-liveness.yaml", &policy);
+    // (A warning: its liveness gives up after 240–270 s, past the fast end of this 7B model's
+    // load from the Hub, so only a slow start is killed.)
     assert!(has(
         &custom,
         "gpu-startup-probe-missing",
-        Severity::Error,
+        Severity::Warning,
         "main"
     ));
     // Qwen2.5-7B from hf:// loads in ≈ 116 s (docs/load-time.md), and the liveness's earliest

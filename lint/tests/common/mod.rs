@@ -14,9 +14,10 @@ use std::process::{Command, Output};
 /// The probelint binary of this build.
 pub const BIN: &str = env!("CARGO_BIN_EXE_probelint");
 
-/// A vLLM Deployment on one GPU with TCP readiness and liveness and no startupProbe:
-/// `gpu-startup-probe-missing` at 9:9 (the container; an error, since the liveness kills the load)
-/// and `readiness-port-open` at 15:13 (the `tcpSocket`).
+/// A vLLM Deployment of an 8B model on one GPU with TCP readiness and liveness and no
+/// startupProbe: `gpu-startup-probe-missing` at 9:9 (the container; an error, since the 30 s
+/// liveness kills even the fast end of the 36–500 s load) and `readiness-port-open` at 15:13 (the
+/// `tcpSocket`).
 pub const BAD_GPU: &str = "apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -27,9 +28,9 @@ spec:
       containers:
         - name: vllm
           image: vllm/vllm-openai:v0.6.3
-          resources:
-            limits:
-              nvidia.com/gpu: 1
+          args:
+            - --model=meta-llama/Llama-3.1-8B-Instruct
+          resources: {limits: {nvidia.com/gpu: 1}}
           readinessProbe:
             tcpSocket:
               port: 8000

@@ -107,6 +107,9 @@ pub enum CounterEvidence {
     Interactive(&'static str),
     /// A GPU stress or benchmark tool (`gpu_burn`, `dcgmi diag`, nccl-tests).
     StressTool(&'static str),
+    /// A general-purpose server that loads no model (nginx, Envoy, Redis): its port carries
+    /// traffic, but not to a model.
+    GeneralServer(&'static str),
     /// `restartPolicy: Never` or `OnFailure`: it runs to completion.
     RunsToCompletion(String),
 }
@@ -370,6 +373,7 @@ pub(crate) fn counter_evidence_markers() -> impl Iterator<Item = &'static str> {
     INTERACTIVE_PROGRAMS
         .iter()
         .chain(STRESS_TOOLS)
+        .chain(GENERAL_SERVERS)
         .map(|(p, _)| *p)
         .chain([
             "ssh", "code", "jupyter", "notebook", "sleep", "wait", "while", "until", "tail",
@@ -442,6 +446,24 @@ const INTERACTIVE_PROGRAMS: &[(&str, &str)] = &[
     ("ttyd", "a web terminal (a development box)"),
 ];
 
+/// General-purpose servers that load no model, by their program and by the last part of their
+/// official image's repository (`registry.k8s.io/nginx-slim`, `envoyproxy/envoy`): a GPU request on
+/// one of them (a scheduling sample, a sidecar given the pod's GPUs) makes no model server of it.
+const GENERAL_SERVERS: &[(&str, &str)] = &[
+    ("nginx", "nginx (a web server)"),
+    ("nginx-slim", "nginx (a web server)"),
+    ("nginx-unprivileged", "nginx (a web server)"),
+    ("openresty", "OpenResty (a web server)"),
+    ("httpd", "Apache httpd (a web server)"),
+    ("caddy", "Caddy (a web server)"),
+    ("envoy", "Envoy (a proxy)"),
+    ("haproxy", "HAProxy (a proxy)"),
+    ("traefik", "Traefik (a proxy)"),
+    ("redis-server", "Redis (a key-value store)"),
+    ("redis", "Redis (a key-value store)"),
+    ("memcached", "memcached (a cache)"),
+];
+
 /// GPU stress and benchmark tools, by a fragment of their program or script name.
 const STRESS_TOOLS: &[(&str, &str)] = &[
     ("gpu_burn", "gpu_burn (a GPU stress test)"),
@@ -469,6 +491,9 @@ fn command_counter_evidence(words: &[&str]) -> Option<CounterEvidence> {
         let base = program.rsplit('/').next().unwrap_or(program);
         if let Some((_, what)) = INTERACTIVE_PROGRAMS.iter().find(|(p, _)| *p == base) {
             return Some(CounterEvidence::Interactive(what));
+        }
+        if let Some((_, what)) = GENERAL_SERVERS.iter().find(|(p, _)| *p == base) {
+            return Some(CounterEvidence::GeneralServer(what));
         }
         // `service ssh start -D`, `service sshd start`: the init script starts sshd.
         if base == "service" && (lower.contains("service ssh ") || lower.contains("service sshd "))
@@ -564,6 +589,9 @@ fn image_counter_evidence(container: &Value) -> Option<CounterEvidence> {
     if repository.contains("nccl-tests") {
         return Some(CounterEvidence::StressTool("nccl-tests (a benchmark)"));
     }
+    if let Some((_, what)) = GENERAL_SERVERS.iter().find(|(p, _)| *p == name) {
+        return Some(CounterEvidence::GeneralServer(what));
+    }
     None
 }
 
@@ -618,6 +646,27 @@ mod tests {
             command_counter_evidence(&["dcgmi", "diag", "-r", "3"]),
             Some(CounterEvidence::StressTool("DCGM diagnostics (dcgmi)"))
         );
+    }
+
+    #[test]
+    fn general_servers_are_counter_evidence_by_program_and_by_image() {
+        assert_eq!(
+            command_counter_evidence(&["nginx", "-g", "daemon off;"]),
+            Some(CounterEvidence::GeneralServer("nginx (a web server)"))
+        );
+        let image = |image: &str| image_counter_evidence(&serde_json::json!({"image": image}));
+        assert_eq!(
+            image("registry.k8s.io/nginx-slim:0.27"),
+            Some(CounterEvidence::GeneralServer("nginx (a web server)"))
+        );
+        assert_eq!(
+            image("docker.io/envoyproxy/envoy:v1.31"),
+            Some(CounterEvidence::GeneralServer("Envoy (a proxy)"))
+        );
+        // Only the image's own name counts: a model server's repository that mentions a
+        // proxy in its path is not one.
+        assert_eq!(image("ghcr.io/nginx/vllm-openai:latest"), None);
+        assert_eq!(image("vllm/vllm-openai:v0.11.0"), None);
     }
 
     #[test]

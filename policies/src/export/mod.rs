@@ -98,7 +98,10 @@ const STARTUP_SCOPE: &str = "exported for the containers whose serving CEL can p
 accelerator resource the policy lists, and either probelint.io/role: server or a recognised \
 model server's image with the image's own entrypoint; not for containers the engine judges \
 from other evidence (a readiness probe, a port, a command line), nor DRA claims, runtime \
-classes or NVIDIA_VISIBLE_DEVICES";
+classes or NVIDIA_VISIBLE_DEVICES. The error only where the liveness probe gives up before even \
+the fast end of the server's own start (modelLoad.serverStartSeconds) and no load is declared; \
+every other missing startupProbe is the warning (the engine's error that rests on the model's \
+size is not CEL's to compute)";
 const PORT_OPEN_SCOPE: &str = "exported for tcpSocket readiness on the same containers (error \
 where the engine errs; warning on servers that open their port only once loaded, and on \
 containers with no accelerator at all), and for an exec readiness that runs `curl URL` without \
@@ -228,6 +231,17 @@ fn parts(policy: &Policy) -> Vec<Part> {
             c.accelerated,
             c.not_ignored(STARTUP),
         );
+        // The engine's error needs every start killed: a liveness that gives up before the fast
+        // end of the load. CEL has no load estimate; it errs only where the liveness gives up
+        // before even the fast end of the server's own start, which no load is shorter than,
+        // and leaves every other kill a warning (the engine's error there rests on the model's
+        // size, which `probelint annotate` can write as probelint.io/model-load-seconds).
+        // A declared load replaces the server's start as the engine's fast end: not judged here.
+        let kills = format!(
+            "({kills} && !({load} in variables.templateAnnotations || {load} in variables.objectAnnotations) && {})",
+            c.gives_up_before_start,
+            load = quote(crate::model::annotations::LOAD_SECONDS_ANNOTATION),
+        );
         parts.push(Part {
             name: format!("probelint.io-{STARTUP}"),
             rule: STARTUP,
@@ -237,8 +251,9 @@ fn parts(policy: &Policy) -> Vec<Part> {
                 bound(&format!("{} && {kills}", c.loads_model_at_start()))
             ),
             message: "requests an accelerator and has no startupProbe: its liveness probe runs \
-                      from container start and kills it mid-load (add a startupProbe with a \
-                      budget beyond the slowest plausible load; `probelint --fix` writes one)",
+                      from container start and gives up before even the server's own start \
+                      ends, so it kills every start (add a startupProbe with a budget beyond the \
+                      slowest plausible load; `probelint --fix` writes one)",
         });
         parts.push(Part {
             name: format!("probelint.io-{STARTUP}-warning"),
@@ -248,9 +263,10 @@ fn parts(policy: &Policy) -> Vec<Part> {
                 "{common} && {}",
                 bound(&format!("{} && !{kills}", c.loads_model_at_start()))
             ),
-            message: "requests an accelerator and has no startupProbe: nothing restarts a load \
-                      that hangs, and a liveness probe added later will kill it mid-load (add a \
-                      startupProbe with a budget beyond the slowest plausible load)",
+            message: "requests an accelerator and has no startupProbe: its liveness probe, if \
+                      any, runs from container start and kills a load that outlasts it, and \
+                      without one nothing restarts a load that hangs (add a startupProbe with a \
+                      budget beyond the slowest plausible load)",
         });
     }
     if let Some(severity) = level(PORT_OPEN, Severity::Error) {
@@ -639,6 +655,10 @@ struct Container {
     /// A CEL map from each known server to the paths it answers while its model loads (the
     /// servers that answer some).
     answered_during_load: String,
+    /// Its liveness probe gives up before the fast end of the start of every server its text
+    /// names (the policy's default start where it names none): it kills every start, whatever
+    /// the model.
+    gives_up_before_start: String,
     allow_annotation_exemptions: bool,
 }
 
@@ -722,6 +742,25 @@ impl Container {
                 })
                 .map(|s| s.id)
                 .collect(),
+            gives_up_before_start: {
+                // A liveness probe's F-th failure comes at delay + (F − 1) × period at the
+                // earliest (`rules::support::kills_before`), with the kubelet's defaults; the
+                // start's fast end rounded up, so that the comparison of integers is the engine's.
+                let gives_up = "(int(c.livenessProbe.?initialDelaySeconds.orValue(0)) + \
+                                (int(c.livenessProbe.?failureThreshold.orValue(3)) - 1) * \
+                                int(c.livenessProbe.?periodSeconds.orValue(10)))";
+                let fast =
+                    |id: Option<&str>| policy.model_load.start_seconds(id).fast.ceil() as i64;
+                let entries: Vec<String> = KNOWN_SERVERS
+                    .iter()
+                    .map(|s| format!("{}: {}", cel::quote(s.id), fast(Some(s.id))))
+                    .collect();
+                format!(
+                    "(size({SERVERS}) == 0 ? {gives_up} < {default} : {SERVERS}.all(s, {gives_up} < {{{table}}}[s]))",
+                    default = fast(None),
+                    table = entries.join(", "),
+                )
+            },
             allow_annotation_exemptions: policy.allow_annotation_exemptions,
         }
     }

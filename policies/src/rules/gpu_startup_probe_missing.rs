@@ -20,9 +20,12 @@ startupProbe holds liveness and readiness off until the model is loaded, with a 
 (failureThreshold × periodSeconds) sized to the worst-case load time. Without a liveness probe nothing \
 kills the container mid-load, but nothing restarts a load that hangs either, and the first liveness probe \
 someone adds will kill it mid-load: the startupProbe is what makes liveness safe to have. The finding is an \
-error where a liveness probe can kill the load (the restart storm), and a warning where nothing can (no \
-liveness, or one on an endpoint the server answers while it loads): that pod cannot storm, and its \
-readiness still keeps traffic away until the model is loaded. A team that wants every serving GPU pod \
+error where a liveness probe kills every start (the restart storm): it gives up before even the fast end \
+of the load range (docs/load-time.md), or, where the model is unknown, before the server's own start. \
+It is a warning where only a slow start is killed, where the model is unknown and the liveness outlasts \
+the server's start (no number says it kills), and where nothing can kill the load (no liveness, or one on \
+an endpoint the server answers while it loads): that pod cannot storm, and its readiness still keeps \
+traffic away until the model is loaded. A team that wants every serving GPU pod \
 without a startupProbe refused sets the rule's level (`rules: {gpu-startup-probe-missing: error}`).",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/gpu-startup-probe-missing/bad.yaml"),
@@ -79,13 +82,43 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             .container
             .probe(ProbeKind::Liveness)
             .filter(|l| super::support::kill_during_load_is_real(&cx, l));
+        // The server's own start (engine start, CUDA graphs) is a floor under any load, known
+        // model or not: a liveness that gives up before its fast end kills every start.
+        let server_start = analysis
+            .policy
+            .model_load
+            .start_seconds(cx.container.server.map(|s| s.id));
+        let kill = liveness.map(|l| {
+            if super::support::accuses_on(load) {
+                super::support::liveness_kills(l, load)
+            } else if super::support::kills_before(l, server_start.fast) {
+                super::support::Kill::Certain
+            } else {
+                // The load is unknown: how surely it is killed rests on no number.
+                super::support::Kill::Possible
+            }
+        });
+        let server_name = cx.container.server.map_or("the server", |s| s.name);
         let risk = match (liveness, cx.container.probe(ProbeKind::Liveness)) {
-            (Some(liveness), _) if !super::support::accuses_on(load) => format!(
-                "its liveness probe ({}) runs from container start and kills any load that \
-                 takes longer",
-                liveness.budget_arithmetic()
-            ),
-            (Some(liveness), _) => match super::support::liveness_kills(liveness, load) {
+            (Some(liveness), _) if !super::support::accuses_on(load) => {
+                if kill == Some(super::support::Kill::Certain) {
+                    format!(
+                        "its liveness probe ({}) runs from container start and gives up before \
+                         even {server_name}'s own start ends ({}–{} s, modelLoad.serverStartSeconds), \
+                         whatever the model: it kills every start",
+                        liveness.budget_arithmetic(),
+                        server_start.fast,
+                        server_start.slow
+                    )
+                } else {
+                    format!(
+                        "its liveness probe ({}) runs from container start and kills any load \
+                         that takes longer",
+                        liveness.budget_arithmetic()
+                    )
+                }
+            }
+            (Some(liveness), _) => match kill.unwrap_or(super::support::Kill::Possible) {
                 super::support::Kill::Certain => format!(
                     "its liveness probe ({}) runs from container start and kills it mid-load",
                     liveness.budget_arithmetic()
@@ -132,9 +165,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             ),
             help,
         );
-        // Nothing can kill this load, so no restart storm can come of it: a warning. The
-        // policy's own level for the rule, where set, replaces this one.
-        if liveness.is_none() {
+        // An error only where every start is killed: the fast end of the load (or, where the
+        // load is unknown, the server's own start) outlasts the liveness tolerance. Where only
+        // a slow start is killed, or nothing can kill the load, no storm is certain: a warning.
+        // The policy's own level for the rule, where set, replaces this one.
+        if kill != Some(super::support::Kill::Certain) {
             finding.severity = Severity::Warning;
         }
         finding.fix = fix;
@@ -229,6 +264,34 @@ mod tests {
         let nim = "apiVersion: v1\nkind: Pod\nmetadata: {name: nim}\nspec:\n  containers:\n    - name: nim\n      image: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3\n      ports: [{containerPort: 8000}]\n      resources: {limits: {nvidia.com/gpu: 1}}\n      livenessProbe: {httpGet: {path: /v1/health/live, port: 8000}}\n      readinessProbe: {httpGet: {path: /v1/health/ready, port: 8000}}\n";
         let f = &findings_of(nim, ID)[0];
         assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        // The model unknown: a liveness that outlasts vLLM's own start rests on no number, a
+        // warning; one that gives up before even the server's start (20 s) ends kills every
+        // start whatever the model, an error that says so.
+        let unknown = super::META.bad_example.replace(
+            "          args: [\"--model\", \"meta-llama/Llama-3.1-8B-Instruct\"]\n",
+            "",
+        );
+        let f = &findings_of(&unknown, ID)[0];
+        assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        assert!(
+            f.message.contains("its load time is unknown"),
+            "{}",
+            f.message
+        );
+        let quick = unknown.replace(
+            "          livenessProbe:\n            httpGet:",
+            "          livenessProbe:\n            periodSeconds: 5\n            httpGet:",
+        );
+        let f = &findings_of(&quick, ID)[0];
+        assert_eq!(f.severity, Severity::Error, "{}", f.message);
+        assert!(
+            f.message.contains(
+                "gives up before even vLLM's own start ends (20–180 s, \
+                 modelLoad.serverStartSeconds), whatever the model"
+            ),
+            "{}",
+            f.message
+        );
         // The policy's level for the rule makes every case an error again.
         let strict =
             crate::Policy::with_user_yaml("rules:\n  gpu-startup-probe-missing: error\n").unwrap();

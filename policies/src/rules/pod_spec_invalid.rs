@@ -50,6 +50,23 @@ fn overcommit_allowed(resource: &str) -> bool {
     native && !resource.starts_with("hugepages-")
 }
 
+/// The custom resources whose controllers create Pods from the template as written, resources
+/// included (LeaderWorkerSet's, JobSet's, KubeRay's and Argo Rollouts' templates are core
+/// `PodTemplateSpec`s): the apiserver refuses those Pods as it would refuse the template in a
+/// Deployment. KServe and the NIM Operator build their containers (and may set limits), so they
+/// are left out.
+fn pods_copy_resources(workload: &Workload<'_>) -> bool {
+    let at = &workload.object_ref;
+    let group = at.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    matches!(
+        (group, at.kind.as_str()),
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")
+            | ("jobset.x-k8s.io", "JobSet")
+            | ("ray.io", "RayCluster" | "RayService" | "RayJob")
+            | ("argoproj.io", "Rollout")
+    )
+}
+
 /// A quantity as a number, where it is a plain one (`1`, `"2"`): enough to compare GPU counts.
 fn plain_quantity(value: &Value) -> Option<f64> {
     match value {
@@ -567,7 +584,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 for probe in container.probes() {
                     check_probe(report, &subject, probe, pod.core);
                 }
-                if pod.core {
+                if pod.core || pods_copy_resources(workload) {
                     check_extended_resources(report, &subject, &container.pointer, container.value);
                 }
             }

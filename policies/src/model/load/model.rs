@@ -265,8 +265,16 @@ pub enum ModelArg {
     NotFound,
 }
 
-/// Flags that name the model in vLLM, SGLang, TGI, TEI and KServe's Hugging Face server.
-const MODEL_FLAGS: &[&str] = &["--model", "--model-id", "--model-path", "--model_id"];
+/// Flags that name the model in vLLM, SGLang, TGI, TEI and KServe's Hugging Face server, and the
+/// `--model-uri` of custom servers (MLflow's `mlflow models serve`, custom KServe predictors).
+const MODEL_FLAGS: &[&str] = &[
+    "--model",
+    "--model-id",
+    "--model-path",
+    "--model_id",
+    "--model-uri",
+    "--model_uri",
+];
 /// llama.cpp's `llama-server` flags, checked only for llama.cpp (`-m` is Python's too).
 const LLAMA_CPP_FLAGS: &[&str] = &["--hf-repo", "-hfr", "-hf", "--model", "-m"];
 /// Environment variables the servers read their model from.
@@ -443,6 +451,15 @@ mod tests {
         );
         let kserve = json!({"modelFormat": {"name": "huggingface"}, "storageUri": "hf://meta-llama/Llama-3.1-8B-Instruct"});
         assert_eq!(reference(model(Some("kserve"), "", kserve)).1, "storageUri");
+        let custom =
+            json!({"command": ["python", "serve.py", "--model-uri", "s3://models/llama-3.1-8b"]});
+        assert_eq!(
+            reference(model(None, "", custom)),
+            (
+                "s3://models/llama-3.1-8b".to_owned(),
+                "--model-uri".to_owned()
+            )
+        );
         // `-m` is Python's module flag unless the server is llama.cpp.
         let python = json!({"command": ["python", "-m", "my_server"]});
         assert_eq!(model(None, "", python), ModelArg::NotFound);
