@@ -589,6 +589,10 @@ fn image_counter_evidence(container: &Value) -> Option<CounterEvidence> {
     if repository.contains("nccl-tests") {
         return Some(CounterEvidence::StressTool("nccl-tests (a benchmark)"));
     }
+    // NVIDIA's nvcr.io/nvidia/k8s/cuda-sample (nbody, vectoradd by tag): GPU demos.
+    if matches!(name, "cuda-sample" | "cuda-samples") {
+        return Some(CounterEvidence::StressTool("a CUDA sample"));
+    }
     if let Some((_, what)) = GENERAL_SERVERS.iter().find(|(p, _)| *p == name) {
         return Some(CounterEvidence::GeneralServer(what));
     }
@@ -666,6 +670,10 @@ mod tests {
         // Only the image's own name counts: a model server's repository that mentions a
         // proxy in its path is not one.
         assert_eq!(image("ghcr.io/nginx/vllm-openai:latest"), None);
+        assert_eq!(
+            image("nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda11.6.0-ubuntu18.04"),
+            Some(CounterEvidence::StressTool("a CUDA sample"))
+        );
         assert_eq!(image("vllm/vllm-openai:v0.11.0"), None);
     }
 
