@@ -202,6 +202,37 @@ impl Summary {
             plural(count),
             plural(files)
         );
+        // A real run renders what remains as its report; a dry run writes only the diff, so
+        // it lists here what --fix leaves to a person (at its lines after the fix).
+        if self.dry_run {
+            let remaining: Vec<&LocatedFinding> = self
+                .report
+                .findings
+                .iter()
+                .filter(|f| f.finding.suppressed.is_none())
+                .collect();
+            for f in &remaining {
+                let _ = writeln!(
+                    err,
+                    "remains {}[{}]: {}:{}:{}: {}",
+                    f.finding.severity,
+                    f.finding.rule,
+                    f.file,
+                    f.line,
+                    f.column,
+                    crate::output::headline(&f.finding.message, 100)
+                );
+            }
+            if !remaining.is_empty() {
+                let _ = writeln!(
+                    err,
+                    "{} finding{} would remain (lines as they will be after --fix; run without \
+                     --fix for the details)",
+                    remaining.len(),
+                    plural(remaining.len())
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -366,7 +397,7 @@ mod tests {
         assert!(out.starts_with("--- a/gpu.yaml\n+++ b/gpu.yaml\n"), "{out}");
         assert!(out.contains("+          startupProbe:"), "{out}");
         let lines: Vec<&str> = err.lines().collect();
-        assert_eq!(lines.len(), 3, "{err}");
+        assert_eq!(lines.len(), 5, "{err}");
         assert!(
             lines[0].starts_with("would fix[gpu-startup-probe-missing]: gpu.yaml:8:9:"),
             "{err}"
@@ -376,5 +407,16 @@ mod tests {
             "{err}"
         );
         assert_eq!(lines[2], "Would fix 2 findings in 1 file");
+        // What --fix cannot do is listed too: a dry run is the place to see it.
+        assert_eq!(
+            lines[3],
+            "remains info[gpu-graceful-shutdown-missing]: gpu.yaml:8:9: container \"vllm\" \
+             (requests nvidia.com/gpu) has no preStop hook"
+        );
+        assert_eq!(
+            lines[4],
+            "1 finding would remain (lines as they will be after --fix; run without --fix for \
+             the details)"
+        );
     }
 }

@@ -76,6 +76,12 @@ pub fn render(
     }
 }
 
+/// A finding's message cut to the headline the human format shows (what is wrong, in which
+/// container), at most `budget` characters: for one-line lists such as `--fix --dry-run`'s.
+pub fn headline(message: &str, budget: usize) -> String {
+    shape::message(message, budget.max(shape::MIN_HEADLINE)).headline
+}
+
 /// The path the report uses for standard input.
 const STDIN: &str = "-";
 
