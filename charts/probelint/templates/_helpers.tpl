@@ -376,13 +376,18 @@ object.kind in ['ServingRuntime', 'ClusterServingRuntime'] ||
   ((has(s.containers) ? s.containers : []) + (has(s.initContainers) ? s.initContainers : [])
     + (object.kind == 'NIMService' ? [s] : [])
     + (object.kind == 'InferenceService' ? {{ $kserveModelKeys | toJson | replace "\"" "'" | replace "," ", " }}.filter(k, k in s).map(k, s[k]) : [])
-  ).exists(c, has(c.resources) && (
+  ).exists(c, (has(c.resources) && (
     (has(c.resources.limits) && c.resources.limits.exists(name, name.matches(r'{{ include "probelint.cel.globRegex" $resources }}'))) ||
     (has(c.resources.requests) && c.resources.requests.exists(name, name.matches(r'{{ include "probelint.cel.globRegex" $resources }}')))
     {{- if $filter.resourceClaims }} ||
     (has(c.resources.claims) && size(c.resources.claims) > 0)
     {{- end }}
   ))
+  {{- /* The NVIDIA container runtime gives a container the GPUs its NVIDIA_VISIBLE_DEVICES
+  names, with no resource request (the engine's `visible_devices`): void, none and empty name
+  none. Other spellings of those (` Void `) are sent too: a condition may send more than the
+  engine judges, never less. */}}
+  || (has(c.env) && c.env.exists(e, has(e.name) && e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && !(e.value in ['', 'void', 'none']))))
   {{- if $runtimeClasses }}
   || (has(s.runtimeClassName) && s.runtimeClassName.matches(r'{{ include "probelint.cel.globRegex" $runtimeClasses }}'))
   {{- end }}

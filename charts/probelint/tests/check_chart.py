@@ -1055,6 +1055,10 @@ def _pod_spec(gpu: str | None, where: str = "containers") -> dict:
         container["resources"] = {"requests": {"nvidia.com/mig-1g.10gb": "1", "cpu": "2"}}
     elif gpu == "claim":
         container["resources"] = {"claims": [{"name": "gpu"}]}
+    elif gpu == "visibleDevices":
+        # GPUs from the NVIDIA runtime, no request (the engine's visible_devices).
+        container["resources"] = {"limits": {"cpu": "2"}}
+        container["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     else:
         container["resources"] = {"limits": {"cpu": "2", "memory": "8Gi"}}
     spec: dict = {"containers": [{"name": "proxy", "image": "envoy"}]}
@@ -1109,6 +1113,8 @@ def _workloads(gpu: str | None) -> list[dict]:
     # A NIMService's spec is its container (and carries the pod's runtimeClassName and claims).
     server = _pod_spec(gpu)
     nim = {key: server[key] for key in ("resourceClaims", "runtimeClassName") if key in server}
+    if "env" in server["containers"][1]:
+        nim["env"] = server["containers"][1]["env"]
     objects.append(("apps.nvidia.com/v1alpha1", "NIMService", {"spec": {"image": {"repository": "nvcr.io/nim/meta/llama-3.1-8b-instruct", "tag": "1.3.3"}, "resources": server["containers"][1]["resources"], **nim}}))
     if gpu in ("resource", "request", "claim"):
         # KServe's model container sits beside the pod spec fields.
@@ -1222,7 +1228,7 @@ def check_cel(probelint: Probelint) -> None:
 
     expression, program = compiled({})
     total = 0
-    for gpu in ("resource", "request", "claim", "runtimeClass", None):
+    for gpu in ("resource", "request", "claim", "runtimeClass", "visibleDevices", None):
         objects = _workloads(gpu)
         engine = _engine_accelerated(probelint, objects)
         for obj in objects:
@@ -1249,6 +1255,10 @@ def check_cel(probelint: Probelint) -> None:
         ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "amd"}, "spec": {"containers": [{"name": "a", "resources": {"limits": {"amd.com/gpu": 1}}}]}}, True),
         ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "neuron"}, "spec": {"containers": [{"name": "a", "resources": {"limits": {"aws.amazon.com/neuroncore": 2}}}]}}, True),
         ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dotted"}, "spec": {"containers": [{"name": "a", "resources": {"limits": {"nvidiaXcom/gpu": 1}}}]}}, False),
+        # The runtime reads void, none and an empty value as no GPU; a value from a Secret is unknown.
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "void"}, "spec": {"containers": [{"name": "a", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}]}}, False),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "from-secret"}, "spec": {"containers": [{"name": "a", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}}, False),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two-gpus"}, "spec": {"containers": [{"name": "a", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0,1"}]}]}}, True),
     ]
     for obj, expected in edge:
         check(evaluate(program, expression, obj) == expected, f"{obj['kind']} {obj['metadata']['name']}: expected {expected}")
