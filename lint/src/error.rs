@@ -71,6 +71,8 @@ pub enum UsageError {
     NoKustomization,
     #[error("--request-timeout must be at least 1 second")]
     RequestTimeout,
+    #[error("--deadline must be at least 1 second")]
+    Deadline,
     #[error("--duration must be a positive number of seconds")]
     Duration,
     #[error("{0} must be a number of seconds ≥ 0")]

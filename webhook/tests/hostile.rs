@@ -1125,6 +1125,9 @@ async fn connect_from(source: std::net::Ipv4Addr, addr: SocketAddr) -> std::io::
     socket.connect(addr).await
 }
 
+/// Streams [`Hog::StalledStreams`] clients have opened, in this test binary.
+static STALLED_STREAMS: AtomicU64 = AtomicU64::new(0);
+
 /// The kinds of connection a flooding client holds seats with, doing no work.
 #[derive(Debug, Clone, Copy)]
 enum Hog {
@@ -1136,6 +1139,9 @@ enum Hog {
     NoRequest,
     /// A request head declaring a 5 MB body, one byte of it, then nothing.
     StalledBody,
+    /// HTTP/2: as many streams as the server allows, each declaring a 5 MB review and sending
+    /// one byte of it, then nothing; the connection itself stays live (h2 answers pings).
+    StalledStreams,
 }
 
 /// Holds one `kind` of connection from `source`, and opens the next as soon as the webhook
@@ -1158,6 +1164,46 @@ async fn hog(
         let mut buf = [0u8; 1024];
         let hold = async {
             match kind {
+                Hog::StalledStreams => {
+                    let _ = tcp.set_nodelay(true);
+                    let mut h2_config = (*client).clone();
+                    h2_config.alpn_protocols = vec![b"h2".to_vec()];
+                    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+                    let Ok(tls) = tokio_rustls::TlsConnector::from(Arc::new(h2_config))
+                        .connect(name, tcp)
+                        .await
+                    else {
+                        return;
+                    };
+                    let Ok((mut client, connection)) = h2::client::handshake(tls).await else {
+                        return;
+                    };
+                    let connection = tokio::spawn(connection);
+                    let mut streams = Vec::new();
+                    for _ in 0..64 {
+                        let Ok(ready) = client.clone().ready().await else {
+                            break;
+                        };
+                        client = ready;
+                        let request = hyper::Request::builder()
+                            .method("POST")
+                            .uri("https://localhost/validate")
+                            .header("content-type", "application/json")
+                            .header("content-length", "5000000")
+                            .body(())
+                            .expect("request");
+                        let Ok((response, mut body)) = client.send_request(request, false) else {
+                            break;
+                        };
+                        if body.send_data(Bytes::from_static(b"{"), false).is_ok() {
+                            STALLED_STREAMS.fetch_add(1, Ordering::Relaxed);
+                        }
+                        streams.push((response, body));
+                    }
+                    // Until the webhook closes the connection.
+                    let _ = connection.await;
+                    drop(streams);
+                }
                 Hog::NoHandshake => {
                     let _ = tcp.read(&mut buf).await;
                 }
@@ -1250,8 +1296,32 @@ async fn a_flood_from_one_client_at_the_default_cap_leaves_another_client_served
     })
     .await;
     const REVIEWS: usize = 40;
+    let latencies = reviews_on_fresh_connections(&webhook, REVIEWS).await;
+    let metrics = metrics_text(&webhook).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut opened = 0;
+    for hog in hogs {
+        opened += hog.await.expect("hog");
+    }
+    let within_1s = latencies.iter().filter(|&&l| l <= 1.0).count();
+    let evicted = closed_count(&metrics, "tls", "evicted");
+    let refused = closed_count(&metrics, "tls", "refused");
+    eprintln!(
+        "flood of {} connections at a cap of {cap} ({opened} opened in all, {evicted} evicted, \
+         {refused} refused): {REVIEWS} reviews answered, {within_1s} within 1 s, p50 {:.0} ms, \
+         max {:.0} ms",
+        cap * 3 / 2,
+        percentile(&latencies, 50.0) * 1000.0,
+        latencies.last().copied().unwrap_or(0.0) * 1000.0,
+    );
+    assert!(evicted > 0, "the flood's connections made room: {metrics}");
+}
+
+/// `count` reviews from 127.0.0.1, each on a new TLS connection (as a restarted apiserver
+/// opens them), each answered 200: their latencies in seconds, sorted.
+async fn reviews_on_fresh_connections(webhook: &Webhook, count: usize) -> Vec<f64> {
     let mut latencies = Vec::new();
-    for i in 0..REVIEWS {
+    for i in 0..count {
         let start = Instant::now();
         let answer = in_time("a review during the flood", async {
             let tcp = connect_from(std::net::Ipv4Addr::LOCALHOST, webhook.addr)
@@ -1298,25 +1368,68 @@ async fn a_flood_from_one_client_at_the_default_cap_leaves_another_client_served
         );
         latencies.push(start.elapsed().as_secs_f64());
     }
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+/// HTTP/2 clients at the default cap, half again as many connections as seats, each holding as
+/// many streams as the server allows with a review body that stalls after one byte: the
+/// connections are live (HTTP/2 keeps them so) and every stream is "in flight", yet another
+/// client's reviews on fresh connections are all answered, within 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stalled_http2_streams_at_the_default_cap_leave_another_client_served() {
+    raise_own_fd_limit();
+    let webhook = Webhook::start().await;
+    let cap = webhook.max_connections;
+    assert_eq!(cap, 256, "the default cap");
+    let flooder = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = (0..cap * 3 / 2)
+        .map(|_| {
+            tokio::spawn(hog(
+                Hog::StalledStreams,
+                flooder,
+                webhook.addr,
+                webhook.client(),
+                stop.clone(),
+                Duration::from_millis(100),
+            ))
+        })
+        .collect();
+    in_time("the flood fills the cap", async {
+        loop {
+            let open = metric(
+                &metrics_text(&webhook).await,
+                "probelint_webhook_connections{port=\"tls\"}",
+            );
+            if open as usize >= cap {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    const REVIEWS: usize = 30;
+    let latencies = reviews_on_fresh_connections(&webhook, REVIEWS).await;
     let metrics = metrics_text(&webhook).await;
     stop.store(true, Ordering::Relaxed);
     let mut opened = 0;
     for hog in hogs {
         opened += hog.await.expect("hog");
     }
-    latencies.sort_by(f64::total_cmp);
     let within_1s = latencies.iter().filter(|&&l| l <= 1.0).count();
-    let evicted = closed_count(&metrics, "tls", "evicted");
-    let refused = closed_count(&metrics, "tls", "refused");
+    let streams = STALLED_STREAMS.load(Ordering::Relaxed);
     eprintln!(
-        "flood of {} connections at a cap of {cap} ({opened} opened in all, {evicted} evicted, \
-         {refused} refused): {REVIEWS} reviews answered, {within_1s} within 1 s, p50 {:.0} ms, \
-         max {:.0} ms",
+        "{} HTTP/2 connections of stalled streams at a cap of {cap} ({opened} opened in all, \
+         {streams} streams, {} evicted): {REVIEWS} reviews answered, {within_1s} within 1 s, p50 \
+         {:.0} ms, max {:.0} ms",
         cap * 3 / 2,
+        closed_count(&metrics, "tls", "evicted"),
         percentile(&latencies, 50.0) * 1000.0,
         latencies.last().copied().unwrap_or(0.0) * 1000.0,
     );
-    assert!(evicted > 0, "the flood's connections made room: {metrics}");
+    assert!(streams as usize > cap, "the flood opened {streams} streams");
+    assert_eq!(within_1s, REVIEWS, "latencies {latencies:?}");
 }
 
 /// After one request, a connection that trickles the next request head is closed once the head

@@ -140,6 +140,36 @@ const OPERATOR_LABELS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The evidence of the pods whose controller is a listed workload, gathered as each pod is
+/// read and the pod then dropped: an audit's memory grows with what it keeps (restarts,
+/// terminations, start-to-Ready per pod), not with the pods it reads (~44 KB each as the
+/// apiserver sends them).
+#[derive(Debug, Default)]
+pub struct Streamed {
+    evidence: HashMap<usize, WorkloadEvidence>,
+    /// Each pod's (namespace, name), for the Events that name it.
+    by_pod: HashMap<(String, String), usize>,
+}
+
+impl Streamed {
+    /// Adds `pod`'s evidence to the judged workload `workload`'s.
+    pub fn add(&mut self, workload: usize, pod: &Value) {
+        self.by_pod
+            .insert((namespace(pod).to_owned(), name(pod).to_owned()), workload);
+        add_pod(self.evidence.entry(workload).or_default(), pod);
+    }
+
+    /// The judged workloads that have pods here.
+    pub fn workloads(&self) -> HashSet<usize> {
+        self.evidence.keys().copied().collect()
+    }
+}
+
+/// The uid of the object's controller (`ownerReferences[].controller: true`), if it has one.
+pub fn controller_of(object: &Value) -> Option<&str> {
+    controller_uid(object)
+}
+
 /// Which listed workloads are judged: those whose controller is not itself a listed workload (a
 /// ReplicaSet of a Deployment, a StatefulSet of a LeaderWorkerSet, a Pod of any of them is judged
 /// through its owner, as Polaris audits top-level controllers). Returns, per object, the index
@@ -148,7 +178,7 @@ const OPERATOR_LABELS: &[(&str, &str, &str)] = &[
 /// A judged workload that owns no pod through the listed objects (its pods are owned by kinds the
 /// audit does not list, e.g. a Knative Revision) claims the pods of its namespace that its
 /// `spec.selector` selects among those whose controller is not listed; bare pods stay their own.
-pub fn owners(objects: &[&Value]) -> Vec<usize> {
+pub fn owners(objects: &[&Value], have_pods: &HashSet<usize>) -> Vec<usize> {
     let by_uid: HashMap<&str, usize> = objects
         .iter()
         .enumerate()
@@ -190,10 +220,11 @@ pub fn owners(objects: &[&Value]) -> Vec<usize> {
         })
         .collect();
     let is_pod = |o: &Value| o.get("kind").and_then(Value::as_str) == Some("Pod");
-    let with_pods: HashSet<usize> = (0..objects.len())
+    let mut with_pods: HashSet<usize> = (0..objects.len())
         .filter(|&i| is_pod(objects[i]) && judged[i] != i)
         .map(|i| judged[i])
         .collect();
+    with_pods.extend(have_pods);
     let unowned: Vec<usize> = (0..objects.len())
         .filter(|&i| is_pod(objects[i]) && judged[i] == i && controller_uid(objects[i]).is_some())
         .collect();
@@ -300,11 +331,12 @@ fn event_time(event: &Value) -> String {
 
 /// Builds each judged workload's evidence from the pods and the kubelet's Events. `objects` are
 /// the listed workloads (pods included), `judged[i]` the judged object that object `i` belongs
-/// to (see [`owners`]).
+/// to (see [`owners`]); `streamed`, the evidence of the pods gathered as they were read.
 pub fn collect(
     objects: &[&Value],
     judged: &[usize],
     events: &[Value],
+    streamed: Streamed,
 ) -> HashMap<usize, WorkloadEvidence> {
     let is_pod = |o: &Value| o.get("kind").and_then(Value::as_str) == Some("Pod");
     let mut pods_of: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -314,8 +346,14 @@ pub fn collect(
         }
     }
 
-    let mut by_pod: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut evidence: HashMap<usize, WorkloadEvidence> = HashMap::new();
+    let Streamed {
+        mut evidence,
+        by_pod: streamed_pods,
+    } = streamed;
+    let mut by_pod: HashMap<(&str, &str), usize> = streamed_pods
+        .iter()
+        .map(|((ns, name), &w)| ((ns.as_str(), name.as_str()), w))
+        .collect();
     for (&workload, pods) in &pods_of {
         let e = evidence.entry(workload).or_default();
         for &p in pods {
@@ -655,7 +693,7 @@ mod tests {
         let pod = object("Pod", "llm-1-a", "p", Some("r"));
         let orphan = object("Pod", "other", "o", Some("not-listed"));
         let objects = [&deployment, &replica_set, &pod, &orphan];
-        assert_eq!(owners(&objects), [0, 0, 0, 3]);
+        assert_eq!(owners(&objects, &HashSet::new()), [0, 0, 0, 3]);
         // Knative's Revision Deployment belongs to the Knative Service its label names, which
         // belongs to the KServe InferenceService that owns it.
         let mut isvc = object("InferenceService", "llama", "i", None);
@@ -672,11 +710,11 @@ mod tests {
         revision_deployment["metadata"]["labels"] =
             json!({"serving.knative.dev/service": "llama-predictor"});
         let objects = [&isvc, &knative, &revision_deployment];
-        assert_eq!(owners(&objects), [0, 0, 0]);
+        assert_eq!(owners(&objects, &HashSet::new()), [0, 0, 0]);
         // A cycle in bad data ends instead of looping.
         let a = object("ReplicaSet", "a", "a", Some("b"));
         let b = object("ReplicaSet", "b", "b", Some("a"));
-        assert_eq!(owners(&[&a, &b]).len(), 2);
+        assert_eq!(owners(&[&a, &b], &HashSet::new()).len(), 2);
     }
 
     #[test]
@@ -728,10 +766,10 @@ mod tests {
             ),
         ];
         let objects = [&service, &pod];
-        let judged = owners(&objects);
+        let judged = owners(&objects, &HashSet::new());
         // The pod (its Revision not listed) is claimed by the selector, judged through it.
         assert_eq!(judged, [0, 0]);
-        let evidence = collect(&objects, &judged, &events);
+        let evidence = collect(&objects, &judged, &events, Streamed::default());
         let e = &evidence[&0];
         assert_eq!(e.pods, 1);
         assert_eq!(e.restarts(), 2);
@@ -750,5 +788,14 @@ mod tests {
             }
         );
         assert_eq!(e.start_to_ready[0].seconds, Some(120.0));
+        // The same pod's evidence taken as it is read (and the pod dropped) is the same
+        // evidence, its Events included.
+        let mut streamed = Streamed::default();
+        streamed.add(0, &pod);
+        let have = streamed.workloads();
+        let objects = [&service];
+        assert_eq!(owners(&objects, &have), [0]);
+        let from_stream = collect(&objects, &[0], &events, streamed);
+        assert_eq!(from_stream, evidence);
     }
 }

@@ -9,11 +9,13 @@
 //! answered whole within `--request-timeout` (not only between reads: a slow drip ends), an
 //! answer is read up to [`MAX_ANSWER_BYTES`], a list stops after [`MAX_PAGES`] pages or at a
 //! `continue` token seen before (each is reported for its kind, and the rest is audited), and
-//! the whole run ends within [`RUN_DEADLINE`]. A kind the user may not
+//! the whole run ends within `--deadline` ([`RUN_DEADLINE`] by default). A kind the user may not
 //! list is reported (which verb on which resource, in which namespace) and the rest is audited;
 //! an unreachable cluster or rejected credentials stop the run with what to do.
 //!
-//! Built-in kinds are read typed (k8s-openapi); the custom resources model serving runs on
+//! Pods whose controller is listed give their evidence as they are read and are dropped
+//! (`evidence::Streamed`): memory follows what is kept, not the pods read. Built-in kinds are
+//! read typed (k8s-openapi); the custom resources model serving runs on
 //! (LeaderWorkerSet, KServe, Ray, NIM, Knative, Argo Rollouts, JobSet) and the policy's own
 //! `workloads` are found through discovery and read as dynamic objects.
 
@@ -47,8 +49,8 @@ pub const MAX_PAGES: usize = 1_000;
 /// managedFields; 256 KB would take an object's whole last-applied annotation); what passes
 /// this is refused for its kind, not read further into memory.
 pub const MAX_ANSWER_BYTES: usize = 128 * 1024 * 1024;
-/// The whole audit, discovery to report, ends within this: past it, the run stops with what it
-/// was doing.
+/// The whole audit, discovery to report, ends within this by default (`--deadline`): past it,
+/// the run stops and says so.
 pub const RUN_DEADLINE: Duration = Duration::from_secs(15 * 60);
 
 /// The custom resources model serving runs on, by API group, that the engine judges. Listed
@@ -87,6 +89,8 @@ pub struct Request<'a> {
     pub all_namespaces: bool,
     pub selector: Option<&'a str>,
     pub request_timeout: Duration,
+    /// The whole run's limit (`--deadline`).
+    pub deadline: Duration,
 }
 
 /// Which namespaces were audited.
@@ -167,13 +171,13 @@ pub fn run(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        match tokio::time::timeout(RUN_DEADLINE, audit(request, policy)).await {
+        match tokio::time::timeout(request.deadline, audit(request, policy)).await {
             Ok(result) => result,
             Err(_) => Err(format!(
-                "the audit did not finish within {} minutes (the whole run's limit): the \
+                "the audit did not finish within --deadline ({} s, the whole run's limit): the \
                  apiserver answers too slowly or without end; audit one namespace at a time \
-                 (-n) or with a --selector",
-                RUN_DEADLINE.as_secs() / 60
+                 (-n), with a --selector, or with a longer --deadline",
+                request.deadline.as_secs()
             )),
         }
     })
@@ -351,6 +355,7 @@ async fn list_all<K>(
     api: &Api<K>,
     params: &ListParams,
     timeout: Duration,
+    keep: &mut dyn FnMut(Value) -> Option<Value>,
 ) -> Result<Vec<Value>, ListFailure>
 where
     K: Clone + DeserializeOwned + Debug + Serialize,
@@ -372,7 +377,7 @@ where
             if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("managedFields");
             }
-            out.push(value);
+            out.extend(keep(value));
         }
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => {
@@ -452,11 +457,29 @@ impl Lister<'_> {
             + Debug
             + Serialize,
     {
+        self.typed_keeping::<K>(resource, params, &mut Some).await
+    }
+
+    /// [`Self::typed`], keeping of each object what `keep` returns, as it is read (`None`:
+    /// nothing), so that a long list is never held whole.
+    async fn typed_keeping<K>(
+        &mut self,
+        resource: &str,
+        params: &ListParams,
+        keep: &mut dyn FnMut(Value) -> Option<Value>,
+    ) -> Result<Vec<Value>, String>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Serialize,
+    {
         let api: Api<K> = match self.scope {
             Scope::All => Api::all(self.client.clone()),
             Scope::Namespace(ns) => Api::namespaced(self.client.clone(), ns),
         };
-        match list_all(&api, params, self.timeout).await {
+        match list_all(&api, params, self.timeout, keep).await {
             Ok(items) => Ok(items),
             Err(e) => self.failed(resource, &e).map(|()| Vec::new()),
         }
@@ -479,7 +502,7 @@ impl Lister<'_> {
         } else {
             format!("{}.{}", resource.plural, resource.group)
         };
-        match list_all(&api, params, self.timeout).await {
+        match list_all(&api, params, self.timeout, &mut Some).await {
             Ok(mut items) => {
                 // List items of custom resources carry their type; set it where one does not.
                 for item in &mut items {
@@ -612,18 +635,52 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         );
     }
     // Every pod of the scope, for evidence; with a selector, the bare pods it selects are
-    // also judged.
-    let pods = lister.typed::<Pod>("pods", &all).await?;
+    // also judged. A pod whose controller is a listed workload is judged through it: its
+    // evidence is taken as it is read and the pod dropped, so that memory follows what is kept.
+    let workload_refs: Vec<&Value> = objects.iter().collect();
+    let judged_workloads = evidence::owners(&workload_refs, &std::collections::HashSet::new());
+    let judged_by_uid: std::collections::HashMap<String, usize> = objects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            let uid = o.pointer("/metadata/uid").and_then(Value::as_str)?;
+            Some((uid.to_owned(), judged_workloads[i]))
+        })
+        .collect();
+    let mut streamed = evidence::Streamed::default();
+    let mut streamed_skips: Vec<Skipped> = Vec::new();
+    let mut keep_pod = |pod: Value| match evidence::controller_of(&pod)
+        .and_then(|owner| judged_by_uid.get(owner))
+    {
+        Some(&workload) => {
+            streamed.add(workload, &pod);
+            streamed_skips.push(Skipped {
+                what: evidence::coordinates(&ObjectRef::from_object(&pod)),
+                reason: format!(
+                    "judged as part of {}",
+                    evidence::coordinates(&ObjectRef::from_object(&objects[workload]))
+                ),
+            });
+            None
+        }
+        None => Some(pod),
+    };
+    let pods = lister
+        .typed_keeping::<Pod>("pods", &all, &mut keep_pod)
+        .await?;
+    let mut selected_uids = std::collections::HashSet::new();
     let selected_pods: Option<std::collections::HashSet<String>> = match request.selector {
-        Some(_) => Some(
+        Some(_) => {
             lister
-                .typed::<Pod>("pods", &workload_params)
-                .await?
-                .iter()
-                .filter_map(|p| p.pointer("/metadata/uid").and_then(Value::as_str))
-                .map(str::to_owned)
-                .collect(),
-        ),
+                .typed_keeping::<Pod>("pods", &workload_params, &mut |pod| {
+                    if let Some(uid) = pod.pointer("/metadata/uid").and_then(Value::as_str) {
+                        selected_uids.insert(uid.to_owned());
+                    }
+                    None
+                })
+                .await?;
+            Some(selected_uids)
+        }
         None => None,
     };
     let first_pod = objects.len();
@@ -656,10 +713,11 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         ..
     } = lister;
     errors.dedup();
+    skipped.extend(streamed_skips);
 
     let refs: Vec<&Value> = objects.iter().collect();
-    let judged = evidence::owners(&refs);
-    let mut evidence = evidence::collect(&refs, &judged, &events);
+    let judged = evidence::owners(&refs, &streamed.workloads());
+    let mut evidence = evidence::collect(&refs, &judged, &events, streamed);
 
     let mut findings: Vec<Finding> = Vec::new();
     let mut facts = Vec::new();

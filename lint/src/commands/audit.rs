@@ -44,6 +44,9 @@ pub struct Args {
     /// Seconds each request to the apiserver may take.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub request_timeout: u64,
+    /// Seconds the whole audit may take, discovery to report; past them it stops and says so.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::audit::RUN_DEADLINE.as_secs())]
+    pub deadline: u64,
     /// When to use colour in human output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
@@ -63,6 +66,9 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     if args.request_timeout == 0 {
         return Err(UsageError::RequestTimeout.into());
     }
+    if args.deadline == 0 {
+        return Err(UsageError::Deadline.into());
+    }
     let policy = args.config.load()?;
     let request = crate::audit::Request {
         kubeconfig: args.kubeconfig.as_deref(),
@@ -71,6 +77,7 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         all_namespaces: args.all_namespaces,
         selector: args.selector.as_deref(),
         request_timeout: std::time::Duration::from_secs(args.request_timeout),
+        deadline: std::time::Duration::from_secs(args.deadline),
     };
     let audit = crate::audit::run(&request, &policy).map_err(Error::Audit)?;
     let options = Options {
