@@ -38,7 +38,11 @@ fn text(out: &Output) -> String {
     )
 }
 
-const RULES: &[&str] = &["gpu-startup-probe-missing", "readiness-port-open"];
+const RULES: &[&str] = &[
+    "gpu-startup-probe-missing",
+    "readiness-port-open",
+    "known-server-endpoint",
+];
 
 /// (rule, severity, container).
 type Verdict = (String, Severity, String);
@@ -306,6 +310,51 @@ fn decidable() -> Vec<(&'static str, Value)> {
                     "model",
                     "registry.example/own-server:1",
                     json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}, "periodSeconds": 3}})
+                )]),
+            ),
+        ),
+        (
+            "Triton by its image, ready on the live endpoint",
+            deployment(
+                "triton-live",
+                json!({}),
+                json!([gpu(
+                    "triton",
+                    "nvcr.io/nvidia/tritonserver:24.08-py3",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"httpGet": {"path": "/v2/health/live", "port": 8000}},
+                    })
+                )]),
+            ),
+        ),
+        (
+            "Triton by its image, ready on a model's own ready endpoint",
+            deployment(
+                "triton-model-ready",
+                json!({}),
+                json!([gpu(
+                    "triton",
+                    "nvcr.io/nvidia/tritonserver:24.08-py3",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"httpGet": {"path": "/v2/models/llama/ready", "port": 8000}},
+                    })
+                )]),
+            ),
+        ),
+        (
+            "TGI by its image, ready on an arbitrary path",
+            deployment(
+                "tgi-root",
+                json!({}),
+                json!([gpu(
+                    "tgi",
+                    "ghcr.io/huggingface/text-generation-inference:3.0",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"httpGet": {"path": "/", "port": 8000}},
+                    })
                 )]),
             ),
         ),

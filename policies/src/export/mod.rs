@@ -93,6 +93,12 @@ struct Part {
 
 const STARTUP: &str = "gpu-startup-probe-missing";
 const PORT_OPEN: &str = "readiness-port-open";
+const ENDPOINT: &str = "known-server-endpoint";
+const ENDPOINT_SCOPE: &str = "exported as a warning for httpGet readiness on a path that is not \
+the ready endpoint of a server recognised by its image run by its own entrypoint (no `command`, \
+one server named); not for servers recognised by a command line, paths with a query string, the \
+ready-endpoint caveats (Dynamo's status body, MLServer with no model) nor llama.cpp's unsettled \
+default port";
 
 const STARTUP_SCOPE: &str = "exported for the containers whose serving CEL can prove: an \
 accelerator resource the policy lists, and either probelint.io/role: server or a recognised \
@@ -154,13 +160,14 @@ pub fn coverage(policy: &Policy) -> Vec<Coverage> {
             let note = if !names.is_empty() {
                 match id {
                     STARTUP => STARTUP_SCOPE.to_owned(),
+                    ENDPOINT => ENDPOINT_SCOPE.to_owned(),
                     _ => PORT_OPEN_SCOPE.to_owned(),
                 }
             } else if matches!(rule.check(), Check::Relations(_)) {
                 "cross-object: needs other objects (Services, PDBs, HPAs), which an admission \
                  policy does not see"
                     .to_owned()
-            } else if matches!(id, STARTUP | PORT_OPEN) {
+            } else if matches!(id, STARTUP | PORT_OPEN | ENDPOINT) {
                 skipped(policy, id).unwrap_or_default()
             } else {
                 not_exported(id).to_owned()
@@ -330,7 +337,48 @@ fn parts(policy: &Policy) -> Vec<Part> {
             message: CURL_MESSAGE,
         });
     }
+    if let Some(severity) = level(ENDPOINT, Severity::Warning) {
+        parts.push(Part {
+            name: format!("probelint.io-{ENDPOINT}-warning"),
+            rule: ENDPOINT,
+            severity,
+            fails: format!(
+                "has(c.readinessProbe) && has(c.readinessProbe.httpGet) && {} && {}",
+                c.not_ignored(ENDPOINT),
+                bound(&format!(
+                    "{} && {}",
+                    c.server_by_image(),
+                    not_ready_path("c.readinessProbe.httpGet.?path.orValue('/')")
+                ))
+            ),
+            message: "a recognised model server's readiness probe does not check that \
+                      server's ready endpoint: the pod can be Ready while the model cannot serve \
+                      (`probelint explain known-server-endpoint` names each server's endpoint; \
+                      `probelint --fix` writes it)",
+        });
+    }
     parts
+}
+
+/// CEL: `path` (an expression) is not a ready endpoint of the server `SERVERS[0]`, as
+/// `KnownServer::is_ready_path` reads it; a path with a query string is set aside (CEL has no
+/// split to strip it).
+fn not_ready_path(path: &str) -> String {
+    let table: Vec<String> = KNOWN_SERVERS
+        .iter()
+        .map(|s| {
+            let paths: Vec<&str> = std::iter::once(s.ready_path)
+                .chain(s.also_ready.iter().copied())
+                .collect();
+            format!("{}: {}", cel::quote(s.id), cel::list(paths.into_iter()))
+        })
+        .collect();
+    format!(
+        "[{path}].exists(p, !p.contains('?') && !(p in {{{table}}}[{SERVERS}[0]]) && \
+         !({SERVERS}[0] == 'tf-serving' && p.startsWith('/v1/models/')) && \
+         !({SERVERS}[0] in ['triton', 'kserve', 'mlserver'] && p.startsWith('/v2/models/') && p.endsWith('/ready')))",
+        table = table.join(", ")
+    )
 }
 
 const CURL_MESSAGE: &str = "checks readiness with curl without --fail: curl exits 0 on an HTTP \
@@ -778,6 +826,29 @@ impl Container {
             list = cel::list(counter.iter().copied()),
         );
         format!("({declared} || {by_image})")
+    }
+
+    /// The engine recognises the server `SERVERS[0]` by the image: the image's own entrypoint
+    /// (no `command`), and the text names one server only, whose markers the image carries.
+    fn server_by_image(&self) -> String {
+        let table: Vec<String> = KNOWN_SERVERS
+            .iter()
+            .map(|s| {
+                let markers: Vec<String> = s.image_markers().map(str::to_ascii_lowercase).collect();
+                format!(
+                    "{}: {}",
+                    cel::quote(s.id),
+                    cel::list(markers.iter().map(String::as_str))
+                )
+            })
+            .collect();
+        // Only the image markers: a command marker found in an image name (llama.cpp's
+        // `/server` in `example/server`) is not how the engine recognises a server.
+        format!(
+            "(size(c.?command.orValue([])) == 0 && size({SERVERS}) == 1 && \
+             {{{}}}[{SERVERS}[0]].exists(m, {IMAGE}.contains(m)))",
+            table.join(", ")
+        )
     }
 
     /// [`Self::serves_model`], and the container serves from its start: no Ray node, no

@@ -134,6 +134,14 @@ fn each_exported_part_is_a_policy_and_its_binding() {
                 "ValidatingAdmissionPolicyBinding",
                 "probelint.io-readiness-port-open-curl-warning"
             ),
+            (
+                "ValidatingAdmissionPolicy",
+                "probelint.io-known-server-endpoint-warning"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "probelint.io-known-server-endpoint-warning"
+            ),
             ("ValidatingAdmissionPolicy", GUARD),
             ("ValidatingAdmissionPolicyBinding", GUARD),
         ]
@@ -183,7 +191,7 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
             .map(|(_, a)| a.clone())
             .unwrap_or_else(|| panic!("no binding {name}"))
     };
-    assert_eq!(enforce.len(), 7);
+    assert_eq!(enforce.len(), 8);
     for deny in [
         "probelint.io-gpu-startup-probe-missing",
         "probelint.io-readiness-port-open",
@@ -195,6 +203,7 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
         "probelint.io-gpu-startup-probe-missing-warning",
         "probelint.io-readiness-port-open-warning",
         "probelint.io-readiness-port-open-curl-warning",
+        "probelint.io-known-server-endpoint-warning",
         // The guard only says that an object may go unjudged.
         "probelint.io-too-large-to-judge",
     ] {
@@ -222,7 +231,7 @@ fn the_policys_level_replaces_the_default_severity() {
 #[test]
 fn a_rule_turned_off_or_exempted_in_the_policy_is_not_exported_and_says_why() {
     let p = policy(Some(
-        "rules:\n  gpu-startup-probe-missing: off\nexemptions:\n  - rules: [readiness-port-open]\n    namespaces: [dev]\n    reason: r\n",
+        "rules:\n  gpu-startup-probe-missing: off\n  known-server-endpoint: off\nexemptions:\n  - rules: [readiness-port-open]\n    namespaces: [dev]\n    reason: r\n",
     ));
     assert!(documents(&p, &Options::default()).is_empty());
     let c = coverage(&p);
@@ -244,7 +253,7 @@ fn coverage_names_every_rule_once_and_gives_every_unexported_one_a_reason() {
         .filter(|c| !c.policies.is_empty())
         .map(|c| c.rule)
         .collect();
-    assert_eq!(exported, [STARTUP, PORT_OPEN]);
+    assert_eq!(exported, [STARTUP, PORT_OPEN, "known-server-endpoint"]);
     let pdb = c
         .iter()
         .find(|c| c.rule == "gpu-serving-without-pdb")
@@ -332,7 +341,7 @@ fn the_guard_warns_past_a_size_the_cost_arithmetic_allows_and_needs_no_server_ta
     assert_eq!(names, ["spec", "containers", "size"]);
     // Nothing is exported, nothing to guard.
     let off = policy(Some(
-        "rules:\n  gpu-startup-probe-missing: off\n  readiness-port-open: off\n",
+        "rules:\n  gpu-startup-probe-missing: off\n  readiness-port-open: off\n  known-server-endpoint: off\n",
     ));
     assert!(documents(&off, &Options::default()).is_empty());
 }

@@ -445,6 +445,15 @@ impl KnownServer {
             .copied()
     }
 
+    /// The text fragments by which [`Self::for_image`] recognises this server in an image
+    /// reference (in the repository for some, which the reference contains).
+    pub(crate) fn image_markers(&self) -> impl Iterator<Item = &'static str> {
+        self.image_markers
+            .iter()
+            .chain(self.repository_markers)
+            .copied()
+    }
+
     /// Recognises a server from what a container runs: `vllm serve` or
     /// `python -m sglang.launch_server` in its command or args, from any image.
     pub fn for_command(container: &Value) -> Option<&'static KnownServer> {
