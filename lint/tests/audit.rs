@@ -370,7 +370,9 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
         result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"],
         format!("{llm}/vllm")
     );
-    assert_eq!(result["level"], "error");
+    // A warning in the engine's judgement (no model named: its 30 s liveness outlasts vLLM's
+    // own start, and no number says the load does), which the pods' restarts then confirm.
+    assert_eq!(result["level"], "warning");
     assert_eq!(result["properties"]["evidence"]["status"], "observed");
     assert!(
         result["message"]["text"]
