@@ -673,7 +673,13 @@ fn exported_policies_warn_and_deny_as_the_engine_does_and_controller_pods_flow()
     let ns = cluster.namespace("native");
     let policy = Policy::builtin().expect("built-in policy");
 
-    install(cluster, &export("warn"));
+    let exported = export("warn");
+    let policies = exported
+        .lines()
+        .filter(|l| *l == "kind: ValidatingAdmissionPolicy")
+        .count();
+    assert!(policies >= 8, "{exported}");
+    install(cluster, &exported);
     let probe = decidable().remove(0).1;
     wait_for(
         "the exported policies to take effect",
@@ -693,7 +699,7 @@ fn exported_policies_warn_and_deny_as_the_engine_does_and_controller_pods_flow()
                 "app.kubernetes.io/managed-by=probelint",
             ]);
             let items = vaps["items"].as_array().cloned().unwrap_or_default();
-            (items.len() == 7
+            (items.len() == policies
                 && items
                     .iter()
                     .all(|v| v["status"]["observedGeneration"] == v["metadata"]["generation"]))
