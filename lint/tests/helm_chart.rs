@@ -234,3 +234,41 @@ fn controller_match_conditions_trust_the_sender_not_the_object() {
         assert!(deployment.contains(arg), "{arg} not in deployment.yaml");
     }
 }
+
+/// No Helm needed: with `acceleratorsOnly`, a container that gets its GPUs from the NVIDIA
+/// runtime by `NVIDIA_VISIBLE_DEVICES` alone (no resource request) is still sent to the
+/// webhooks, and the values the chart's condition lets pass unsent are ones the engine does not
+/// count as GPUs either: the condition may send more than the engine judges, never less.
+/// (check_chart.py's `cel` check evaluates the rendered condition with real Helm and CEL.)
+#[test]
+fn accelerator_condition_sends_what_nvidia_visible_devices_makes_a_gpu_container() {
+    let condition = chart_define("_helpers.tpl", "probelint.acceleratorCondition");
+    let clause = "c.env.exists(e, has(e.name) && e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && !(e.value in [";
+    let start = condition
+        .find(clause)
+        .unwrap_or_else(|| panic!("no NVIDIA_VISIBLE_DEVICES clause in:\n{condition}"))
+        + clause.len();
+    let list = &condition[start..start + condition[start..].find(']').unwrap()];
+    let unsent: Vec<&str> = list
+        .split(',')
+        .map(|v| v.trim().trim_matches('\''))
+        .collect();
+    assert_eq!(unsent, ["", "void", "none"], "{list}");
+    let policy = probelint_policies::Policy::default();
+    let gpu = |value: &str| {
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "a", "image": "vllm/vllm-openai:v0.6.3",
+                "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}]}});
+        probelint_policies::Workload::analyse(0, &pod, &policy).pod_specs[0].has_accelerator()
+    };
+    for value in &unsent {
+        assert!(
+            !gpu(value),
+            "the chart skips {value:?}, which the engine counts a GPU"
+        );
+    }
+    for value in ["all", "0,1", "GPU-8c9f1c2e-5d1f-4a3b-9e0f-1b2c3d4e5f60"] {
+        assert!(gpu(value), "{value:?}");
+    }
+}

@@ -349,37 +349,46 @@ enum ListFailure {
 
 /// Lists every object of `api` matching `params`, a page at a time, as the JSON the engine
 /// reads (typed objects serialise their apiVersion and kind; managedFields are dropped: no rule
-/// reads them and they are the bulk of each object). Each page must come whole within `timeout`;
-/// the list stops at a `continue` token seen before and after [`MAX_PAGES`] pages.
+/// reads them and they are the bulk of each object). Each page's items are read one by one
+/// from its answer and handed to `keep` ([`PageSeed`]): a page of 500 is never held as 500
+/// objects, only as its text. Each page must come whole within `timeout`; the list stops at a
+/// `continue` token seen before and after [`MAX_PAGES`] pages.
 async fn list_all<K>(
     api: &Api<K>,
+    client: &Client,
     params: &ListParams,
     timeout: Duration,
     keep: &mut dyn FnMut(Value) -> Option<Value>,
 ) -> Result<Vec<Value>, ListFailure>
 where
-    K: Clone + DeserializeOwned + Debug + Serialize,
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Serialize,
 {
     let mut out = Vec::new();
     let mut params = params.clone().limit(PAGE);
     let mut seen = std::collections::HashSet::new();
     for page_number in 1..=MAX_PAGES {
-        let page = tokio::time::timeout(timeout, api.list(&params))
+        let mut request = kube::core::Request::new(api.resource_url())
+            .list(&params)
+            .map_err(|e| ListFailure::Kube(kube::Error::BuildRequest(e)))?;
+        request.extensions_mut().insert("list");
+        // The text as kube's own `list` reads it (API errors become `kube::Error::Api`).
+        let text = tokio::time::timeout(timeout, client.request_text(request))
             .await
             .map_err(|_| ListFailure::Slow {
                 page: page_number,
                 timeout,
             })?
             .map_err(ListFailure::Kube)?;
-        for item in page.items {
-            let mut value = serde_json::to_value(&item)
-                .map_err(|e| ListFailure::Kube(kube::Error::SerdeError(e)))?;
-            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("managedFields");
-            }
-            out.extend(keep(value));
-        }
-        match page.metadata.continue_ {
+        let token = serde::de::DeserializeSeed::deserialize(
+            PageSeed::<K> {
+                keep: &mut *keep,
+                out: &mut out,
+                item: std::marker::PhantomData,
+            },
+            &mut serde_json::Deserializer::from_str(&text),
+        )
+        .map_err(|e| ListFailure::Kube(kube::Error::SerdeError(e)))?;
+        match token {
             Some(token) if !token.is_empty() => {
                 if !seen.insert(token.clone()) {
                     return Err(ListFailure::Loop { page: page_number });
@@ -390,6 +399,92 @@ where
         }
     }
     Err(ListFailure::Endless)
+}
+
+/// One list answer read item by item: each of `items` is read as `K`, turned into the engine's
+/// JSON without its managedFields and given to `keep`, whose answer is added to `out`; the
+/// value is the page's `continue` token. Memory follows what `keep` keeps, not the page.
+struct PageSeed<'a, K> {
+    keep: &'a mut dyn FnMut(Value) -> Option<Value>,
+    out: &'a mut Vec<Value>,
+    item: std::marker::PhantomData<K>,
+}
+
+impl<'de, K: DeserializeOwned + Serialize> serde::de::DeserializeSeed<'de> for PageSeed<'_, K> {
+    type Value = Option<String>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, K: DeserializeOwned + Serialize> serde::de::Visitor<'de> for PageSeed<'_, K> {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list answer (metadata and items)")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut token = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "metadata" => {
+                    let meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta =
+                        map.next_value()?;
+                    token = meta.continue_;
+                }
+                "items" => map.next_value_seed(ItemsSeed::<K> {
+                    keep: &mut *self.keep,
+                    out: &mut *self.out,
+                    item: std::marker::PhantomData,
+                })?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(token)
+    }
+}
+
+/// The `items` of a list answer, for [`PageSeed`] (`null`: none).
+struct ItemsSeed<'a, K> {
+    keep: &'a mut dyn FnMut(Value) -> Option<Value>,
+    out: &'a mut Vec<Value>,
+    item: std::marker::PhantomData<K>,
+}
+
+impl<'de, K: DeserializeOwned + Serialize> serde::de::DeserializeSeed<'de> for ItemsSeed<'_, K> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, K: DeserializeOwned + Serialize> serde::de::Visitor<'de> for ItemsSeed<'_, K> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list's items")
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<K>()? {
+            let mut value = serde_json::to_value(&item).map_err(serde::de::Error::custom)?;
+            drop(item);
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+            self.out.extend((self.keep)(value));
+        }
+        Ok(())
+    }
 }
 
 /// The context of one audit: the client, the scope, and what has gone wrong so far.
@@ -479,7 +574,7 @@ impl Lister<'_> {
             Scope::All => Api::all(self.client.clone()),
             Scope::Namespace(ns) => Api::namespaced(self.client.clone(), ns),
         };
-        match list_all(&api, params, self.timeout, keep).await {
+        match list_all(&api, &self.client, params, self.timeout, keep).await {
             Ok(items) => Ok(items),
             Err(e) => self.failed(resource, &e).map(|()| Vec::new()),
         }
@@ -502,7 +597,7 @@ impl Lister<'_> {
         } else {
             format!("{}.{}", resource.plural, resource.group)
         };
-        match list_all(&api, params, self.timeout, &mut Some).await {
+        match list_all(&api, &self.client, params, self.timeout, &mut Some).await {
             Ok(mut items) => {
                 // List items of custom resources carry their type; set it where one does not.
                 for item in &mut items {
@@ -903,4 +998,56 @@ fn serving_resources(
     }
     out.sort_by(|a, b| (&a.0.group, &a.0.kind).cmp(&(&b.0.group, &b.0.kind)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_page(
+        text: &str,
+        keep: &mut dyn FnMut(Value) -> Option<Value>,
+    ) -> (Vec<Value>, Option<String>) {
+        let mut out = Vec::new();
+        let token = serde::de::DeserializeSeed::deserialize(
+            PageSeed::<Pod> {
+                keep,
+                out: &mut out,
+                item: std::marker::PhantomData,
+            },
+            &mut serde_json::Deserializer::from_str(text),
+        )
+        .unwrap();
+        (out, token)
+    }
+
+    /// A page is handed over item by item, whatever the order of its keys (a proxy may put
+    /// `metadata` last), each item as the engine reads it (its kind set, no managedFields); what
+    /// `keep` drops is not kept, and the continue token is read.
+    #[test]
+    fn a_page_is_read_item_by_item_with_its_continue_token() {
+        let text = r#"{"kind": "PodList", "apiVersion": "v1", "items": [
+            {"metadata": {"name": "a", "managedFields": [{"manager": "kubelet"}]}},
+            {"metadata": {"name": "b"}}, {"metadata": {"name": "c"}}],
+            "extra": {"ignored": [1, 2]}, "metadata": {"continue": "next", "resourceVersion": "7"}}"#;
+        let mut seen = Vec::new();
+        let (kept, token) = read_page(text, &mut |pod| {
+            seen.push(pod["metadata"]["name"].as_str().unwrap().to_owned());
+            (pod["metadata"]["name"] != "b").then_some(pod)
+        });
+        assert_eq!(seen, ["a", "b", "c"]);
+        assert_eq!(token.as_deref(), Some("next"));
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0]["kind"], "Pod");
+        assert_eq!(kept[0]["apiVersion"], "v1");
+        assert!(
+            kept[0]["metadata"].get("managedFields").is_none(),
+            "{:#}",
+            kept[0]
+        );
+
+        let (kept, token) = read_page(r#"{"items": null, "metadata": {}}"#, &mut Some);
+        assert!(kept.is_empty());
+        assert_eq!(token, None);
+    }
 }

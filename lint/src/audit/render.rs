@@ -347,48 +347,93 @@ struct JsonWorkload<'a> {
     start_to_ready: &'a [super::evidence::StartToReady],
 }
 
+/// The JSON report, its keys in this order.
+#[derive(Serialize)]
+struct JsonDocument<'a> {
+    version: u32,
+    cluster: serde_json::Value,
+    findings: Vec<JsonFinding<'a>>,
+    workloads: Vec<JsonWorkload<'a>>,
+    errors: Vec<serde_json::Value>,
+    skipped: Vec<JsonSkipped<'a>>,
+    summary: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct JsonSkipped<'a> {
+    what: &'a str,
+    reason: &'a str,
+}
+
 fn json(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
     let c = counts(audit);
-    let document = serde_json::json!({
-        "version": 1,
-        "cluster": {
+    // A document of borrowed rows serialised as it is written, not built as a JSON value first:
+    // an audit of a large cluster skips one row per pod judged through its controller, and a
+    // value of 20,000 rows would cost more than the audit kept.
+    let document = JsonDocument {
+        version: 1,
+        cluster: serde_json::json!({
             "server": audit.server,
             "version": audit.version,
             "context": audit.context,
             "namespace": match &audit.scope { Scope::All => None, Scope::Namespace(ns) => Some(ns) },
-        },
-        "findings": audit.findings.iter().map(|f| JsonFinding {
-            rule: &f.finding.rule,
-            severity: f.finding.severity,
-            message: &f.finding.message,
-            help: &f.finding.help,
-            coordinates: &f.coordinates,
-            object: (&f.finding.object).into(),
-            container: f.finding.container.as_deref(),
-            pointer: &f.finding.pointer,
-            evidence: json_evidence(&f.support),
-            suppressed: f.finding.suppressed.as_ref().map(|s| JsonSuppressed { source: s.source, reason: &s.reason }),
-        }).collect::<Vec<_>>(),
-        "workloads": audit.workloads.iter().map(|w| JsonWorkload {
-            coordinates: &w.coordinates,
-            object: (&w.object).into(),
-            pods: w.evidence.pods,
-            restarts: w.evidence.restarts(),
-            probe_restarts: w.evidence.probe_restarts(),
-            findings: w.findings,
-            supported_findings: w.supported,
-            containers: &w.evidence.containers,
-            start_to_ready: &w.evidence.start_to_ready,
-        }).collect::<Vec<_>>(),
-        "errors": audit.errors.iter().map(|e| serde_json::json!({
-            "resource": e.resource, "namespace": e.namespace, "message": e.message,
-        })).collect::<Vec<_>>(),
-        "skipped": audit.skipped.iter().map(|s| serde_json::json!({"what": s.what, "reason": s.reason})).collect::<Vec<_>>(),
-        "summary": {
+        }),
+        findings: audit
+            .findings
+            .iter()
+            .map(|f| JsonFinding {
+                rule: &f.finding.rule,
+                severity: f.finding.severity,
+                message: &f.finding.message,
+                help: &f.finding.help,
+                coordinates: &f.coordinates,
+                object: (&f.finding.object).into(),
+                container: f.finding.container.as_deref(),
+                pointer: &f.finding.pointer,
+                evidence: json_evidence(&f.support),
+                suppressed: f.finding.suppressed.as_ref().map(|s| JsonSuppressed {
+                    source: s.source,
+                    reason: &s.reason,
+                }),
+            })
+            .collect::<Vec<_>>(),
+        workloads: audit
+            .workloads
+            .iter()
+            .map(|w| JsonWorkload {
+                coordinates: &w.coordinates,
+                object: (&w.object).into(),
+                pods: w.evidence.pods,
+                restarts: w.evidence.restarts(),
+                probe_restarts: w.evidence.probe_restarts(),
+                findings: w.findings,
+                supported_findings: w.supported,
+                containers: &w.evidence.containers,
+                start_to_ready: &w.evidence.start_to_ready,
+            })
+            .collect::<Vec<_>>(),
+        errors: audit
+            .errors
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "resource": e.resource, "namespace": e.namespace, "message": e.message,
+                })
+            })
+            .collect::<Vec<_>>(),
+        skipped: audit
+            .skipped
+            .iter()
+            .map(|s| JsonSkipped {
+                what: &s.what,
+                reason: &s.reason,
+            })
+            .collect::<Vec<_>>(),
+        summary: serde_json::json!({
             "objects": audit.objects, "errors": c.errors, "warnings": c.warnings,
             "infos": c.infos, "suppressed": c.suppressed,
-        },
-    });
+        }),
+    };
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
 }
