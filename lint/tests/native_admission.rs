@@ -120,6 +120,7 @@ fn verdicts(out: &Output) -> BTreeSet<Verdict> {
             .split_once(" requests an")
             .or_else(|| message.split_once(" uses tcpSocket"))
             .or_else(|| message.split_once(" checks readiness with curl"))
+            .or_else(|| message.split_once(" checks readiness on a path"))
             .map(|(names, _)| names)
             .unwrap_or_else(|| panic!("unexpected message: {line}"));
         for name in names.split(", ") {

@@ -170,6 +170,13 @@ pub(crate) fn judge(i: &Inputs<'_, '_>) -> Serving {
     if let Some(counter) = command_counter_evidence(&words) {
         return Serving::NoModelTraffic(counter);
     }
+    // A general-purpose server the command launches (`command: [nginx, -g, …]`). Only an
+    // explicit command counts: arguments alone go to the image's entrypoint, whose image is
+    // judged below (and `probelint export`, which judges only images run by their own
+    // entrypoint, need not search command lines for these names).
+    if overridden && let Some(counter) = general_server_program(&words) {
+        return Serving::NoModelTraffic(counter);
+    }
     if let Some(server) = i.server {
         let how = if overridden {
             "its command launches the image's server"
@@ -373,7 +380,6 @@ pub(crate) fn counter_evidence_markers() -> impl Iterator<Item = &'static str> {
     INTERACTIVE_PROGRAMS
         .iter()
         .chain(STRESS_TOOLS)
-        .chain(GENERAL_SERVERS)
         .map(|(p, _)| *p)
         .chain([
             "ssh", "code", "jupyter", "notebook", "sleep", "wait", "while", "until", "tail",
@@ -492,9 +498,6 @@ fn command_counter_evidence(words: &[&str]) -> Option<CounterEvidence> {
         if let Some((_, what)) = INTERACTIVE_PROGRAMS.iter().find(|(p, _)| *p == base) {
             return Some(CounterEvidence::Interactive(what));
         }
-        if let Some((_, what)) = GENERAL_SERVERS.iter().find(|(p, _)| *p == base) {
-            return Some(CounterEvidence::GeneralServer(what));
-        }
         // `service ssh start -D`, `service sshd start`: the init script starts sshd.
         if base == "service" && (lower.contains("service ssh ") || lower.contains("service sshd "))
         {
@@ -528,6 +531,18 @@ fn command_counter_evidence(words: &[&str]) -> Option<CounterEvidence> {
             shown.push('…');
         }
         CounterEvidence::IdleShell(format!("`{shown}`"))
+    })
+}
+
+/// A general-purpose server among the programs a command line runs.
+fn general_server_program(words: &[&str]) -> Option<CounterEvidence> {
+    let text = words.join(" ");
+    programs(&text).iter().find_map(|program| {
+        let base = program.rsplit('/').next().unwrap_or(program);
+        GENERAL_SERVERS
+            .iter()
+            .find(|(p, _)| *p == base)
+            .map(|(_, what)| CounterEvidence::GeneralServer(what))
     })
 }
 
@@ -655,9 +670,10 @@ mod tests {
     #[test]
     fn general_servers_are_counter_evidence_by_program_and_by_image() {
         assert_eq!(
-            command_counter_evidence(&["nginx", "-g", "daemon off;"]),
+            general_server_program(&["/usr/sbin/nginx", "-g", "daemon off;"]),
             Some(CounterEvidence::GeneralServer("nginx (a web server)"))
         );
+        assert_eq!(general_server_program(&["vllm", "serve", "nginx"]), None);
         let image = |image: &str| image_counter_evidence(&serde_json::json!({"image": image}));
         assert_eq!(
             image("registry.k8s.io/nginx-slim:0.27"),

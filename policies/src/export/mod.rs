@@ -351,8 +351,8 @@ fn parts(policy: &Policy) -> Vec<Part> {
                     not_ready_path("c.readinessProbe.httpGet.?path.orValue('/')")
                 ))
             ),
-            message: "a recognised model server's readiness probe does not check that \
-                      server's ready endpoint: the pod can be Ready while the model cannot serve \
+            message: "checks readiness on a path that is not the ready endpoint of the model \
+                      server its image runs: the pod can be Ready while the model cannot serve \
                       (`probelint explain known-server-endpoint` names each server's endpoint; \
                       `probelint --fix` writes it)",
         });
