@@ -279,4 +279,26 @@ proptest! {
     fn on_generated_gpu_pods_no_fix_makes_a_workload_worse(pod in gpu_pod()) {
         check(&pod, &Policy::default());
     }
+
+    /// `probeHelper` changes the check the fixes write (an exec of probelint-probe), never the
+    /// budgets: the same promise holds in both delivery modes.
+    #[test]
+    fn with_the_probe_helper_on_no_fix_makes_a_workload_worse(
+        pod in gpu_pod(),
+        image_volume in any::<bool>(),
+    ) {
+        check(&pod, &helper_policy(image_volume));
+    }
+}
+
+fn helper_policy(image_volume: bool) -> Policy {
+    let mode = if image_volume {
+        "imageVolume"
+    } else {
+        "initContainer"
+    };
+    Policy::with_user_yaml(&format!(
+        "kubernetesVersion: '1.35'\nprobeHelper: {{image: registry.example.com/probelint-probe:0.1.0, mode: {mode}}}\n"
+    ))
+    .expect("policy loads")
 }

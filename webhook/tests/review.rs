@@ -699,3 +699,56 @@ fn the_opt_out_label_exempts_only_where_the_policy_allows_it() {
     let out = admit_with(&body, Mode::Validate, &policy(), &settings).expect("parses");
     assert_eq!(out.exemptions(), ["label"]);
 }
+
+#[test]
+fn mutate_with_the_probe_helper_patches_in_its_exec_probes_and_volumes() {
+    let policy = Policy::with_user_yaml(
+        "probeHelper: {image: registry.example.com/probelint-probe:0.1.0, mode: initContainer}\n",
+    )
+    .expect("policy loads");
+    let review = fixture_json("deny-gpu-deployment-without-probes");
+    let body = serde_json::to_vec(&review).expect("json");
+    let out = admit(&body, Mode::Mutate, &policy).expect("parses");
+    assert_eq!(out.decision, Decision::Patched);
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(out.review.response.patch.as_deref().expect("patch"))
+        .expect("base64");
+    let patch: Patch = serde_json::from_slice(&patch).expect("patch json");
+    let mut object = review["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).expect("the patch applies to the object as sent");
+    let pod = &object["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    // The liveness check's named port `http`, as the number an exec command needs.
+    assert_eq!(
+        c["startupProbe"]["exec"]["command"],
+        json!([
+            "/probelint/bin/probelint-probe",
+            "startup",
+            "--server",
+            "vllm",
+            "--port",
+            "8000"
+        ])
+    );
+    assert_eq!(pod["initContainers"][0]["args"], json!(["install", "/out"]));
+    let volumes: Vec<&str> = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert!(
+        volumes.contains(&"probelint-probe") && volumes.contains(&"probelint-probe-state"),
+        "{volumes:?}"
+    );
+    // Without the option the same review gets httpGet, as before.
+    let plain = admit(&body, Mode::Mutate, &policy_default()).expect("parses");
+    let plain = base64::engine::general_purpose::STANDARD
+        .decode(plain.review.response.patch.as_deref().expect("patch"))
+        .expect("base64");
+    assert!(!String::from_utf8_lossy(&plain).contains("probelint-probe"));
+}
+
+fn policy_default() -> Policy {
+    policy()
+}

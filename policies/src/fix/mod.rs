@@ -2,6 +2,7 @@
 //! ([`probes`]). A rule builds its own fix from these and chooses its applicability
 //! ([`Change::fix`]); merging the fixes of an object into one patch is [`crate::mutate`]'s.
 
+pub mod helper;
 pub mod patch;
 pub mod probes;
 

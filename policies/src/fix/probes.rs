@@ -28,7 +28,7 @@ pub const GENERATION_FAILURE_THRESHOLD: i64 = 3;
 /// The port a recognised server listens on in this container: the port its own flag or
 /// environment variable sets ([`KnownServer::explicit_port`]), else the declared containerPort
 /// that is the server's default (by number) or the only TCP port, else the server's default.
-fn server_port(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> Value {
+pub(crate) fn server_port(cx: &ContainerContext<'_, '_>, server: &KnownServer) -> Value {
     if let Some(port) = server.explicit_port(cx.container.value) {
         return json!(port);
     }
@@ -237,7 +237,20 @@ impl StartupBudget {
 /// when the container has a liveness probe): both build the same operations, which
 /// [`crate::mutate::merge_fixes`] applies once.
 pub fn startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<Change> {
-    let (mut probe, timeout, source) = startup_handler(cx)?;
+    let (mut probe, mut timeout, source) = startup_handler(cx)?;
+    // With `probeHelper`, the same budget on the helper's `startup` (the server's ready signal,
+    // no inference); a timeout the copied check had is kept when it is longer.
+    let helper = crate::fix::helper::probe(cx, policy, ProbeKind::Startup);
+    let source = match &helper {
+        Some(h) => {
+            probe.clear();
+            probe.insert("exec".to_owned(), h.exec.clone());
+            let had = timeout.as_ref().and_then(Value::as_i64).unwrap_or(1);
+            timeout = Some(json!(had.max(h.timeout_seconds)));
+            h.describe.clone()
+        }
+        None => source.to_string(),
+    };
     let budget = StartupBudget::for_container(cx, policy);
     // failureThreshold is an int32: a budget it cannot express gets no fix (the finding stays).
     if budget.failure_threshold > i64::from(i32::MAX) {
@@ -249,15 +262,71 @@ pub fn startup_probe(cx: &ContainerContext<'_, '_>, policy: &Policy) -> Option<C
     if let Some(timeout) = timeout {
         probe.insert("timeoutSeconds".to_owned(), timeout);
     }
+    let mut ops = vec![add(
+        pointer::join(&cx.container.pointer, "startupProbe"),
+        Value::Object(probe),
+    )];
+    if helper.is_some() {
+        ops.extend(delivery(cx, policy)?);
+    }
     Some(Change::new(
         format!(
             "add a startupProbe on {source} with periodSeconds {STARTUP_PERIOD_SECONDS} and failureThreshold {threshold} ({} s budget, set by {})",
             budget.seconds, budget.set_by
         ),
-        vec![add(
-            pointer::join(&cx.container.pointer, "startupProbe"),
-            Value::Object(probe),
-        )],
+        ops,
+    ))
+}
+
+/// The volumes, mounts and init container the helper's probes need (`probeHelper`).
+fn delivery(
+    cx: &ContainerContext<'_, '_>,
+    policy: &Policy,
+) -> Option<Vec<json_patch::PatchOperation>> {
+    crate::fix::helper::delivery(cx, policy.probe_helper.as_ref()?)
+}
+
+/// Readiness on the helper's `ready` in place of the probe's handler, with a timeout that covers
+/// the helper's calls (never a shorter one than the probe had) and, where it sends a smoke
+/// inference, more than one failure to drop the replica (readiness-drops-every-replica).
+fn helper_readiness(
+    cx: &ContainerContext<'_, '_>,
+    probe: &Probe<'_>,
+    policy: &Policy,
+) -> Option<Change> {
+    let helper = crate::fix::helper::probe(cx, policy, ProbeKind::Readiness)?;
+    let field = match &probe.handler {
+        Handler::TcpSocket { .. } => "tcpSocket",
+        Handler::HttpGet { .. } => "httpGet",
+        _ => return None,
+    };
+    probe.value.get(field)?;
+    let mut ops = vec![
+        remove(pointer::join(&probe.pointer, field)),
+        add(pointer::join(&probe.pointer, "exec"), helper.exec),
+    ];
+    if probe.timeout() < helper.timeout_seconds {
+        let path = pointer::join(&probe.pointer, "timeoutSeconds");
+        let value = json!(helper.timeout_seconds);
+        ops.push(if probe.value.get("timeoutSeconds").is_some() {
+            replace(path, value)
+        } else {
+            add(path, value)
+        });
+    }
+    let server = cx.container.server?;
+    if (helper.smoke || server.ready_runs_generation)
+        && matches!(probe.failure_threshold, Field::Set(1))
+    {
+        ops.push(replace(
+            pointer::join(&probe.pointer, "failureThreshold"),
+            json!(GENERATION_FAILURE_THRESHOLD),
+        ));
+    }
+    ops.extend(delivery(cx, policy)?);
+    Some(Change::new(
+        format!("use {} for readiness", helper.describe),
+        ops,
     ))
 }
 
@@ -285,7 +354,20 @@ pub fn raise_threshold(probe: &Probe<'_>, needed: i64) -> Option<Change> {
 }
 
 /// Points readiness at the recognised server's ready endpoint.
-pub fn readiness_endpoint(cx: &ContainerContext<'_, '_>, probe: &Probe<'_>) -> Option<Change> {
+///
+/// With `probeHelper` on, and a server the helper knows, readiness runs the helper's `ready`
+/// instead ([`helper_readiness`]).
+pub fn readiness_endpoint(
+    cx: &ContainerContext<'_, '_>,
+    probe: &Probe<'_>,
+    policy: &Policy,
+) -> Option<Change> {
+    if !probe.value.is_object() {
+        return None;
+    }
+    if let Some(change) = helper_readiness(cx, probe, policy) {
+        return Some(change);
+    }
     let server = cx
         .container
         .server

@@ -367,6 +367,13 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "zsh"];
 pub fn heavy_exec(command: &[String]) -> Option<&'static str> {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
     let program = command.first().map(|p| base(p)).unwrap_or_default();
+    // probelint-probe (`probeHelper`) is a static binary that bounds its own cost: a few HTTP
+    // calls, each under `--timeout`, and at most one smoke inference per `--interval`
+    // (docs/probe-helper.md: about 1 ms of CPU and 2 MB per run). Its flags (`--smoke-body`
+    // JSON, a `--model` name) may hold any word, so they are not read as a command line.
+    if is_probe_helper(command) {
+        return None;
+    }
     let words: Vec<&str> = command.iter().flat_map(|a| a.split_whitespace()).collect();
     if words.iter().any(|w| base(w) == "nvidia-smi") {
         return Some("runs nvidia-smi (NVML initialisation on every probe)");
@@ -384,10 +391,46 @@ pub fn heavy_exec(command: &[String]) -> Option<&'static str> {
     None
 }
 
+/// Whether an exec command runs `probelint-probe` with one of its probe subcommands: a check
+/// of the server's own ready, live or startup signal, never a port check.
+pub fn is_probe_helper(command: &[String]) -> bool {
+    let program = command.first().map(|p| p.rsplit('/').next().unwrap_or(p));
+    program == Some("probelint-probe")
+        && command
+            .get(1)
+            .is_some_and(|sub| ["startup", "ready", "live", "worker"].contains(&sub.as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_probe_helper_is_recognised_and_never_heavy() {
+        let cmd = |parts: &[&str]| parts.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // A smoke body may say anything; the helper's flags are not a command line.
+        let ready = cmd(&[
+            "/probelint/bin/probelint-probe",
+            "ready",
+            "--server",
+            "triton",
+            "--smoke-body",
+            "python | nvidia-smi",
+        ]);
+        assert!(is_probe_helper(&ready));
+        assert_eq!(heavy_exec(&ready), None);
+        assert!(!is_probe_helper(&cmd(&[
+            "probelint-probe",
+            "install",
+            "/out"
+        ])));
+        assert!(!is_probe_helper(&cmd(&[
+            "sh",
+            "-c",
+            "probelint-probe ready"
+        ])));
+    }
 
     #[test]
     fn defaults_give_a_thirty_second_budget() {

@@ -164,6 +164,31 @@ pub enum StartupProbeRequirement {
     AllAccelerated,
 }
 
+/// `probeHelper:` in the policy file: fixes write exec probes that run `probelint-probe`
+/// (docs/probe-helper.md) instead of httpGet, for the servers the helper knows.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProbeHelperFile {
+    /// The image built from `probe/Dockerfile`, e.g. registry.example.com/probelint-probe:0.1.0.
+    pub image: String,
+    /// How the binary reaches the serving container. Default `initContainer`.
+    #[serde(default)]
+    pub mode: ProbeHelperMode,
+}
+
+/// How `probelint-probe` is delivered into the serving container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ProbeHelperMode {
+    /// An init container copies the binary into an emptyDir (`probelint-probe install /out`):
+    /// works on every Kubernetes version.
+    #[default]
+    InitContainer,
+    /// The image is mounted read-only as an image volume (`volumes[].image`, KEP-4639): needs
+    /// `kubernetesVersion` 1.35 or later, where the feature is on by default.
+    ImageVolume,
+}
+
 /// The policy file as written: every key optional, unknown keys refused.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -192,6 +217,9 @@ pub struct PolicyFile {
     /// container, as kube-score does, rather than only the containers that serve a model.
     /// Default false.
     pub generic_checks: Option<bool>,
+    /// Off by default. When set, `--fix`, `probelint mutate` and the mutating webhook write exec
+    /// probes that run `probelint-probe` for vLLM, TGI, SGLang and Triton, instead of httpGet.
+    pub probe_helper: Option<ProbeHelperFile>,
     /// Severity per rule id: off, info, warning or error.
     #[serde(default)]
     pub rules: BTreeMap<String, RuleLevel>,

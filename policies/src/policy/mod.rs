@@ -11,7 +11,7 @@ pub mod file;
 pub mod operators;
 
 pub use file::{
-    DEFAULT_POLICY_YAML, Exemption, KubernetesVersion, PolicyFile, RuleLevel,
+    DEFAULT_POLICY_YAML, Exemption, KubernetesVersion, PolicyFile, ProbeHelperMode, RuleLevel,
     StartupProbeRequirement, WorkloadSpec, json_schema,
 };
 
@@ -43,7 +43,20 @@ pub struct Policy {
     pub custom_rules: Vec<CustomRule>,
     /// The probes operators add to the pods they build.
     pub operator_defaults: crate::policy::operators::OperatorDefaults,
+    /// `probeHelper`: fixes write `probelint-probe` exec probes; `None` (the default) keeps httpGet.
+    pub probe_helper: Option<ProbeHelper>,
 }
+
+/// The effective `probeHelper` setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeHelper {
+    pub image: String,
+    pub mode: ProbeHelperMode,
+}
+
+/// The first Kubernetes version whose kubelet mounts image volumes by default (KEP-4639: beta,
+/// on by default, in 1.35).
+pub const IMAGE_VOLUME_SINCE: KubernetesVersion = KubernetesVersion::new(1, 35);
 
 impl Policy {
     /// The built-in policy overridden by a user policy document (`.probelint.yaml`) when there
@@ -199,7 +212,40 @@ impl Policy {
             &user.operator_defaults,
         ])?;
 
+        let probe_helper = match user.probe_helper.or(base.probe_helper) {
+            None => None,
+            Some(file) => {
+                if file.image.trim().is_empty() {
+                    return Err(PolicyError::invalid(
+                        "probeHelper.image",
+                        "name the image built from probe/Dockerfile, e.g. \
+                         registry.example.com/probelint-probe:0.1.0",
+                    ));
+                }
+                // Refused rather than skipped: an image volume on an older kubelet leaves the pod
+                // without its probe binary, and every exec probe then fails.
+                if file.mode == ProbeHelperMode::ImageVolume
+                    && kubernetes_version < IMAGE_VOLUME_SINCE
+                {
+                    return Err(PolicyError::invalid(
+                        "probeHelper.mode",
+                        format!(
+                            "imageVolume needs Kubernetes {IMAGE_VOLUME_SINCE} or later (KEP-4639: \
+                             image volumes are on by default from {IMAGE_VOLUME_SINCE}), but \
+                             kubernetesVersion is {kubernetes_version}; use mode initContainer, \
+                             or raise kubernetesVersion"
+                        ),
+                    ));
+                }
+                Some(ProbeHelper {
+                    image: file.image.trim().to_owned(),
+                    mode: file.mode,
+                })
+            }
+        };
+
         Ok(Policy {
+            probe_helper,
             operator_defaults,
             version,
             kubernetes_version,

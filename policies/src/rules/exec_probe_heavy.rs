@@ -14,7 +14,9 @@ NVML and may take seconds on a busy GPU (and fails while the driver is wedged in
 server's fault); a Python interpreter costs hundreds of milliseconds and tens of MB, and importing torch \
 creates a CUDA context that takes GPU memory from the model; a shell pipeline hides failures of all but \
 its last command. Under load these probes time out, and a liveness probe then restarts a healthy server. \
-Use the server's HTTP health endpoint instead.",
+Use the server's HTTP health endpoint instead. `probelint-probe` (the `probeHelper` policy option, \
+docs/probe-helper.md) is not heavy: a static binary that makes a few HTTP calls, each bounded by its own \
+`--timeout`, and at most one smoke inference per `--interval`.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/exec-probe-heavy/bad.yaml"),
     good_example: include_str!("../../resources/rules/exec-probe-heavy/good.yaml"),

@@ -36,7 +36,9 @@ without a startupProbe refused sets the rule's level (`rules: {gpu-startup-probe
 else the known server's health endpoint), periodSeconds 10, and a failureThreshold whose budget is the \
 largest of: the load time plus the policy margin, the liveness tolerance and readiness budget the \
 container had, and modelLoad.startupFloorSeconds (1,200 s by default). It never shortens a kill deadline \
-and never adds one shorter than the load probelint states (docs/load-time.md).",
+and never adds one shorter than the load probelint states (docs/load-time.md). With the `probeHelper` \
+policy option, for vLLM, TGI, SGLang and Triton, the check is an exec of `probelint-probe startup` (the same \
+budget), with the volumes that bring the binary (docs/probe-helper.md).",
     }),
 };
 

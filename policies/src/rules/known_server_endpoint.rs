@@ -29,7 +29,8 @@ its default port, which is moving from 8080 to 9931.",
     fix: Some(FixMeta {
         applicability: Applicability::Safe,
         what: "Replaces the readiness handler with an httpGet on the server's ready endpoint, on the port the \
-container declares (or the probe's own port).",
+container declares (or the probe's own port); with the `probeHelper` policy option, for vLLM, TGI, \
+SGLang and Triton, with an exec of `probelint-probe ready` and the volumes that bring it.",
     }),
 };
 
@@ -71,7 +72,8 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             }
             continue;
         }
-        let fix = readiness_endpoint(&cx, readiness).map(|c| c.fix(Applicability::Safe));
+        let fix =
+            readiness_endpoint(&cx, readiness, analysis.policy).map(|c| c.fix(Applicability::Safe));
         report.container(
             &cx,
             format!("{}/httpGet/path", readiness.pointer),

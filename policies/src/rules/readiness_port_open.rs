@@ -22,14 +22,18 @@ Knative's queue-proxy), the finding says so. A tcpSocket check, its own or injec
 the server is known to open its port only once the model is loaded (vLLM, TGI, TEI, trtllm-serve, \
 Triton, each read in the server's source): it then holds traffic through the load, and misses only an \
 engine that dies with the port open. Otherwise an error on accelerator containers, a warning \
-elsewhere.",
+elsewhere. An exec of `probelint-probe ready` (the `probeHelper` policy option) is not a port check: it \
+reads the server's ready signal and, where that does not prove the model answers, a cached smoke \
+inference.",
     example_policy: None,
     bad_example: include_str!("../../resources/rules/readiness-port-open/bad.yaml"),
     good_example: include_str!("../../resources/rules/readiness-port-open/good.yaml"),
     fix: Some(FixMeta {
         applicability: Applicability::Safe,
         what: "When the image is a recognised model server, replaces the tcpSocket handler with an httpGet on \
-that server's ready endpoint, on the port the container declares. Otherwise there is no automatic fix.",
+that server's ready endpoint, on the port the container declares; with the `probeHelper` policy option, \
+for vLLM, TGI, SGLang and Triton, with an exec of `probelint-probe ready` and the volumes that bring it. \
+Otherwise there is no automatic fix.",
     }),
 };
 
@@ -52,6 +56,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 format!("{}/tcpSocket", probe.pointer),
                 format!("uses tcpSocket readiness on port {port}"),
             ),
+            // probelint-probe (`probeHelper`) asks the server's ready signal, and where that
+            // does not prove the model answers, a smoke inference: not a port check.
+            Handler::Exec { command } if crate::model::probe::is_probe_helper(command) => {
+                continue;
+            }
             Handler::Exec { command } => match curl_without_fail(command) {
                 Some(url) => (
                     url.to_owned(),
@@ -102,7 +111,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             finding.severity = finding.severity.min(Severity::Warning);
         }
         if matches!(probe.handler, Handler::TcpSocket { .. }) {
-            finding.fix = crate::fix::probes::readiness_endpoint(&cx, probe)
+            finding.fix = crate::fix::probes::readiness_endpoint(&cx, probe, analysis.policy)
                 .map(|c| c.fix(Applicability::Safe));
         }
     }
