@@ -267,95 +267,14 @@ fn decidable() -> Vec<(&'static str, Value)> {
     let role = json!({"probelint.io/role": "server"});
     vec![
         (
-            "a declared server whose liveness runs from container start",
+            "a declared server whose liveness gives up before any server's own start (6 s < 10 s)",
             deployment(
                 "declared",
                 role.clone(),
                 json!([gpu(
                     "model",
                     "registry.example/own-server:1",
-                    json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}}})
-                )]),
-            ),
-        ),
-        (
-            "vLLM by its image whose liveness gives up before vLLM's own start (10 s < 20 s)",
-            deployment(
-                "vllm-quick-liveness",
-                json!({}),
-                json!([gpu(
-                    "vllm",
-                    "vllm/vllm-openai:v0.10.1",
-                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 5}})
-                )]),
-            ),
-        ),
-        (
-            "vLLM by its image whose liveness outlasts vLLM's own start, model unknown",
-            deployment(
-                "vllm-liveness",
-                json!({}),
-                json!([gpu(
-                    "vllm",
-                    "vllm/vllm-openai:v0.10.1",
-                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "initialDelaySeconds": 30}})
-                )]),
-            ),
-        ),
-        (
-            "a declared server whose quick liveness is judged against its declared load",
-            deployment(
-                "declared-load",
-                json!({"probelint.io/role": "server", "probelint.io/model-load-seconds": "5"}),
-                json!([gpu(
-                    "model",
-                    "registry.example/own-server:1",
                     json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}, "periodSeconds": 3}})
-                )]),
-            ),
-        ),
-        (
-            "Triton by its image, ready on the live endpoint",
-            deployment(
-                "triton-live",
-                json!({}),
-                json!([gpu(
-                    "triton",
-                    "nvcr.io/nvidia/tritonserver:24.08-py3",
-                    json!({
-                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
-                        "readinessProbe": {"httpGet": {"path": "/v2/health/live", "port": 8000}},
-                    })
-                )]),
-            ),
-        ),
-        (
-            "Triton by its image, ready on a model's own ready endpoint",
-            deployment(
-                "triton-model-ready",
-                json!({}),
-                json!([gpu(
-                    "triton",
-                    "nvcr.io/nvidia/tritonserver:24.08-py3",
-                    json!({
-                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
-                        "readinessProbe": {"httpGet": {"path": "/v2/models/llama/ready", "port": 8000}},
-                    })
-                )]),
-            ),
-        ),
-        (
-            "TGI by its image, ready on an arbitrary path",
-            deployment(
-                "tgi-root",
-                json!({}),
-                json!([gpu(
-                    "tgi",
-                    "ghcr.io/huggingface/text-generation-inference:3.0",
-                    json!({
-                        "startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 120},
-                        "readinessProbe": {"httpGet": {"path": "/", "port": 8000}},
-                    })
                 )]),
             ),
         ),
@@ -603,6 +522,87 @@ fn decidable() -> Vec<(&'static str, Value)> {
                 "metadata": {"name": "pod", "annotations": role},
                 "spec": {"containers": [gpu("model", "registry.example/own-server:1", json!({}))]},
             }),
+        ),
+        (
+            "vLLM by its image whose liveness gives up before vLLM's own start (10 s < 20 s)",
+            deployment(
+                "vllm-quick-liveness",
+                json!({}),
+                json!([gpu(
+                    "vllm",
+                    "vllm/vllm-openai:v0.10.1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 5}})
+                )]),
+            ),
+        ),
+        (
+            "vLLM by its image whose liveness outlasts vLLM's own start, model unknown",
+            deployment(
+                "vllm-liveness",
+                json!({}),
+                json!([gpu(
+                    "vllm",
+                    "vllm/vllm-openai:v0.10.1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "initialDelaySeconds": 30}})
+                )]),
+            ),
+        ),
+        (
+            "a declared server whose quick liveness is judged against its declared load",
+            deployment(
+                "declared-load",
+                json!({"probelint.io/role": "server", "probelint.io/model-load-seconds": "5"}),
+                json!([gpu(
+                    "model",
+                    "registry.example/own-server:1",
+                    json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}, "periodSeconds": 3}})
+                )]),
+            ),
+        ),
+        (
+            "Triton by its image, ready on the live endpoint",
+            deployment(
+                "triton-live",
+                json!({}),
+                json!([gpu(
+                    "triton",
+                    "nvcr.io/nvidia/tritonserver:24.08-py3",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"httpGet": {"path": "/v2/health/live", "port": 8000}},
+                    })
+                )]),
+            ),
+        ),
+        (
+            "Triton by its image, ready on a model's own ready endpoint",
+            deployment(
+                "triton-model-ready",
+                json!({}),
+                json!([gpu(
+                    "triton",
+                    "nvcr.io/nvidia/tritonserver:24.08-py3",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"httpGet": {"path": "/v2/models/llama/ready", "port": 8000}},
+                    })
+                )]),
+            ),
+        ),
+        (
+            "TGI by its image, ready on an arbitrary path",
+            deployment(
+                "tgi-root",
+                json!({}),
+                json!([gpu(
+                    "tgi",
+                    "ghcr.io/huggingface/text-generation-inference:3.0",
+                    json!({
+                        "startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 120},
+                        "readinessProbe": {"httpGet": {"path": "/", "port": 8000}},
+                    })
+                )]),
+            ),
         ),
     ]
 }
