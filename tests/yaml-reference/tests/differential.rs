@@ -19,61 +19,12 @@ use probelint_yaml_reference::{Reference, disagreement, ours};
 
 /// Disagreements that stay, with why: each entry is the start of the names of the inputs it
 /// covers (a shape and its mutations). Each is listed in `docs/yaml.md` too.
-const KNOWN: &[(&str, &str)] = &[
-    (
-        "shape: NEL and LS in text",
-        "go-yaml reads NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks, as YAML 1.1 \
+const KNOWN: &[(&str, &str)] = &[(
+    "shape: NEL and LS in text",
+    "go-yaml reads NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks, as YAML 1.1 \
          says, and folds them inside quoted scalars; saphyr-parser reads them as YAML 1.2 \
          does, as text",
-    ),
-    (
-        "shape: json stream",
-        "apimachinery reads a stream that starts with `{` as a stream of JSON documents; \
-         probelint parses the file as one YAML document",
-    ),
-    (
-        "shape: json then yaml",
-        "apimachinery reads the first JSON object, then switches to YAML for the rest",
-    ),
-    (
-        "shape: json object (trailing ...)",
-        "a JSON stream followed by `...`: apimachinery's JSON decoder refuses the `...`",
-    ),
-    (
-        "shape: json with duplicate (trailing ...)",
-        "a JSON stream followed by `...`",
-    ),
-    (
-        "fuzz/seeds/yaml_parse/flow-json.yaml (trailing ...)",
-        "a JSON stream followed by `...`",
-    ),
-    ("webhook/tests/fixtures/", "JSON streams followed by `...`"),
-    (
-        "shape: nan (line 1 duplicated)",
-        "a value with no JSON form (`.nan`) under a key written again: Kubernetes reads only \
-         the later value, probelint refuses the earlier one",
-    ),
-    (
-        "shape: special floats (line 1 duplicated)",
-        "as `.nan`, for `.inf`",
-    ),
-    (
-        "shape: directive (leading ---)",
-        "`---`, then a directive, then `---`: go-yaml reads only the first (empty) document of \
-         the piece kubectl cuts, and never sees the directive; saphyr-parser refuses a \
-         directive inside a document's piece",
-    ),
-    (
-        "shape: tab after dash",
-        "go-yaml refuses a tab after a block sequence's `-`; YAML allows it, and probelint \
-         reads it",
-    ),
-    (
-        "shape: tab before flow item on new line (line 1 duplicated)",
-        "go-yaml refuses a tab in the indentation of a plain scalar's continuation line inside \
-         a flow collection; probelint reads it as a blank",
-    ),
-];
+)];
 
 #[test]
 #[ignore = "e2e: needs Go (builds Kubernetes' YAML decoder from tests/yaml-reference/go)"]

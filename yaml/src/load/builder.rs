@@ -71,19 +71,23 @@ pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
                     Ok(())
                 }
             }
-            Event::DocumentEnd => {
-                match builder.end_document() {
-                    Some(_) if ignored => builder.divergences.push(source.error(
+            Event::DocumentEnd => match builder.end_document() {
+                Err(e) => Err(e),
+                Ok(Some(_)) if ignored => {
+                    builder.divergences.push(source.error(
                         YamlErrorKind::AfterDocumentEnd,
                         "kubectl never reads this document: after a document end marker \
-                         (`...`) it reads nothing up to the next `---` line, so probelint \
-                         skips it too; put `---` before it, or remove the `...`",
+                             (`...`) it reads nothing up to the next `---` line, so probelint \
+                             skips it too; put `---` before it, or remove the `...`",
                         document_index,
-                    )),
-                    document => documents.extend(document),
+                    ));
+                    Ok(())
                 }
-                Ok(())
-            }
+                Ok(document) => {
+                    documents.extend(document);
+                    Ok(())
+                }
+            },
             other => builder.event(other, span),
         };
         if let Err(e) = step {
@@ -98,10 +102,10 @@ pub(super) fn parse(source: &SourceMap<'_>, limits: &Limits) -> Stream {
 }
 
 /// `span` of the parser's text as a span of the file (they differ where `tolerate.rs` inserted
-/// spaces). Only character indices are used from here on; lines and columns come from the
+/// spaces, and where the parser reads only a part of the file, see `SourceMap::window`). Only character indices are used from here on; lines and columns come from the
 /// file's [`SourceMap`].
 fn original_span(source: &SourceMap<'_>, span: RawSpan) -> RawSpan {
-    if source.tolerated.is_none() {
+    if source.tolerated.is_none() && source.base == 0 {
         return span;
     }
     let at = |m: saphyr_parser::Marker| {
@@ -243,6 +247,42 @@ struct Builder<'s, 'a> {
     duplicates: Vec<DuplicateKey>,
     /// Each repeated key of the stream, as a divergence to report.
     divergences: Vec<YamlError>,
+    /// The values of the open document that have no JSON form (`.nan`, `.inf`), each read as
+    /// [`non_finite_marker`] of its index here: an error only if the document keeps it.
+    non_finite: Vec<YamlError>,
+}
+
+/// Stands in for the `index`-th value with no JSON form until the document ends. Kubernetes
+/// fails on such a value when it writes the document as JSON, so only where the document still
+/// holds it: a key written again replaces its earlier value (`a: .nan` then `a: 1` is read).
+/// Input cannot hold a NUL byte, and one written as `"\0"` would need this exact text.
+fn non_finite_marker(index: usize) -> Value {
+    Value::String(format!("{NON_FINITE_PREFIX}{index}"))
+}
+
+const NON_FINITE_PREFIX: &str = "\0probelint: no JSON form #";
+
+/// The first value with no JSON form that `value` still holds: its index among the markers.
+/// Walked only for a document that has one, without recursion.
+fn first_non_finite(value: &Value) -> Option<usize> {
+    let mut first: Option<usize> = None;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(s) => {
+                if let Some(index) = s
+                    .strip_prefix(NON_FINITE_PREFIX)
+                    .and_then(|i| i.parse::<usize>().ok())
+                {
+                    first = Some(first.map_or(index, |f| f.min(index)));
+                }
+            }
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    first
 }
 
 impl<'s, 'a> Builder<'s, 'a> {
@@ -259,6 +299,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             root: None,
             duplicates: Vec::new(),
             divergences: Vec::new(),
+            non_finite: Vec::new(),
         }
     }
 
@@ -271,6 +312,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         self.anchors.clear();
         self.root = None;
         self.duplicates.clear();
+        self.non_finite.clear();
         self.locations = Locations {
             start: self.source.span(span.start.index(), span.end.index()),
             ..Locations::default()
@@ -280,19 +322,31 @@ impl<'s, 'a> Builder<'s, 'a> {
 
     /// The finished document, unless it is empty (`---` alone, only comments, `null`), which
     /// kubectl skips too.
-    fn end_document(&mut self) -> Option<Document> {
-        let (value, root) = self.root.take()?;
+    ///
+    /// # Errors
+    ///
+    /// The document holds a value with no JSON form.
+    fn end_document(&mut self) -> Result<Option<Document>, YamlError> {
+        let Some((value, root)) = self.root.take() else {
+            return Ok(None);
+        };
+        if !self.non_finite.is_empty()
+            && let Some(index) = first_non_finite(&value)
+            && let Some(error) = self.non_finite.get(index)
+        {
+            return Err(error.clone());
+        }
         if value.is_null() {
-            return None;
+            return Ok(None);
         }
         let mut locations = std::mem::take(&mut self.locations);
         locations.root = Some(root);
-        Some(Document {
+        Ok(Some(Document {
             value,
             line: locations.start.line,
             locations,
             duplicates: std::mem::take(&mut self.duplicates),
-        })
+        }))
     }
 
     fn event(&mut self, event: Event<'_>, span: RawSpan) -> Result<(), YamlError> {
@@ -384,8 +438,15 @@ impl<'s, 'a> Builder<'s, 'a> {
                 },
             );
         }
-        let value = resolve::to_json(scalar)
-            .map_err(|m| self.error(YamlErrorKind::InvalidValue, m, start))?;
+        let value = match resolve::to_json(scalar) {
+            Ok(value) => value,
+            Err(message) => {
+                let marker = non_finite_marker(self.non_finite.len());
+                let error = self.error(YamlErrorKind::InvalidValue, message, start);
+                self.non_finite.push(error);
+                marker
+            }
+        };
         self.attach(Done {
             value,
             loc,

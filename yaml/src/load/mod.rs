@@ -32,6 +32,7 @@
 mod budget;
 mod builder;
 mod error;
+mod json;
 mod location;
 mod resolve;
 mod source;
@@ -179,11 +180,74 @@ pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
         Err(error) => return failed(error),
     };
     let mut map = source::SourceMap::new(text);
+    if json::looks_like_json(text) {
+        return json::read(&mut map, limits);
+    }
+    read_yaml(&mut map, limits)
+}
+
+/// Reads the window of `map` as kubectl's YAMLReader and go-yaml read YAML.
+fn read_yaml(map: &mut source::SourceMap<'_>, limits: &Limits) -> Stream {
     // kubectl's reading of the stream first (`split.rs`): where its documents end.
-    let separators = split::kubectl_separators(&map);
+    let separators = split::kubectl_separators(map);
     map.parse = separators.text;
-    map.tolerated = tolerate::tolerate(map.parser_text());
-    let mut stream = builder::parse(&map, limits);
+    let mut tab = tolerate_text(map);
+    let mut stream = builder::parse(map, limits);
+    // go-yaml reads one document of each piece kubectl cuts and stops there: what follows the
+    // first document's root node in its piece (`{"a": 1}` then `{"b": 2}` after a `---`) is
+    // never read, where saphyr-parser refuses it. Blank it and read again: at most a few
+    // times, so that a file of such pieces costs a few parses, not one per piece (past that,
+    // the file is refused as before).
+    let mut unread = Vec::new();
+    for _ in 0..8 {
+        let Some(error) = stream
+            .error
+            .as_ref()
+            .filter(|e| e.message == TRAILING_CONTENT)
+        else {
+            break;
+        };
+        let index = map.text()[..error.offset].chars().count();
+        unread.push(map.error(
+            YamlErrorKind::AfterDocumentEnd,
+            "kubectl never reads this or anything after it up to the next `---` line: it reads \
+             one document between `---` lines; put `---` before it",
+            index,
+        ));
+        let mut parse = map
+            .parse
+            .take()
+            .unwrap_or_else(|| map.window_text().to_owned());
+        let Some((from, _)) = parse.char_indices().nth(index - map.base) else {
+            break;
+        };
+        let to = parse[from..]
+            .match_indices("\n---")
+            .next()
+            .map_or(parse.len(), |(i, _)| from + i + 1);
+        let blank: String = parse[from..to]
+            .chars()
+            .map(|c| if c == '\n' { c } else { ' ' })
+            .collect();
+        parse.replace_range(from..to, &blank);
+        map.parse = Some(parse);
+        tab = tolerate_text(map);
+        stream = builder::parse(map, limits);
+    }
+    stream.divergences.extend(unread);
+    // go-yaml fails on the document that holds a tab it refuses; the ones before it are read.
+    if let Some(tab) = tab
+        && stream.error.as_ref().is_none_or(|e| e.offset > tab.offset)
+    {
+        if let Some(holder) = stream
+            .documents
+            .iter()
+            .rposition(|d| d.locations.start.start <= tab.offset)
+        {
+            stream.documents.truncate(holder);
+        }
+        stream.error = Some(tab);
+    }
     let read_to = stream.error.as_ref().map_or(usize::MAX, |e| e.offset);
     let duplicates = std::mem::take(&mut stream.divergences);
     stream.divergences = separators
@@ -209,4 +273,20 @@ pub fn parse_stream_partial(src: &[u8], limits: &Limits) -> Stream {
         stream.error = Some(refused);
     }
     stream
+}
+
+/// saphyr-parser's error for content after a document's root node, with no `---` before it.
+const TRAILING_CONTENT: &str = "did not find expected <document start>";
+
+/// Rewrites the parser's text where go-yaml reads what saphyr refuses (`tolerate.rs`), and
+/// returns the first tab go-yaml refuses where saphyr would read it, as kubectl's error.
+fn tolerate_text(map: &mut source::SourceMap<'_>) -> Option<YamlError> {
+    let tolerated = tolerate::tolerate(map.parser_text());
+    let refused = tolerated.refused.map(|(byte, message)| {
+        // `parse` has the window's characters, one for one.
+        let index = map.base + map.parser_text()[..byte].chars().count();
+        map.error(YamlErrorKind::Syntax, message, index)
+    });
+    map.tolerated = tolerated.rewritten;
+    refused
 }

@@ -160,6 +160,12 @@ pub(super) struct SourceMap<'a> {
     /// refuses (`tolerate.rs`), with spaces inserted: the parser's character indices go through
     /// [`SourceMap::original_index`].
     pub(super) tolerated: Option<Rewritten>,
+    /// The part of `text` the parser reads, as byte offsets: all of it, except in a JSON stream
+    /// (`json.rs`), whose values, and the YAML kubectl reads after them, are parsed one by one.
+    /// `parse` and `tolerated` are of this part only.
+    pub(super) window: (usize, usize),
+    /// Character index in `text` of `window.0`: what the parser's character indices are offset by.
+    pub(super) base: usize,
     /// For each line: (byte offset, char index) of its first character. Line 1 starts after a
     /// byte order mark, so that columns on the first line are what an editor shows.
     lines: Vec<(usize, usize)>,
@@ -201,6 +207,8 @@ impl<'a> SourceMap<'a> {
             text,
             parse: None,
             tolerated: None,
+            window: (0, text.len()),
+            base: 0,
             lines,
             checkpoints,
         }
@@ -210,19 +218,35 @@ impl<'a> SourceMap<'a> {
         self.text
     }
 
+    /// The part of the file the parser reads (see [`SourceMap::window`]).
+    pub(super) fn window_text(&self) -> &'a str {
+        &self.text[self.window.0..self.window.1]
+    }
+
+    /// Reads only `from..to` (byte offsets of the file, `from` at character index `base`) from
+    /// now on, as it is written.
+    pub(super) fn set_window(&mut self, from: usize, to: usize, base: usize) {
+        self.window = (from, to);
+        self.base = base;
+        self.parse = None;
+        self.tolerated = None;
+    }
+
     /// The text the YAML parser reads (see [`SourceMap::parse`]).
     pub(super) fn parser_text(&self) -> &str {
         match &self.tolerated {
             Some(rewritten) => &rewritten.text,
-            None => self.parse.as_deref().unwrap_or(self.text),
+            None => self.parse.as_deref().unwrap_or(self.window_text()),
         }
     }
 
     /// The character index in the file of the parser's character `index`.
     pub(super) fn original_index(&self, index: usize) -> usize {
-        self.tolerated
-            .as_ref()
-            .map_or(index, |rewritten| rewritten.original(index))
+        self.base
+            + self
+                .tolerated
+                .as_ref()
+                .map_or(index, |rewritten| rewritten.original(index))
     }
 
     /// Byte offset of the character at `index` (clamped to the end of the text).

@@ -13,7 +13,8 @@
 //! [`kubectl_separators`] finds those lines before parsing. Where YAML reads one differently,
 //! the text given to the parser has the rest of that line blanked (same characters, same
 //! lines: every position stays the original's), and the line is reported. A JSON stream (the
-//! first non-blank character is `{`) is read by kubectl as JSON, never cut: it is left alone.
+//! first non-blank character is `{`) is read by kubectl as JSON (`json.rs`): only what it reads
+//! as YAML after the JSON values is cut here.
 
 use super::error::{YamlError, YamlErrorKind};
 use super::source::SourceMap;
@@ -35,21 +36,16 @@ pub(super) struct Separators {
 
 /// Finds the lines kubectl splits `source` at (see the module's documentation).
 pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
-    let text = source.text();
+    // Offsets here are of the window; `refused_from` is made the file's at the end.
+    let text = source.window_text();
     let mut found = Separators {
         text: None,
         divergences: Vec::new(),
         refused: None,
         refused_from: 0,
     };
-    if text
-        .trim_start_matches(char::is_whitespace)
-        .starts_with('{')
-    {
-        return found;
-    }
     // Char index of each byte offset visited, for positions: counted as the lines go by.
-    let mut chars = 0usize;
+    let mut chars = source.base;
     let mut start = 0usize;
     let mut blanked: Vec<(usize, usize)> = Vec::new();
     let mut cut: Option<usize> = None;
@@ -60,9 +56,28 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
     // document.
     let mut content = false;
     let mut buffer_empty = true;
+    // Inside a piece after a directive that ends its document: nothing is read up to the next
+    // separator.
+    let mut unread = false;
     while start < text.len() {
         let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let line = &text[start..end];
+        if unread && !line.starts_with("---") {
+            blanked.push((start, end));
+        } else if content && is_directive(line) {
+            // go-yaml scans a `%YAML` or `%TAG` line as a directive wherever it stands: it
+            // ends the document before it, and kubectl reads only the first document of each
+            // piece it cuts.
+            found.divergences.push(source.error(
+                YamlErrorKind::AfterDocumentEnd,
+                "kubectl never reads this or anything after it up to the next `---` line: \
+                 go-yaml ends the document at a directive, and kubectl reads one document \
+                 between `---` lines; remove the directive",
+                chars,
+            ));
+            unread = true;
+            blanked.push((start, end));
+        }
         if !content {
             let trimmed = line.trim_start_matches([' ', '\t', '\r', '\u{feff}']);
             let refusal = if let Some(tail) = line.strip_prefix("...")
@@ -100,6 +115,7 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
         }
         let separator = line.strip_prefix("---");
         if let Some(tail) = separator {
+            unread = false;
             content = buffer_empty;
             buffer_empty = !buffer_empty;
             // The `\r` of a `\r\n` is no part of the line; a lone one is.
@@ -139,6 +155,7 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
         chars += line.chars().count() + 1;
         start = end + 1;
     }
+    found.refused_from += source.window.0;
     if blanked.is_empty() && cut.is_none() {
         return found;
     }
@@ -161,6 +178,15 @@ pub(super) fn kubectl_separators(source: &SourceMap<'_>) -> Separators {
 fn yaml_agrees(tail: &str) -> bool {
     let rest = tail.trim_start_matches([' ', '\t']);
     rest.is_empty() || (rest.len() < tail.len() && rest.starts_with('#') && !rest.contains('\r'))
+}
+
+/// Whether `line` is a directive go-yaml knows (`%YAML 1.1`, `%TAG ! tag:x,2000:`); any other
+/// name is an error to go-yaml, as to saphyr-parser.
+fn is_directive(line: &str) -> bool {
+    ["%YAML", "%TAG"].iter().any(|name| {
+        line.strip_prefix(name)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+    })
 }
 
 /// At most 40 characters of what follows a refused separator, for its message.

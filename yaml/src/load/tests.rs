@@ -1208,3 +1208,170 @@ fn the_pre_pass_stays_linear_on_hostile_lines() {
     let doc = on_small_stack(Duration::from_secs(2), move || value(&brackets));
     assert_eq!(doc["a"].as_array().map(Vec::len), Some(100_000));
 }
+
+/// `kubectl get deploy -o json | jq -c '.items[]'` writes one JSON object per line, no `---`:
+/// kubectl reads each as a document, and so does probelint, each at its own line and column.
+#[test]
+fn a_json_stream_is_read_as_kubectl_reads_it_with_each_value_at_its_place() {
+    let src =
+        "{\"kind\": \"A\", \"n\": 1.0}\n  {\"kind\": \"B\",\n   \"spec\": [1]}{\"kind\": \"C\"}\n";
+    let docs = parse_ok(src);
+    let values: Vec<&Value> = docs.iter().map(|d| &d.value).collect();
+    // The bytes are what kubectl sends: `1.0` stays the JSON number 1.0.
+    assert_eq!(
+        values,
+        [
+            &json!({"kind": "A", "n": 1.0}),
+            &json!({"kind": "B", "spec": [1]}),
+            &json!({"kind": "C"})
+        ]
+    );
+    assert_eq!(docs[1].line, 2);
+    let item = docs[1].locations.locate("/spec/0");
+    assert_eq!((item.line, item.column), (3, 13));
+    assert_eq!(&src[item.start..item.end], "1");
+    let kind = docs[2].locations.get("/kind").expect("located").value;
+    assert_eq!((kind.line, kind.column), (3, 25));
+    assert_eq!(&src[kind.start..kind.end], "\"C\"");
+}
+
+/// After one JSON value kubectl reads the rest as YAML; after two, nothing but JSON. A `...`
+/// after one value is a YAML piece without a document, refused as any such piece is.
+#[test]
+fn a_json_stream_switches_to_yaml_only_after_its_first_value() {
+    let stream = parse_stream_partial(b"{\"a\": 1}\nb: 2\n---\nc: 3\n", &Limits::default());
+    assert!(stream.error.is_none(), "{:?}", stream.error);
+    let values: Vec<&Value> = stream.documents.iter().map(|d| &d.value).collect();
+    assert_eq!(
+        values,
+        [&json!({"a": 1}), &json!({"b": 2}), &json!({"c": 3})]
+    );
+    assert_eq!(stream.documents[2].line, 3);
+
+    let stream = parse_stream_partial(b"{\"a\": 1}\n...\n", &Limits::default());
+    assert_eq!(stream.documents.len(), 1);
+    let e = stream.error.expect("refused");
+    assert_eq!((e.line, e.column), (2, 1), "{e}");
+    assert!(e.message.contains("looking for beginning of value"), "{e}");
+
+    let stream = parse_stream_partial(b"{\"a\": 1}\n{\"b\": 2}\nc: 3\n", &Limits::default());
+    assert_eq!(stream.documents.len(), 2);
+    let e = stream.error.expect("refused");
+    assert_eq!((e.line, e.column), (3, 1), "{e}");
+    assert!(e.message.contains("invalid character 'c'"), "{e}");
+
+    // A flow mapping that is not JSON is YAML from the start, as before.
+    assert_eq!(value("{a: 1, b: [x]}\n"), json!({"a": 1, "b": ["x"]}));
+}
+
+/// Kubernetes fails on `.nan` or `.inf` when it writes the document as JSON, so only on a value
+/// the document keeps: written under a key that is written again, it is never read.
+#[test]
+fn a_value_with_no_json_form_fails_only_where_kubectl_keeps_it() {
+    let docs = parse_ok("a: .nan\nb: {c: [.inf]}\nb: 2\na: 1\n");
+    assert_eq!(docs[0].value, json!({"a": 1, "b": 2}));
+    assert_eq!(docs[0].duplicates.len(), 2);
+    let e = error("x: 1\na: 1\nb: [.inf]\na: .nan\n");
+    assert_eq!(e.kind, YamlErrorKind::InvalidValue);
+    // The first value kept is the one reported, where it is written.
+    assert_eq!((e.line, e.column), (3, 5), "{e}");
+    let stream = parse_stream_partial(b"a: 1\n---\na: .nan\n", &Limits::default());
+    assert_eq!(stream.documents.len(), 1);
+    assert_eq!(stream.error.map(|e| e.line), Some(3));
+}
+/// go-yaml refuses a tab after a block sequence's `-`, and one that indents a line continuing a
+/// plain scalar inside a flow collection: so does probelint, with kubectl's message, at the
+/// tab's line, keeping the documents before it. Tabs elsewhere in flow collections are blanks.
+#[test]
+fn tabs_kubectl_refuses_are_refused_at_their_line() {
+    for (src, line, column, says) in [
+        (
+            "a:\n-\tb\n",
+            2,
+            2,
+            "found character that cannot start any token",
+        ),
+        (
+            "x:\n  - \tb\n",
+            2,
+            5,
+            "found character that cannot start any token",
+        ),
+        (
+            "a: [x\n\tb]\n",
+            2,
+            1,
+            "found a tab character that violates indentation",
+        ),
+        (
+            "a: {x: y\n\tb: c}\n",
+            2,
+            1,
+            "found a tab character that violates indentation",
+        ),
+    ] {
+        let e = error(src);
+        assert_eq!((e.line, e.column), (line, column), "{src:?}: {e}");
+        assert!(e.message.starts_with("kubectl refuses a tab"), "{e}");
+        assert!(e.message.contains(says), "{e}");
+    }
+    let stream = parse_stream_partial(b"a: 1\n---\n- x\n-\ty\n", &Limits::default());
+    assert_eq!(stream.documents.len(), 1);
+    assert_eq!(stream.error.map(|e| e.line), Some(4));
+    assert_eq!(value("a: [x,\n\tb]\n"), json!({"a": ["x", "b"]}));
+    assert_eq!(value("a: [x\n \tb]\n"), json!({"a": ["x b"]}));
+    assert_eq!(value("a: |\n  -\tb\n"), json!({"a": "-\tb\n"}));
+}
+
+/// go-yaml ends a document at a `%YAML` or `%TAG` line, and kubectl reads one document between
+/// `---` lines: the rest of that piece is never read, and probelint says so.
+#[test]
+fn a_directive_inside_a_piece_ends_what_kubectl_reads_of_it() {
+    let stream = parse_stream_partial(
+        b"---\na: 1\n%YAML 1.1\nb: x\n---\nb: 2\n",
+        &Limits::default(),
+    );
+    assert!(stream.error.is_none(), "{:?}", stream.error);
+    let values: Vec<&Value> = stream.documents.iter().map(|d| &d.value).collect();
+    assert_eq!(values, [&json!({"a": 1}), &json!({"b": 2})]);
+    let [unread] = stream.divergences.as_slice() else {
+        panic!("{:?}", stream.divergences)
+    };
+    assert_eq!(
+        (unread.kind, unread.line),
+        (YamlErrorKind::AfterDocumentEnd, 3)
+    );
+    assert_eq!(
+        parse_ok("---\n%YAML 1.1\n---\na: 1\n")[0].value,
+        json!({"a": 1})
+    );
+}
+
+/// kubectl reads one document between `---` lines: after a `---` (or a byte order mark, which
+/// makes the stream YAML), `{"a": 1}` then `{"b": 2}` is the first object only.
+#[test]
+fn what_follows_a_pieces_first_document_is_never_read() {
+    let stream = parse_stream_partial(
+        b"---\n{\"a\": 1}\n{\"b\": 2}\n---\n[1]\n[2]\n---\nc: 3\n",
+        &Limits::default(),
+    );
+    assert!(stream.error.is_none(), "{:?}", stream.error);
+    let values: Vec<&Value> = stream.documents.iter().map(|d| &d.value).collect();
+    assert_eq!(values, [&json!({"a": 1}), &json!([1]), &json!({"c": 3})]);
+    let lines: Vec<(YamlErrorKind, usize)> = stream
+        .divergences
+        .iter()
+        .map(|d| (d.kind, d.line))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (YamlErrorKind::AfterDocumentEnd, 3),
+            (YamlErrorKind::AfterDocumentEnd, 6)
+        ]
+    );
+    assert_eq!(
+        value("a: [\r\n\tb,\r\n\tc\r\n]\r\n"),
+        json!({"a": ["b", "c"]})
+    );
+}

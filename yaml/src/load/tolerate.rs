@@ -16,6 +16,12 @@
 //!   (line folding strips them), so the value is the same;
 //! - tabs there, and the tabs right after a `:` indicator, become spaces (same length).
 //!
+//! Where go-yaml refuses a tab that saphyr reads as a blank, the first such tab is
+//! [`Tolerated::refused`], for the caller to refuse as kubectl does: after a block sequence's `-`
+//! (`-<TAB>b`: "found character that cannot start any token"), and in the indentation of a line
+//! that continues a plain scalar inside a flow collection, left of the enclosing block's
+//! indentation ("found a tab character that violates indentation").
+//!
 //! Inserted spaces shift the parser's positions; [`Rewritten::original`] maps them back, so
 //! every location stays the file's own. Text inside block scalars, comments and quoted
 //! scalars' own lines is never touched.
@@ -71,15 +77,25 @@ enum Open {
     },
 }
 
-/// The parser's text for `text` where go-yaml reads what saphyr would refuse; `None` when the
-/// text needs nothing (nearly always).
-pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
+/// What [`tolerate`] makes of a text.
+#[derive(Debug, Default)]
+pub(super) struct Tolerated {
+    /// The parser's text, where go-yaml reads what saphyr would refuse; `None` when the text
+    /// needs nothing (nearly always).
+    pub(super) rewritten: Option<Rewritten>,
+    /// The first tab go-yaml refuses where saphyr reads a blank: its byte offset in the text,
+    /// and kubectl's message.
+    pub(super) refused: Option<(usize, &'static str)>,
+}
+
+/// The parser's text for `text` (see [`Tolerated`]).
+pub(super) fn tolerate(text: &str) -> Tolerated {
     let bytes = text.as_bytes();
     // Nothing to do without a tab, or a flow collection or quoted scalar that spans lines.
     if memchr::memchr3(b'\t', b'[', b'{', bytes).is_none()
         && memchr::memchr2(b'"', b'\'', bytes).is_none()
     {
-        return None;
+        return Tolerated::default();
     }
     let mut out = Out::new(text);
     let mut open = Open::Block {
@@ -145,6 +161,17 @@ pub(super) fn tolerate(text: &str) -> Option<Rewritten> {
                 }
                 for (i, &b) in line[..lead].iter().enumerate() {
                     if b == b'\t' {
+                        // go-yaml's scanner, going on with a plain scalar past a line break,
+                        // refuses a tab left of the block indentation (plus one).
+                        if out.plain_ended_line && i <= out.flow_indent {
+                            out.refuse(
+                                line_start + i,
+                                "kubectl refuses a tab in the indentation of a line that \
+                                 continues a plain scalar inside a flow collection (yaml: \"found \
+                                 a tab character that violates indentation\"); indent it with \
+                                 spaces, or end the scalar with a `,` first",
+                            );
+                        }
                         out.replace_with_space(line_start + i);
                     }
                 }
@@ -181,6 +208,11 @@ fn scan_line(
         counted.0 = at;
         counted.1
     };
+    // Whether the line ends inside a plain scalar of a flow collection: blanks keep it, a
+    // comment ends it.
+    if !matches!(open, Open::Flow { .. }) || lead < line.len() {
+        out.plain_ended_line = false;
+    }
     while at < line.len() {
         // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
         // and `#`: jump to the next of those.
@@ -222,7 +254,10 @@ fn scan_line(
                     plain = false;
                 }
             }
-            _ if b == b'#' && (at == 0 || matches!(line[at - 1], b' ' | b'\t')) => return open,
+            _ if b == b'#' && (at == 0 || matches!(line[at - 1], b' ' | b'\t')) => {
+                out.plain_ended_line = false;
+                return open;
+            }
             // After a key on the same line only: go-yaml refuses the tab after a `:` that
             // starts its line (the value of a `?` complex key).
             _ if b == b':' && next == Some(b'\t') && at > lead => {
@@ -237,50 +272,75 @@ fn scan_line(
             Open::Flow {
                 depth,
                 column: outer,
-            } => match b {
-                b'[' | b'{' => {
-                    open = Open::Flow {
-                        depth: depth + 1,
-                        column: outer,
-                    };
-                    token_start = true;
+            } => {
+                if !matches!(b, b' ' | b'\t' | b'\r') {
+                    out.plain_ended_line = false;
                 }
-                b']' | b'}' => {
-                    open = if depth <= 1 {
-                        Open::Block {
-                            block_scalar: None,
-                            plain: None,
-                        }
-                    } else {
-                        Open::Flow {
-                            depth: depth - 1,
+                match b {
+                    b'[' | b'{' => {
+                        open = Open::Flow {
+                            depth: depth + 1,
                             column: outer,
-                        }
-                    };
-                    token_start = false;
+                        };
+                        token_start = true;
+                    }
+                    b']' | b'}' => {
+                        open = if depth <= 1 {
+                            Open::Block {
+                                block_scalar: None,
+                                plain: None,
+                            }
+                        } else {
+                            Open::Flow {
+                                depth: depth - 1,
+                                column: outer,
+                            }
+                        };
+                        token_start = false;
+                    }
+                    b',' => token_start = true,
+                    b' ' | b'\t' => token_start = true,
+                    b':' if blank_next || matches!(next, Some(b',' | b']' | b'}')) => {
+                        token_start = true;
+                    }
+                    b'"' | b'\'' if token_start => {
+                        open = Open::Quoted {
+                            // Inside a flow collection, its own column is the one that counts.
+                            quote: b,
+                            column: outer,
+                            flow: Some((depth, outer)),
+                        };
+                    }
+                    // The `\r` of a `\r\n` ends the line, as a blank would.
+                    b'\r' => {}
+                    _ => {
+                        token_start = false;
+                        out.plain_ended_line = true;
+                    }
                 }
-                b',' => token_start = true,
-                b' ' | b'\t' => token_start = true,
-                b':' if blank_next || matches!(next, Some(b',' | b']' | b'}')) => {
-                    token_start = true;
-                }
-                b'"' | b'\'' if token_start => {
-                    open = Open::Quoted {
-                        // Inside a flow collection, its own column is the one that counts.
-                        quote: b,
-                        column: outer,
-                        flow: Some((depth, outer)),
-                    };
-                }
-                _ => token_start = false,
-            },
+            }
             Open::Block { .. } => match b {
                 b' ' | b'\t' => token_start = true,
                 b':' if blank_next => {
                     token_start = true;
                     plain = false;
                 }
-                b'-' | b'?' if token_start && !plain && blank_next => token_start = true,
+                b'-' | b'?' if token_start && !plain && blank_next => {
+                    token_start = true;
+                    // go-yaml skips a tab only where a simple key cannot start: not after `-`.
+                    let blanks = line[at + 1..]
+                        .iter()
+                        .take_while(|&&c| c == b' ' || c == b'\t');
+                    if b == b'-'
+                        && let Some(tab) = blanks.clone().position(|&c| c == b'\t')
+                    {
+                        out.refuse(
+                            line_start + at + 1 + tab,
+                            "kubectl refuses a tab after a block sequence's `-` (yaml: \"found \
+                             character that cannot start any token\"); write spaces after the `-`",
+                        );
+                    }
+                }
                 b'"' | b'\'' if token_start && !plain => {
                     open = Open::Quoted {
                         quote: b,
@@ -293,6 +353,7 @@ fn scan_line(
                         depth: 1,
                         column: column_of(at),
                     };
+                    out.flow_indent = lead;
                     token_start = true;
                 }
                 b'|' | b'>' if token_start && !plain => {
@@ -327,6 +388,12 @@ struct Out<'a> {
     rewritten: Option<Rewritten>,
     /// Byte offset of `text` copied so far.
     copied: usize,
+    /// The leading blanks of the line where the open flow collection starts: about go-yaml's
+    /// block indentation around it (a `- ` before the key is not counted).
+    flow_indent: usize,
+    /// Whether the last line ended inside a plain scalar of a flow collection.
+    plain_ended_line: bool,
+    refused: Option<(usize, &'static str)>,
 }
 
 impl<'a> Out<'a> {
@@ -335,7 +402,15 @@ impl<'a> Out<'a> {
             text,
             rewritten: None,
             copied: 0,
+            flow_indent: 0,
+            plain_ended_line: false,
+            refused: None,
         }
+    }
+
+    /// Keeps the first tab go-yaml refuses.
+    fn refuse(&mut self, byte: usize, message: &'static str) {
+        self.refused.get_or_insert((byte, message));
     }
 
     fn upto(&mut self, byte: usize) -> &mut Rewritten {
@@ -369,11 +444,20 @@ impl<'a> Out<'a> {
         });
     }
 
-    fn finish(mut self) -> Option<Rewritten> {
-        self.rewritten.as_ref()?;
+    fn finish(mut self) -> Tolerated {
+        let refused = self.refused;
+        if self.rewritten.is_none() {
+            return Tolerated {
+                rewritten: None,
+                refused,
+            };
+        }
         let len = self.text.len();
         let mut rewritten = std::mem::take(self.upto(len));
         rewritten.text.shrink_to_fit();
-        Some(rewritten)
+        Tolerated {
+            rewritten: Some(rewritten),
+            refused,
+        }
     }
 }
