@@ -11,7 +11,7 @@
 
 mod audit_support;
 
-use audit_support::{GPU_IMAGE, liveness_only, probelint, text};
+use audit_support::{GPU_IMAGE, liveness_only, probelint, text, wait_with_peak_kib};
 use probelint_cluster::{Cluster, wait_for};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -1259,10 +1259,6 @@ fn audit_peak_kib(port: u16, extra: &[&str]) -> (i32, u64, Value) {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = fake_kubeconfig(dir.path(), port);
     let report_path = dir.path().join("audit.json");
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by wait4 below, for its rusage"
-    )]
     let child = probelint()
         .arg("audit")
         .arg("--kubeconfig")
@@ -1274,18 +1270,13 @@ fn audit_peak_kib(port: u16, extra: &[&str]) -> (i32, u64, Value) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 writes only `status` and `usage`, both live for the call.
-    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(waited, child.id() as i32);
-    assert!(libc::WIFEXITED(status), "status {status}");
+    let (code, peak_kib) = wait_with_peak_kib(child);
+    let code = code.expect("the audit exited");
     let report = std::fs::read(&report_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
-    (libc::WEXITSTATUS(status), usage.ru_maxrss as u64, report)
+    (code, peak_kib, report)
 }
 
 /// The audit keeps of each pod its controller owns only the evidence it reports (restarts,

@@ -3,7 +3,7 @@
 
 mod audit_support;
 
-use audit_support::{liveness_only, probelint, text};
+use audit_support::{liveness_only, probelint, text, wait_with_peak_kib};
 use serde_json::{Value, json};
 
 /// 1,000 GPU Deployments in 20 namespaces (no replicas; the controller makes their ReplicaSets
@@ -44,10 +44,6 @@ fn a_thousand_deployments_in_twenty_namespaces_are_all_audited() {
     let dir = tempfile::tempdir().unwrap();
     let report_path = dir.path().join("audit.json");
     let started = std::time::Instant::now();
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by wait4 below, for its rusage"
-    )]
     let child = probelint()
         .arg("audit")
         .arg("--kubeconfig")
@@ -57,18 +53,9 @@ fn a_thousand_deployments_in_twenty_namespaces_are_all_audited() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // wait4: this child's own peak RSS (getrusage's children figure would include kubectl's).
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 writes only `status` and `usage`, both live for the call.
-    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let (code, peak_kib) = wait_with_peak_kib(child);
     let elapsed = started.elapsed();
-    assert_eq!(waited, child.id() as i32);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1,
-        "status {status}"
-    );
+    assert_eq!(code, Some(1));
     let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
     let mut audited: Vec<&str> = report["findings"]
         .as_array()
@@ -89,6 +76,6 @@ fn a_thousand_deployments_in_twenty_namespaces_are_all_audited() {
         "probelint audit -A of 1,000 Deployments (and {replica_sets} ReplicaSets) in 20 \
          namespaces: {:.2} s, peak RSS {} MiB",
         elapsed.as_secs_f64(),
-        usage.ru_maxrss / 1024
+        peak_kib / 1024
     );
 }

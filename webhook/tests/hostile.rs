@@ -1248,6 +1248,44 @@ async fn hog(
     opened
 }
 
+/// Half again as many hogs as the webhook has seats, from `source`, of `kinds` in turn, each
+/// reopening its connection 100 ms after the webhook closes it, until `stop`; returns once the
+/// flood holds every seat.
+async fn flood(
+    webhook: &Webhook,
+    kinds: &[Hog],
+    source: std::net::Ipv4Addr,
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<u64>> {
+    let cap = webhook.max_connections;
+    let hogs = (0..cap * 3 / 2)
+        .map(|i| {
+            tokio::spawn(hog(
+                kinds[i % kinds.len()],
+                source,
+                webhook.addr,
+                webhook.client(),
+                stop.clone(),
+                Duration::from_millis(100),
+            ))
+        })
+        .collect();
+    in_time("the flood fills the cap", async {
+        loop {
+            let open = metric(
+                &metrics_text(webhook).await,
+                "probelint_webhook_connections{port=\"tls\"}",
+            );
+            if open as usize >= cap {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    hogs
+}
+
 /// One client floods the webhook at its default cap (256) with half again as many connections
 /// as there are seats, of every kind that holds a seat without working (handshakes never
 /// started or never finished, TLS without a request, bodies that stall), each reopened as soon
@@ -1269,32 +1307,7 @@ async fn a_flood_from_one_client_at_the_default_cap_leaves_another_client_served
         Hog::NoRequest,
         Hog::StalledBody,
     ];
-    let hogs: Vec<_> = (0..cap * 3 / 2)
-        .map(|i| {
-            tokio::spawn(hog(
-                kinds[i % kinds.len()],
-                flooder,
-                webhook.addr,
-                webhook.client(),
-                stop.clone(),
-                Duration::from_millis(100),
-            ))
-        })
-        .collect();
-    // Until the flood holds every seat.
-    in_time("the flood fills the cap", async {
-        loop {
-            let open = metric(
-                &metrics_text(&webhook).await,
-                "probelint_webhook_connections{port=\"tls\"}",
-            );
-            if open as usize >= cap {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    let hogs = flood(&webhook, &kinds, flooder, &stop).await;
     const REVIEWS: usize = 40;
     let latencies = reviews_on_fresh_connections(&webhook, REVIEWS).await;
     let metrics = metrics_text(&webhook).await;
@@ -1384,31 +1397,7 @@ async fn stalled_http2_streams_at_the_default_cap_leave_another_client_served() 
     assert_eq!(cap, 256, "the default cap");
     let flooder = std::net::Ipv4Addr::new(127, 0, 0, 2);
     let stop = Arc::new(AtomicBool::new(false));
-    let hogs: Vec<_> = (0..cap * 3 / 2)
-        .map(|_| {
-            tokio::spawn(hog(
-                Hog::StalledStreams,
-                flooder,
-                webhook.addr,
-                webhook.client(),
-                stop.clone(),
-                Duration::from_millis(100),
-            ))
-        })
-        .collect();
-    in_time("the flood fills the cap", async {
-        loop {
-            let open = metric(
-                &metrics_text(&webhook).await,
-                "probelint_webhook_connections{port=\"tls\"}",
-            );
-            if open as usize >= cap {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    let hogs = flood(&webhook, &[Hog::StalledStreams], flooder, &stop).await;
     const REVIEWS: usize = 30;
     let latencies = reviews_on_fresh_connections(&webhook, REVIEWS).await;
     let metrics = metrics_text(&webhook).await;

@@ -487,6 +487,25 @@ impl<'de, K: DeserializeOwned + Serialize> serde::de::Visitor<'de> for ItemsSeed
     }
 }
 
+/// A built-in namespaced kind the audit lists typed (k8s-openapi).
+trait Typed:
+    kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Serialize
+{
+}
+
+impl<K> Typed for K where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Serialize
+{
+}
+
 /// The context of one audit: the client, the scope, and what has gone wrong so far.
 struct Lister<'a> {
     client: Client,
@@ -546,11 +565,7 @@ impl Lister<'_> {
 
     async fn typed<K>(&mut self, resource: &str, params: &ListParams) -> Result<Vec<Value>, String>
     where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + DeserializeOwned
-            + Debug
-            + Serialize,
+        K: Typed,
     {
         self.typed_keeping::<K>(resource, params, &mut Some).await
     }
@@ -564,11 +579,7 @@ impl Lister<'_> {
         keep: &mut dyn FnMut(Value) -> Option<Value>,
     ) -> Result<Vec<Value>, String>
     where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + DeserializeOwned
-            + Debug
-            + Serialize,
+        K: Typed,
     {
         let api: Api<K> = match self.scope {
             Scope::All => Api::all(self.client.clone()),

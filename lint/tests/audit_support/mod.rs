@@ -45,3 +45,17 @@ pub fn liveness_only(name: &str, replicas: u32) -> Value {
         },
     })
 }
+
+/// Waits for `child` with wait4, for its own peak RSS (getrusage's children figure would count
+/// every child this test has reaped, kubectl's included): its exit code (`None` when a signal
+/// ended it) and peak RSS in KiB.
+pub fn wait_with_peak_kib(child: std::process::Child) -> (Option<i32>, u64) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only `status` and `usage`, both live for the call.
+    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(waited, child.id() as i32);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, usage.ru_maxrss as u64)
+}
