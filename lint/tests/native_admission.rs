@@ -257,6 +257,25 @@ fn large_deployment(containers: i64, args: usize) -> Value {
     deployment("large", json!({}), json!(containers))
 }
 
+const TRITON: &str = "nvcr.io/nvidia/tritonserver:24.08-py3";
+
+/// A Deployment of one GPU container of `image` with an httpGet startupProbe on `startup` (a
+/// 1,200 s budget) and an httpGet readiness on `ready`, both on port 8000.
+fn http_probed(name: &str, container: &str, image: &str, startup: &str, ready: &str) -> Value {
+    deployment(
+        name,
+        json!({}),
+        json!([gpu(
+            container,
+            image,
+            json!({
+                "startupProbe": {"httpGet": {"path": startup, "port": 8000}, "failureThreshold": 120},
+                "readinessProbe": {"httpGet": {"path": ready, "port": 8000}},
+            })
+        )]),
+    )
+}
+
 /// Objects whose verdicts CEL can decide: the apiserver must say exactly what the engine says.
 fn decidable() -> Vec<(&'static str, Value)> {
     let tcp = json!({"readinessProbe": {"tcpSocket": {"port": 8000}}});
@@ -561,47 +580,32 @@ fn decidable() -> Vec<(&'static str, Value)> {
         ),
         (
             "Triton by its image, ready on the live endpoint",
-            deployment(
+            http_probed(
                 "triton-live",
-                json!({}),
-                json!([gpu(
-                    "triton",
-                    "nvcr.io/nvidia/tritonserver:24.08-py3",
-                    json!({
-                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
-                        "readinessProbe": {"httpGet": {"path": "/v2/health/live", "port": 8000}},
-                    })
-                )]),
+                "triton",
+                TRITON,
+                "/v2/health/ready",
+                "/v2/health/live",
             ),
         ),
         (
             "Triton by its image, ready on a model's own ready endpoint",
-            deployment(
+            http_probed(
                 "triton-model-ready",
-                json!({}),
-                json!([gpu(
-                    "triton",
-                    "nvcr.io/nvidia/tritonserver:24.08-py3",
-                    json!({
-                        "startupProbe": {"httpGet": {"path": "/v2/health/ready", "port": 8000}, "failureThreshold": 120},
-                        "readinessProbe": {"httpGet": {"path": "/v2/models/llama/ready", "port": 8000}},
-                    })
-                )]),
+                "triton",
+                TRITON,
+                "/v2/health/ready",
+                "/v2/models/llama/ready",
             ),
         ),
         (
             "TGI by its image, ready on an arbitrary path",
-            deployment(
+            http_probed(
                 "tgi-root",
-                json!({}),
-                json!([gpu(
-                    "tgi",
-                    "ghcr.io/huggingface/text-generation-inference:3.0",
-                    json!({
-                        "startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 120},
-                        "readinessProbe": {"httpGet": {"path": "/", "port": 8000}},
-                    })
-                )]),
+                "tgi",
+                "ghcr.io/huggingface/text-generation-inference:3.0",
+                "/health",
+                "/",
             ),
         ),
     ]

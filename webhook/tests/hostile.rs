@@ -1248,15 +1248,12 @@ async fn hog(
     opened
 }
 
-/// Half again as many hogs as the webhook has seats, from `source`, of `kinds` in turn, each
-/// reopening its connection 100 ms after the webhook closes it, until `stop`; returns once the
-/// flood holds every seat.
-async fn flood(
-    webhook: &Webhook,
-    kinds: &[Hog],
-    source: std::net::Ipv4Addr,
-    stop: &Arc<AtomicBool>,
-) -> Vec<tokio::task::JoinHandle<u64>> {
+/// Half again as many hogs as the webhook has seats, from 127.0.0.2, of `kinds` in turn, each
+/// reopening its connection 100 ms after the webhook closes it until the flood is stopped;
+/// returns once the flood holds every seat.
+async fn flood(webhook: &Webhook, kinds: &[Hog]) -> Flood {
+    let source = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let stop = Arc::new(AtomicBool::new(false));
     let cap = webhook.max_connections;
     let hogs = (0..cap * 3 / 2)
         .map(|i| {
@@ -1283,7 +1280,25 @@ async fn flood(
         }
     })
     .await;
-    hogs
+    Flood { stop, hogs }
+}
+
+/// A running [`flood`].
+struct Flood {
+    stop: Arc<AtomicBool>,
+    hogs: Vec<tokio::task::JoinHandle<u64>>,
+}
+
+impl Flood {
+    /// Stops every hog; how many connections they opened in all.
+    async fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut opened = 0;
+        for hog in self.hogs {
+            opened += hog.await.expect("hog");
+        }
+        opened
+    }
 }
 
 /// One client floods the webhook at its default cap (256) with half again as many connections
@@ -1299,23 +1314,17 @@ async fn a_flood_from_one_client_at_the_default_cap_leaves_another_client_served
     let webhook = Webhook::start().await;
     let cap = webhook.max_connections;
     assert_eq!(cap, 256, "the default cap");
-    let flooder = std::net::Ipv4Addr::new(127, 0, 0, 2);
-    let stop = Arc::new(AtomicBool::new(false));
     let kinds = [
         Hog::NoHandshake,
         Hog::HalfHandshake,
         Hog::NoRequest,
         Hog::StalledBody,
     ];
-    let hogs = flood(&webhook, &kinds, flooder, &stop).await;
+    let flooding = flood(&webhook, &kinds).await;
     const REVIEWS: usize = 40;
     let latencies = reviews_on_fresh_connections(&webhook, REVIEWS).await;
     let metrics = metrics_text(&webhook).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut opened = 0;
-    for hog in hogs {
-        opened += hog.await.expect("hog");
-    }
+    let opened = flooding.stop().await;
     let within_1s = latencies.iter().filter(|&&l| l <= 1.0).count();
     let evicted = closed_count(&metrics, "tls", "evicted");
     let refused = closed_count(&metrics, "tls", "refused");
@@ -1395,17 +1404,11 @@ async fn stalled_http2_streams_at_the_default_cap_leave_another_client_served() 
     let webhook = Webhook::start().await;
     let cap = webhook.max_connections;
     assert_eq!(cap, 256, "the default cap");
-    let flooder = std::net::Ipv4Addr::new(127, 0, 0, 2);
-    let stop = Arc::new(AtomicBool::new(false));
-    let hogs = flood(&webhook, &[Hog::StalledStreams], flooder, &stop).await;
+    let flooding = flood(&webhook, &[Hog::StalledStreams]).await;
     const REVIEWS: usize = 30;
     let latencies = reviews_on_fresh_connections(&webhook, REVIEWS).await;
     let metrics = metrics_text(&webhook).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut opened = 0;
-    for hog in hogs {
-        opened += hog.await.expect("hog");
-    }
+    let opened = flooding.stop().await;
     let within_1s = latencies.iter().filter(|&&l| l <= 1.0).count();
     let streams = STALLED_STREAMS.load(Ordering::Relaxed);
     eprintln!(

@@ -9,9 +9,10 @@
 //!
 //! The evidence, strongest first: the `probelint.io/role` annotation; a recognised server that
 //! the command launches; counter-evidence in the command (an idle shell, an interactive server,
-//! a stress tool), which outranks what the image suggests since an overridden command replaces
-//! the image's entrypoint; a recognised server by image; an image that is a notebook or a
-//! stress tool; a kind whose operator routes model traffic to the container; a readiness probe or
+//! a stress tool, and, in an explicit `command`, a general-purpose server such as nginx), which
+//! outranks what the image suggests since an overridden command replaces the image's
+//! entrypoint; a recognised server by image; an image that is a notebook, a stress tool, a CUDA
+//! sample or a general-purpose server; a kind whose operator routes model traffic to the container; a readiness probe or
 //! an HTTP/gRPC probe; a declared serving port; a pod that runs to completion.
 
 use crate::analysis::object::{ContainerPort, Role};
