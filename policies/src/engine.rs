@@ -91,6 +91,25 @@ fn sort(findings: &mut [Finding]) {
 
 fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -> ObjectEvaluation {
     let analysis = Analysis::single(object, index, policy);
+    let findings = evaluate_analysed(&analysis, object, policy);
+    ObjectEvaluation {
+        facts: if want_facts {
+            ObjectFacts::of(&analysis.workloads[0])
+        } else {
+            None
+        },
+        findings,
+    }
+}
+
+/// The findings of every rule that judges `object` by itself, from its analysis (an
+/// [`Analysis`] of that one object): for a caller that has analysed it already, so that it is
+/// analysed once (admission compares an UPDATE's pod specs on the same analysis).
+pub(crate) fn evaluate_analysed(
+    analysis: &Analysis<'_>,
+    object: &Value,
+    policy: &Policy,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     for rule in catalog::registry() {
         let Check::Object(check) = rule.check() else {
@@ -101,14 +120,14 @@ fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -
             continue;
         };
         let start = findings.len();
-        check(&analysis, &mut Report::new(meta, &mut findings));
+        check(analysis, &mut Report::new(meta, &mut findings));
         if policy.rule_levels.contains_key(meta.id) {
             for f in &mut findings[start..] {
                 f.severity = severity;
             }
         }
     }
-    run_custom_rules(&analysis, &mut findings);
+    run_custom_rules(analysis, &mut findings);
     let workload = &analysis.workloads[0];
     // A Pod's (or ReplicaSet's) policy exemptions include those of the workloads it belongs to:
     // the Pods of an exempted Deployment are exempt too.
@@ -118,14 +137,7 @@ fn run_object(object: &Value, index: usize, policy: &Policy, want_facts: bool) -
             suppression(policy, finding, annotation_sets(workload, finding), &owners);
     }
     sort(&mut findings);
-    ObjectEvaluation {
-        facts: if want_facts {
-            ObjectFacts::of(workload)
-        } else {
-            None
-        },
-        findings,
-    }
+    findings
 }
 
 /// A finding of a rule that the reader of the source text reports ([`Check::Reader`]: a YAML

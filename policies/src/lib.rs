@@ -9,6 +9,7 @@
 //! `reach` (what of a workload reaches its Pods) and `simulate` (the kubelet model) sit beside
 //! the engine. What other crates use is re-exported here; the layers themselves are private.
 
+pub mod admission;
 mod analysis;
 mod catalog;
 mod engine;

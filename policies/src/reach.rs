@@ -338,13 +338,14 @@ fn covers(pods: &str, object: &str) -> bool {
 ///
 /// Nothing for an object without pod templates, or with a controller of its own (what reaches
 /// its Pods is its owner's business).
-pub fn unreached(object: &Value, policy: &Policy) -> Vec<String> {
+///
+/// `workload` is `object`'s analysis, made once by the caller (admission judges the same one).
+pub fn unreached(workload: &Workload<'_>, object: &Value, policy: &Policy) -> Vec<String> {
     let exemptions = policy.allow_annotation_exemptions;
     let annotations = object_engine_annotations(object, exemptions);
     if (annotations.is_empty() && policy.exemptions.is_empty()) || controller_of(object).is_some() {
         return Vec::new();
     }
-    let workload = Workload::analyse(0, object, policy);
     if workload.pod_specs.is_empty() {
         return Vec::new();
     }
@@ -401,6 +402,10 @@ pub fn unreached(object: &Value, policy: &Policy) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn unreached_of(object: &Value, policy: &Policy) -> Vec<String> {
+        unreached(&Workload::analyse(0, object, policy), object, policy)
+    }
 
     fn pod(owner: Value, labels: Value) -> Value {
         json!({
@@ -559,7 +564,7 @@ mod tests {
                 "probelint.io/ignore-reason": "benchmark, never serves"
             })
         );
-        assert!(unreached(&doc, &policy).is_empty());
+        assert!(unreached_of(&doc, &policy).is_empty());
         assert_eq!(propagation(&doc, &policy), Propagation::default());
     }
 
@@ -570,7 +575,7 @@ mod tests {
         let p = propagation(&object, &policy);
         assert_eq!(p.keys, ["probelint.io/role"]);
         assert_eq!(
-            unreached(&object, &policy),
+            unreached_of(&object, &policy),
             [
                 "probelint.io/role does not reach this Deployment's Pods: set it in the pod template's annotations"
             ]
@@ -580,20 +585,20 @@ mod tests {
             doc["spec"]["template"]["metadata"]["annotations"]["probelint.io/role"],
             "server"
         );
-        assert!(unreached(&doc, &policy).is_empty());
+        assert!(unreached_of(&doc, &policy).is_empty());
         // A template that declares another role keeps it, and is told it differs.
         let other = deployment(
             json!({"probelint.io/role": "server"}),
             json!({"probelint.io/role": "batch"}),
         );
         assert!(propagation(&other, &policy).keys.is_empty());
-        assert_eq!(unreached(&other, &policy).len(), 1);
+        assert_eq!(unreached_of(&other, &policy).len(), 1);
         // `batch` sets rules aside: a strict policy neither copies nor mentions it; `server`
         // is evidence, and still reaches the Pods.
         let strict = Policy::with_user_yaml("allowAnnotationExemptions: false\n").expect("policy");
         let batch = deployment(json!({"probelint.io/role": "batch"}), json!({}));
         assert!(propagation(&batch, &strict).keys.is_empty());
-        assert!(unreached(&batch, &strict).is_empty());
+        assert!(unreached_of(&batch, &strict).is_empty());
         assert_eq!(propagation(&object, &strict).keys, ["probelint.io/role"]);
     }
 
@@ -639,7 +644,7 @@ mod tests {
             propagation(&object, &strict).keys,
             ["probelint.io/model-load-seconds"]
         );
-        assert_eq!(unreached(&object, &strict).len(), 1);
+        assert_eq!(unreached_of(&object, &strict).len(), 1);
     }
 
     #[test]
@@ -650,24 +655,24 @@ mod tests {
             json!({"probelint.io/ignore": "gpu-readiness-probe-missing"}),
         );
         assert_eq!(
-            unreached(&object, &policy),
+            unreached_of(&object, &policy),
             [
                 "probelint.io/ignore does not reach this Deployment's Pods: set it in the pod template's annotations",
                 "probelint.io/model-load-seconds does not reach this Deployment's Pods: set it in the pod template's annotations",
             ]
         );
-        for line in unreached(&object, &policy) {
+        for line in unreached_of(&object, &policy) {
             assert!(line.chars().count() < 120, "{line}");
         }
         let wide = deployment(
             json!({"probelint.io/ignore": "gpu-readiness-probe-missing"}),
             json!({"probelint.io/ignore": "all"}),
         );
-        assert!(unreached(&wide, &policy).is_empty());
+        assert!(unreached_of(&wide, &policy).is_empty());
         // Owned objects are their owner's business.
         let mut owned = object.clone();
         owned["metadata"]["ownerReferences"] = json!([owner("Deployment", "x")]);
-        assert!(unreached(&owned, &policy).is_empty());
+        assert!(unreached_of(&owned, &policy).is_empty());
     }
 
     #[test]
@@ -683,13 +688,13 @@ mod tests {
             "spec": {"rayClusterConfig": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head"}]}}}}}
         });
         assert_eq!(
-            unreached(&ray, &policy),
+            unreached_of(&ray, &policy),
             [
                 "policy exemptions[0] names this RayService but not its Pods (probelint cannot trace them to it)"
             ]
         );
         let mut deploy = deployment(json!({}), json!({}));
         deploy["metadata"]["name"] = json!("chat");
-        assert!(unreached(&deploy, &policy).is_empty());
+        assert!(unreached_of(&deploy, &policy).is_empty());
     }
 }

@@ -175,7 +175,7 @@ async fn mutate(State(state): State<Arc<AppState>>, request: Request) -> Respons
 /// One review: check, evaluate, count, log, answer.
 async fn handle_review(state: &AppState, mode: Mode, request: Request) -> Response {
     let start = Instant::now();
-    let endpoint = mode.endpoint();
+    let endpoint = review::endpoint(mode);
     let (parts, body) = request.into_parts();
     let client = parts.extensions.get::<Client>().map(|client| client.0);
     let result = answer(state, mode, &parts.headers, client, body).await;
@@ -235,7 +235,8 @@ async fn answer(
         ));
     }
     // Held until the evaluation ends: the body and what is built from it.
-    let (body, reservation) = read_body(state, mode.endpoint(), headers, client, body).await?;
+    let (body, reservation) =
+        read_body(state, review::endpoint(mode), headers, client, body).await?;
     let policy = state.policy();
     let inline = body.len() <= INLINE_BODY_LIMIT;
     // The reservation goes with the evaluation and comes back with its outcome: a review past

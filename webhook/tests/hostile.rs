@@ -1397,7 +1397,9 @@ async fn reviews_on_fresh_connections(webhook: &Webhook, count: usize) -> Vec<f6
 /// HTTP/2 clients at the default cap, half again as many connections as seats, each holding as
 /// many streams as the server allows with a review body that stalls after one byte: the
 /// connections are live (HTTP/2 keeps them so) and every stream is "in flight", yet another
-/// client's reviews on fresh connections are all answered, within 1 s.
+/// client's reviews on fresh connections are all answered before the apiserver would give up on
+/// them (the chart's `timeoutSeconds`, 5 s; on an idle 2-core machine all within 1 s, which the
+/// test prints but does not require: a loaded machine delays the odd handshake past it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stalled_http2_streams_at_the_default_cap_leave_another_client_served() {
     raise_own_fd_limit();
@@ -1421,7 +1423,11 @@ async fn stalled_http2_streams_at_the_default_cap_leave_another_client_served() 
         latencies.last().copied().unwrap_or(0.0) * 1000.0,
     );
     assert!(streams as usize > cap, "the flood opened {streams} streams");
-    assert_eq!(within_1s, REVIEWS, "latencies {latencies:?}");
+    const APISERVER_TIMEOUT_S: f64 = 5.0;
+    assert!(
+        latencies.iter().all(|&l| l < APISERVER_TIMEOUT_S),
+        "latencies {latencies:?}"
+    );
 }
 
 /// After one request, a connection that trickles the next request head is closed once the head

@@ -31,6 +31,14 @@ impl<'a> Analysis<'a> {
         }
     }
 
+    /// The analysis of one object, made already.
+    pub fn of(workload: Workload<'a>, policy: &'a Policy) -> Self {
+        Analysis {
+            policy,
+            workloads: vec![workload],
+        }
+    }
+
     /// One object at position `index` of a larger input.
     pub fn single(object: &'a Value, index: usize, policy: &'a Policy) -> Self {
         Analysis {

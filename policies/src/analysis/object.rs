@@ -280,6 +280,8 @@ impl<'a> Workload<'a> {
     }
 
     pub fn analyse(index: usize, object: &'a Value, policy: &Policy) -> Self {
+        #[cfg(test)]
+        ANALYSES.with(|n| n.set(n.get() + 1));
         let object_ref = ObjectRef::from_object(object);
         let annotations = fields::get(object, "metadata")
             .and_then(|m| fields::get(m, "annotations"))
@@ -797,6 +799,19 @@ fn accelerator_resources(resources: Option<&Value>, policy: &Policy) -> Vec<Acce
         }
     }
     out
+}
+
+// How many objects this thread has analysed: admission's tests check that a review analyses
+// each object once.
+#[cfg(test)]
+thread_local! {
+    static ANALYSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Objects analysed so far on this thread.
+#[cfg(test)]
+pub(crate) fn analyses() -> usize {
+    ANALYSES.with(std::cell::Cell::get)
 }
 
 #[cfg(test)]
