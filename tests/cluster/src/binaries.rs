@@ -122,6 +122,51 @@ pub fn actionlint() -> Result<PathBuf, String> {
     Ok(binary)
 }
 
+/// The Go module that pins Prometheus, for `promtool`.
+pub const PROMTOOL_MODULE: &str = "go/promtool";
+
+/// promtool (Prometheus' rule checker and rule unit-test runner) at the version
+/// `go/promtool/go.mod` pins, built first when this machine has not built it, into
+/// `<target>/tools/promtool-<version>/`. The chart's alert tests run it on the rendered
+/// PrometheusRule. Prometheus' module is tagged `v0.3MM.P` for Prometheus `3.MM.P`.
+pub fn promtool() -> Result<PathBuf, String> {
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(PROMTOOL_MODULE);
+    let version = required_version(&module, "github.com/prometheus/prometheus")?;
+    let cache = target_dir().join("tools");
+    let binary = cache
+        .join(format!("promtool-{version}"))
+        .join("promtool");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    let _lock = build_lock(&cache, ".promtool.lock")?;
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    super::require_tool("go", &["version"])?;
+    let started = Instant::now();
+    eprintln!(
+        "probelint-cluster: building promtool (Prometheus {version}) with Go (once per machine; \
+         a few minutes cold: it links every service discovery)…"
+    );
+    let staging = cache.join(format!(".promtool-{}", std::process::id()));
+    go_build(
+        &module,
+        &staging.display().to_string(),
+        "",
+        &["github.com/prometheus/prometheus/cmd/promtool"],
+    )?;
+    let dir = binary.parent().unwrap_or(&cache);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    install_staged(&staging, &binary)?;
+    eprintln!(
+        "probelint-cluster: built promtool in {:.0?}, cached in {}",
+        started.elapsed(),
+        dir.display()
+    );
+    Ok(binary)
+}
+
 /// `go build -o out packages` in `module`. The modules come from the Go module proxy, checked
 /// against the committed go.sum (`-mod=readonly`); the module cache is left writable
 /// (`-modcacherw`) so that it can be cleaned like any cache.
@@ -259,6 +304,13 @@ mod tests {
         let etcd =
             required_version(&source.join(ETCD_MODULE), "go.etcd.io/etcd/server/v3").unwrap();
         assert!(etcd.starts_with("v3."), "{etcd}");
+        // Prometheus 3.x is tagged v0.3MM.P in Go.
+        let prometheus = required_version(
+            &source.join(PROMTOOL_MODULE),
+            "github.com/prometheus/prometheus",
+        )
+        .unwrap();
+        assert!(prometheus.starts_with("v0.3"), "{prometheus}");
         // Every staging module is pinned to the matching v0 version, or `go build` would mix
         // Kubernetes versions.
         let go_mod = std::fs::read_to_string(source.join(KUBE_MODULE).join("go.mod")).unwrap();
