@@ -46,7 +46,17 @@ fn alerts_fire_on_the_real_kubelet_storms_and_stay_silent_on_their_fixes() {
         "alert checks failed ({}):\n{report}",
         out.status
     );
+    let module = workspace_root()
+        .join("tests/cluster")
+        .join(probelint_cluster::PROMTOOL_MODULE);
+    let version =
+        probelint_cluster::required_version(&module, "github.com/prometheus/prometheus").unwrap();
+    let stamped = format!(
+        "promtool, version {}",
+        probelint_cluster::prometheus_release(&version)
+    );
     for part in [
+        &stamped,
         "ok figures",
         "ok render",
         "ok promtool",

@@ -150,10 +150,14 @@ pub fn promtool() -> Result<PathBuf, String> {
          a few minutes cold: it links every service discovery)…"
     );
     let staging = cache.join(format!(".promtool-{}", std::process::id()));
+    // Stamped as Prometheus' own build does (promu), so `promtool --version` names the release.
     go_build(
         &module,
         &staging.display().to_string(),
-        "",
+        &format!(
+            " -X github.com/prometheus/common/version.Version={}",
+            prometheus_release(&version)
+        ),
         &["github.com/prometheus/prometheus/cmd/promtool"],
     )?;
     let dir = binary.parent().unwrap_or(&cache);
@@ -165,6 +169,17 @@ pub fn promtool() -> Result<PathBuf, String> {
         dir.display()
     );
     Ok(binary)
+}
+
+/// The Prometheus release of its Go module's version: `v0.316.0` is `3.16.0` (Prometheus 3 is
+/// tagged `v0.3MM.P` in Go, as its module path has no `/v3`).
+pub fn prometheus_release(module_version: &str) -> String {
+    let mut parts = module_version.trim_start_matches('v').splitn(3, '.');
+    let (_, minor, patch) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    match minor.parse::<u32>() {
+        Ok(m) if m >= 300 => format!("{}.{}.{patch}", m / 100, m % 100),
+        _ => module_version.trim_start_matches('v').to_owned(),
+    }
 }
 
 /// `go build -o out packages` in `module`. The modules come from the Go module proxy, checked
@@ -311,6 +326,8 @@ mod tests {
         )
         .unwrap();
         assert!(prometheus.starts_with("v0.3"), "{prometheus}");
+        assert_eq!(prometheus_release("v0.316.0"), "3.16.0");
+        assert_eq!(prometheus_release("v0.305.12"), "3.5.12");
         // Every staging module is pinned to the matching v0 version, or `go build` would mix
         // Kubernetes versions.
         let go_mod = std::fs::read_to_string(source.join(KUBE_MODULE).join("go.mod")).unwrap();

@@ -221,7 +221,8 @@ def arms() -> list[Arm]:
 
     control = slow_load_control()
     control.alert(60, KILL, why="one restart so far: a single kill is what liveness is for")
-    for at in (300, 15 * 60, 30 * 60):
+    control.alert(120, KILL, why="two restarts by 90 s: pending (for: 1m)")
+    for at in (150, 300, 15 * 60, 30 * 60):
         control.alert(at, KILL, {"container": "server", "probe_type": "Liveness", "severity": "critical",
                                  "value": control.restarts_within(at, WINDOW)},
                       why="two restarts by 90 s, pending for 1m: firing from 150 s")
