@@ -249,7 +249,7 @@ def check_promtool(binary: str) -> None:
                     {
                         "name": "dashboard",
                         "rules": [
-                            {"record": f"probelint:dashboard:{i}", "expr": e.replace("$namespace", ".*")}
+                            {"record": f"probelint:dashboard:{i}", "expr": e.replace("$namespace", ".*").replace("$__rate_interval", "2m")}
                             for i, e in enumerate(pack.dashboard_exprs())
                         ],
                     }
