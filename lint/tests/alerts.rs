@@ -138,7 +138,9 @@ fn alert_pack_and_dashboard_are_off_unless_enabled() {
         let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
         // Everything before the guard is a template comment; everything after, up to its end,
         // is the object.
-        let before = &source[..source.find(guard).unwrap_or_else(|| panic!("{template}: no {guard}"))];
+        let before = &source[..source
+            .find(guard)
+            .unwrap_or_else(|| panic!("{template}: no {guard}"))];
         assert!(
             before.trim().starts_with("{{- /*") && before.trim().ends_with("*/}}"),
             "{template} renders something before {guard}"

@@ -133,9 +133,7 @@ pub fn promtool() -> Result<PathBuf, String> {
     let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(PROMTOOL_MODULE);
     let version = required_version(&module, "github.com/prometheus/prometheus")?;
     let cache = target_dir().join("tools");
-    let binary = cache
-        .join(format!("promtool-{version}"))
-        .join("promtool");
+    let binary = cache.join(format!("promtool-{version}")).join("promtool");
     if binary.is_file() {
         return Ok(binary);
     }
@@ -175,7 +173,11 @@ pub fn promtool() -> Result<PathBuf, String> {
 /// tagged `v0.3MM.P` in Go, as its module path has no `/v3`).
 pub fn prometheus_release(module_version: &str) -> String {
     let mut parts = module_version.trim_start_matches('v').splitn(3, '.');
-    let (_, minor, patch) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (_, minor, patch) = (
+        parts.next(),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
     match minor.parse::<u32>() {
         Ok(m) if m >= 300 => format!("{}.{}.{patch}", m / 100, m % 100),
         _ => module_version.trim_start_matches('v').to_owned(),
