@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_chart import CHART, REPO, CheckFailed, check, render  # noqa: E402
+from check_chart import CHART, REPO, CheckFailed, Helm, check, deep_merge, default_values, render  # noqa: E402
 
 ALERTS_DIR = CHART / "tests" / "alerts"
 ALERTS = ["ProbelintGPUContainerKilledByProbe", "ProbelintGPUPodLostReadiness", "ProbelintGPUPodNotReadyWithinStartupBudget"]
@@ -156,7 +157,15 @@ def check_render() -> None:
         for selector in re.findall(r"(kube_pod_\w+|prober_probe_total)\{([^}]*)\}", pack.expr(alert)):
             wanted = kubelet if selector[0] == "prober_probe_total" else ksm
             check(selector[1].startswith(wanted), f"{alert}: {selector[0]}{{{selector[1]}}} lacks {wanted}")
-    print("  off by default; three alerts joined with GPU requests; budget, resources and selectors follow the values")
+    # Helm's Lint, with both enabled.
+    with tempfile.TemporaryDirectory() as tmp:
+        chart = Path(tmp) / "probelint"
+        shutil.copytree(CHART, chart)
+        (chart / "values.yaml").write_text(json.dumps(deep_merge(default_values(), enabled()), indent=1))
+        result = Helm().lint(chart)
+    bad = [m for m in result.get("Messages") or [] if m.get("Severity", 0) >= 2]
+    check(result.get("TotalChartsLinted") == 1 and not bad and not result.get("Errors"), f"helm lint with monitoring on: {result}")
+    print("  off by default; three alerts joined with GPU requests; budget, resources and selectors follow the values; helm lint clean")
 
 
 def promtool(binary: str, *args: str, cwd: Path) -> str:
