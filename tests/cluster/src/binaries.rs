@@ -127,13 +127,13 @@ pub const PROMTOOL_MODULE: &str = "go/promtool";
 
 /// promtool (Prometheus' rule checker and rule unit-test runner) at the version
 /// `go/promtool/go.mod` pins, built first when this machine has not built it, into
-/// `<target>/tools/promtool-<version>/`. The chart's alert tests run it on the rendered
+/// `<target>/tools/promtool-<version>-nosd/`. The chart's alert tests run it on the rendered
 /// PrometheusRule. Prometheus' module is tagged `v0.3MM.P` for Prometheus `3.MM.P`.
 pub fn promtool() -> Result<PathBuf, String> {
     let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(PROMTOOL_MODULE);
     let version = required_version(&module, "github.com/prometheus/prometheus")?;
     let cache = target_dir().join("tools");
-    let binary = cache.join(format!("promtool-{version}")).join("promtool");
+    let binary = cache.join(format!("promtool-{version}-nosd")).join("promtool");
     if binary.is_file() {
         return Ok(binary);
     }
@@ -145,11 +145,13 @@ pub fn promtool() -> Result<PathBuf, String> {
     let started = Instant::now();
     eprintln!(
         "probelint-cluster: building promtool (Prometheus {version}) with Go (once per machine; \
-         a few minutes cold: it links every service discovery)…"
+         a few minutes cold)…"
     );
     let staging = cache.join(format!(".promtool-{}", std::process::id()));
-    // Stamped as Prometheus' own build does (promu), so `promtool --version` names the release.
-    go_build(
+    // Stamped as Prometheus' own build does (promu), so `promtool --version` names the release;
+    // `remove_all_sd` (Prometheus' build tag, plugins/) leaves out the service discoveries and
+    // their cloud SDKs, which checking and testing rules never use.
+    go_build_with(
         &module,
         &staging.display().to_string(),
         &format!(
@@ -157,6 +159,8 @@ pub fn promtool() -> Result<PathBuf, String> {
             prometheus_release(&version)
         ),
         &["github.com/prometheus/prometheus/cmd/promtool"],
+        false,
+        "remove_all_sd",
     )?;
     let dir = binary.parent().unwrap_or(&cache);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
