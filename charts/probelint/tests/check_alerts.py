@@ -36,7 +36,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_chart import CHART, REPO, CheckFailed, Helm, check, deep_merge, default_values, render  # noqa: E402
+from check_chart import CHART, REPO, CheckFailed, Helm, _schema_error, check, deep_merge, default_values, render  # noqa: E402
 
 ALERTS_DIR = CHART / "tests" / "alerts"
 ALERTS = ["ProbelintGPUContainerKilledByProbe", "ProbelintGPUPodLostReadiness", "ProbelintGPUPodNotReadyWithinStartupBudget"]
@@ -157,6 +157,15 @@ def check_render() -> None:
         for selector in re.findall(r"(kube_pod_\w+|prober_probe_total)\{([^}]*)\}", pack.expr(alert)):
             wanted = kubelet if selector[0] == "prober_probe_total" else ksm
             check(selector[1].startswith(wanted), f"{alert}: {selector[0]}{{{selector[1]}}} lacks {wanted}")
+    # values.schema.json refuses what the rules could not use, naming the value.
+    for values, where in (
+        ({"monitoring": {"prometheusRule": {"probeKills": {"restarts": 1}}}}, "/monitoring/prometheusRule/probeKills/restarts"),
+        ({"monitoring": {"prometheusRule": {"probeKills": {"window": "15 minutes"}}}}, "/monitoring/prometheusRule/probeKills/window"),
+        ({"monitoring": {"acceleratorResources": ["nvidia.com/gpu\"}"]}}, "/monitoring/acceleratorResources/0"),
+    ):
+        error = _schema_error(values)
+        check(where in error, f"{values}: {error}")
+
     # Helm's Lint, with both enabled.
     with tempfile.TemporaryDirectory() as tmp:
         chart = Path(tmp) / "probelint"
