@@ -133,7 +133,9 @@ pub fn promtool() -> Result<PathBuf, String> {
     let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(PROMTOOL_MODULE);
     let version = required_version(&module, "github.com/prometheus/prometheus")?;
     let cache = target_dir().join("tools");
-    let binary = cache.join(format!("promtool-{version}-nosd")).join("promtool");
+    let binary = cache
+        .join(format!("promtool-{version}-nosd"))
+        .join("promtool");
     if binary.is_file() {
         return Ok(binary);
     }
