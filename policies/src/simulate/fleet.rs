@@ -194,7 +194,10 @@ impl NodeLoss {
             } else {
                 key == "node.kubernetes.io/unreachable"
                     && (operator == "Exists"
-                        || t.get("value").and_then(Value::as_str).unwrap_or("") == "")
+                        || t.get("value")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .is_empty())
             };
             key_matches && (effect.is_empty() || effect == "NoExecute")
         };
