@@ -200,7 +200,7 @@ DISCOVERY = {
         ("clusterissuers", "ClusterIssuer", False),
         ("certificates", "Certificate", True),
     ],
-    ("monitoring.coreos.com", "v1"): [("servicemonitors", "ServiceMonitor", True)],
+    ("monitoring.coreos.com", "v1"): [("servicemonitors", "ServiceMonitor", True), ("prometheusrules", "PrometheusRule", True)],
     ("networking.k8s.io", "v1"): [("networkpolicies", "NetworkPolicy", True)],
 }
 

@@ -57,6 +57,9 @@ pub enum ScenarioKind {
     Rollout,
     /// `kubectl drain` of a node running the workload's pods, under its PodDisruptionBudget.
     Drain,
+    /// The node running the workload's pods is lost: its pods are evicted after the node
+    /// controller's grace period and their toleration of the unreachable taint, then replaced.
+    NodeLoss,
 }
 
 /// What the server does while its model loads.
@@ -73,7 +76,8 @@ pub enum LoadingServerArg {
 /// The model's inputs beyond the manifest (`probelint simulate --help` lists them).
 #[derive(Clone, Debug, clap::Args)]
 pub struct ModelArgs {
-    /// pod, rollout (a Deployment's RollingUpdate) or drain (a node drain under the PDB).
+    /// pod, rollout (a Deployment's RollingUpdate), drain (a node drain under the PDB) or
+    /// node-loss (the node goes away; its pods are replaced after the eviction timeout).
     #[arg(long, value_enum, default_value_t = ScenarioKind::Pod)]
     pub scenario: ScenarioKind,
     /// Seconds from the pod's start to its container's first start (scheduling, image pull,
@@ -92,9 +96,13 @@ pub struct ModelArgs {
     /// The node runs the ReduceDefaultCrashLoopBackOffDecay gate (back-off 1 s doubling to 60 s).
     #[arg(long)]
     pub reduced_crashloop_decay: bool,
-    /// Drain: how many of the workload's pods run on the drained node (default: all).
+    /// Drain, node-loss: how many of the workload's pods run on the node (default: all).
     #[arg(long, value_name = "N")]
     pub pods_on_node: Option<u32>,
+    /// Node-loss: the kube-controller-manager's --node-monitor-grace-period, from the node's
+    /// last heartbeat to its pods marked NotReady and the node tainted unreachable.
+    #[arg(long, value_name = "SECONDS", default_value_t = fleet::NODE_MONITOR_GRACE_SECONDS)]
+    pub node_monitor_grace_period: f64,
     /// Also draw the timeline, as written and as mutated by probelint, into FILE (SVG).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -110,6 +118,7 @@ impl Default for ModelArgs {
             max_container_restart_period: None,
             reduced_crashloop_decay: false,
             pods_on_node: None,
+            node_monitor_grace_period: fleet::NODE_MONITOR_GRACE_SECONDS,
             svg: None,
         }
     }
@@ -126,6 +135,10 @@ impl ModelArgs {
         };
         seconds("--start-offset", self.start_offset)?;
         seconds("--exit-seconds", self.exit_seconds)?;
+        seconds(
+            "--node-monitor-grace-period",
+            self.node_monitor_grace_period,
+        )?;
         if let Some(m) = self.max_container_restart_period
             && !(m.is_finite() && (1.0..=300.0).contains(&m))
         {
@@ -354,7 +367,7 @@ fn mutated_object(object: &Value, policy: &probelint_policies::Policy) -> Option
     Some(fixed)
 }
 
-/// The rollout or drain of the container's workload, when asked for.
+/// The rollout, drain or node loss of the container's workload, when asked for.
 fn fleet_of(
     req: &Args,
     objects: &[Value],
@@ -406,6 +419,40 @@ fn fleet_of(
                 .map_err(|e| Error::Scenario(format!("PodDisruptionBudget: {e}")))?;
             let on_node = req.model.pods_on_node.unwrap_or(replicas);
             Ok(Some(fleet::drain(replicas, on_node, budget, &pod, horizon)))
+        }
+        ScenarioKind::NodeLoss => {
+            // Only a ReplicaSet replaces a pod whose deletion no kubelet confirms: a bare Pod is
+            // never replaced, a StatefulSet waits for the confirmation.
+            if !matches!(kind, "Deployment" | "ReplicaSet" | "ReplicationController") {
+                return Err(Error::Scenario(format!(
+                    "{}: --scenario node-loss needs a Deployment, ReplicaSet or \
+                     ReplicationController (this is a {kind}: {})",
+                    cx.workload.object_ref,
+                    match kind {
+                        "StatefulSet" => {
+                            "a StatefulSet recreates a pod only once its deletion is confirmed, \
+                             which the lost node's kubelet never does; that is not modelled"
+                        }
+                        "Pod" => "a bare Pod is never replaced",
+                        _ => "its controller's replacement of a lost pod is not modelled",
+                    }
+                )));
+            }
+            let replicas = match object.pointer("/spec/replicas") {
+                None | Some(Value::Null) => 1,
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| {
+                        Error::Scenario(format!("{}: spec.replicas: {v}", cx.workload.object_ref))
+                    })?,
+            };
+            let loss =
+                fleet::NodeLoss::from_pod_spec(cx.pod.value, req.model.node_monitor_grace_period);
+            let on_node = req.model.pods_on_node.unwrap_or(replicas);
+            Ok(Some(fleet::node_loss(
+                replicas, on_node, &loss, &pod, horizon,
+            )))
         }
     }
 }

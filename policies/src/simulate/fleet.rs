@@ -16,6 +16,21 @@
 //!   while the PDB's `disruptionsAllowed = currentHealthy − desiredHealthy` is positive
 //!   (`pkg/controller/disruption/disruption.go`, `getExpectedPodCount`; percentages round up).
 //!   The ReplicaSet replaces an evicted pod at once on another node.
+//! - Node loss: the node stops answering. Its pods stop serving at once, but the node lifecycle
+//!   controller counts them Ready until the node's Ready condition goes Unknown,
+//!   `node-monitor-grace-period` after its last heartbeat (50 s by default:
+//!   `pkg/controller/nodelifecycle/config/v1alpha1/defaults.go`); then it marks them NotReady
+//!   (`MarkPodsNotReady`, `pkg/controller/nodelifecycle/node_lifecycle_controller.go`) and taints
+//!   the node `node.kubernetes.io/unreachable:NoExecute`. The taint-eviction controller deletes
+//!   each pod once its toleration of that taint runs out (`pkg/controller/tainteviction/`,
+//!   `getMinTolerationTime`): 300 s for a pod that declares none, which the
+//!   DefaultTolerationSeconds admission plugin gives every pod
+//!   (`plugin/pkg/admission/defaulttolerationseconds/admission.go`,
+//!   `defaultUnreachableTolerationSeconds`), never for one that tolerates it without
+//!   `tolerationSeconds`. A pod being deleted is no longer active (`IsPodActive`,
+//!   `pkg/controller/controller_utils.go`), so its ReplicaSet creates the replacement at once,
+//!   though the kubelet that would confirm the deletion is gone. (A StatefulSet waits for that
+//!   confirmation instead: not modelled.)
 //!
 //! Not modelled: scheduling, image pulls and node capacity (a replacement always finds a GPU),
 //! a pod that loses Ready again after its first Ready.
@@ -146,10 +161,71 @@ pub struct Point {
     pub new: u32,
 }
 
+/// When a lost node's pods are replaced: the node controller's grace period, then the pods'
+/// toleration of the unreachable taint.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NodeLoss {
+    /// `node-monitor-grace-period`: from the node's last heartbeat to its pods marked NotReady
+    /// and the taint (50 s by default).
+    pub grace_seconds: f64,
+    /// The pods' `tolerationSeconds` for `node.kubernetes.io/unreachable` (300 s by default);
+    /// `None`: they tolerate it forever and are never evicted.
+    pub toleration_seconds: Option<f64>,
+}
+
+/// The node lifecycle controller's default `node-monitor-grace-period`.
+pub const NODE_MONITOR_GRACE_SECONDS: f64 = 50.0;
+/// The DefaultTolerationSeconds admission plugin's `tolerationSeconds` for the unreachable (and
+/// not-ready) taint, on every pod that declares no toleration of its own.
+pub const DEFAULT_UNREACHABLE_TOLERATION_SECONDS: f64 = 300.0;
+
+impl NodeLoss {
+    /// From a pod spec's tolerations: the shortest `tolerationSeconds` among those that tolerate
+    /// `node.kubernetes.io/unreachable:NoExecute` (as `getMinTolerationTime`: 0 or less is 0),
+    /// `None` when one of them tolerates it forever, and the admission plugin's 300 s when none
+    /// does (it adds its toleration only then).
+    pub fn from_pod_spec(spec: &Value, grace_seconds: f64) -> Self {
+        let tolerates = |t: &&Value| {
+            let key = t.get("key").and_then(Value::as_str).unwrap_or("");
+            let operator = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
+            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
+            let key_matches = if key.is_empty() {
+                operator == "Exists"
+            } else {
+                key == "node.kubernetes.io/unreachable"
+                    && (operator == "Exists"
+                        || t.get("value")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .is_empty())
+            };
+            key_matches && (effect.is_empty() || effect == "NoExecute")
+        };
+        let matching: Vec<&Value> = spec
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter(tolerates).collect())
+            .unwrap_or_default();
+        let toleration_seconds = if matching.is_empty() {
+            Some(DEFAULT_UNREACHABLE_TOLERATION_SECONDS)
+        } else {
+            matching
+                .iter()
+                .map(|t| t.get("tolerationSeconds").and_then(Value::as_f64))
+                .try_fold(f64::INFINITY, |min, s| s.map(|s| min.min(s.max(0.0))))
+                .filter(|s| s.is_finite())
+        };
+        NodeLoss {
+            grace_seconds,
+            toleration_seconds,
+        }
+    }
+}
+
 /// What a fleet scenario predicts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FleetOutcome {
-    /// `rollout` or `drain`.
+    /// `rollout`, `drain` or `node-loss`.
     pub scenario: &'static str,
     pub replicas: u32,
     /// When the rollout (or drain) was complete at full capacity; `None`: not within the horizon.
@@ -507,6 +583,126 @@ pub fn drain(
     finish(o, horizon)
 }
 
+/// The loss of a node running `on_node` of the workload's `replicas` pods (managed by a
+/// ReplicaSet); replacements start as `pod` says.
+pub fn node_loss(
+    replicas: u32,
+    on_node: u32,
+    loss: &NodeLoss,
+    pod: &PodStartup,
+    horizon: f64,
+) -> FleetOutcome {
+    let on_node = on_node.min(replicas);
+    let elsewhere = replicas - on_node;
+    let mut o = FleetOutcome {
+        scenario: "node-loss",
+        replicas,
+        done_seconds: None,
+        lowest_serving: replicas,
+        lowest_serving_seconds: 0.0,
+        progress_deadline_exceeded_seconds: None,
+        evictions_refused: 0,
+        points: Vec::new(),
+        events: Vec::new(),
+    };
+    let grace = loss.grace_seconds;
+    o.events.push((
+        0.0,
+        format!(
+            "node lost: its {on_node} pod(s) stop serving; the node controller counts them Ready \
+             until node-monitor-grace-period ({} s) passes without a heartbeat",
+            super::secs(grace)
+        ),
+    ));
+    o.points.push(Point {
+        t: 0.0,
+        available: replicas,
+        serving: elsewhere,
+        old: on_node,
+        new: 0,
+    });
+    if grace > horizon {
+        return finish(o, horizon);
+    }
+    let lost = Point {
+        t: grace,
+        available: elsewhere,
+        serving: elsewhere,
+        old: on_node,
+        new: 0,
+    };
+    if grace > 0.0 {
+        o.points.push(lost);
+    } else {
+        o.points[0] = lost;
+    }
+    let Some(toleration) = loss.toleration_seconds else {
+        o.events.push((
+            grace,
+            "node NotReady: its pods marked NotReady; they tolerate node.kubernetes.io/unreachable \
+             forever (a toleration without tolerationSeconds): never evicted, never replaced"
+                .to_owned(),
+        ));
+        return finish(o, horizon);
+    };
+    o.events.push((
+        grace,
+        format!(
+            "node NotReady: its pods marked NotReady, the node tainted \
+             node.kubernetes.io/unreachable:NoExecute; the pods tolerate it for {} s",
+            super::secs(toleration)
+        ),
+    ));
+    let evicted = grace + toleration;
+    if evicted > horizon {
+        return finish(o, horizon);
+    }
+    o.events.push((
+        evicted,
+        format!(
+            "{on_node} pod(s) evicted ({} + {} s): the ReplicaSet creates their replacements at once",
+            super::secs(grace),
+            super::secs(toleration)
+        ),
+    ));
+    let ready_at = pod.ready_after.map(|r| evicted + r);
+    let serving_at = pod
+        .ready_after
+        .and_then(|r| pod.serving_after.map(|s| evicted + s.max(r)));
+    let at = |t: f64| Point {
+        t,
+        available: elsewhere
+            + if ready_at.is_some_and(|r| r <= t) {
+                on_node
+            } else {
+                0
+            },
+        serving: elsewhere
+            + if serving_at.is_some_and(|s| s <= t) {
+                on_node
+            } else {
+                0
+            },
+        old: 0,
+        new: on_node,
+    };
+    o.points.push(at(evicted));
+    for t in [ready_at, serving_at].into_iter().flatten() {
+        if t > evicted && t <= horizon && o.points.last().is_none_or(|p| p.t < t) {
+            o.points.push(at(t));
+        }
+    }
+    if let Some(s) = serving_at.filter(|s| *s <= horizon) {
+        o.done_seconds = Some(s);
+        o.events.push((
+            s,
+            "every replacement serving: full capacity again".to_owned(),
+        ));
+    }
+    o.events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    finish(o, horizon)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,6 +817,61 @@ mod tests {
         assert!(
             large < small * 20,
             "10,000 replicas looked at {large} replacements, 1,000 at {small}"
+        );
+    }
+
+    #[test]
+    fn a_lost_node_is_replaced_after_the_grace_period_and_the_default_toleration() {
+        let loss = NodeLoss::from_pod_spec(&json!({"containers": []}), NODE_MONITOR_GRACE_SECONDS);
+        assert_eq!(loss.toleration_seconds, Some(300.0));
+        let o = node_loss(4, 2, &loss, &loads(300.0), 7200.0);
+        // Serving drops at once; the controller sees it at 50 s, evicts at 350 s, and the
+        // replacements load for 300 s: full capacity at 650 s.
+        assert_eq!(o.done_seconds, Some(650.0), "{:#?}", o.events);
+        assert_eq!((o.lowest_serving, o.lowest_serving_seconds), (2, 650.0));
+        let at = |t: f64| o.points.iter().rev().find(|p| p.t <= t).unwrap();
+        assert_eq!((at(0.0).available, at(0.0).serving), (4, 2));
+        assert_eq!((at(50.0).available, at(50.0).old), (2, 2));
+        assert_eq!((at(350.0).old, at(350.0).new, at(350.0).serving), (0, 2, 2));
+        assert_eq!(at(650.0).serving, 4);
+        // A restart storm's replacements never serve: capacity stays down.
+        let never = PodStartup {
+            ready_after: None,
+            serving_after: None,
+        };
+        let o = node_loss(4, 2, &loss, &never, 7200.0);
+        assert_eq!((o.done_seconds, o.lowest_serving), (None, 2));
+        assert_eq!(o.lowest_serving_seconds, 7200.0);
+    }
+
+    #[test]
+    fn tolerations_decide_when_a_lost_nodes_pods_are_evicted() {
+        let spec = |tolerations: Value| json!({"tolerations": tolerations});
+        let grace = NODE_MONITOR_GRACE_SECONDS;
+        let unreachable = |seconds: Value| {
+            json!({"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                   "effect": "NoExecute", "tolerationSeconds": seconds})
+        };
+        let short = NodeLoss::from_pod_spec(&spec(json!([unreachable(json!(30))])), grace);
+        assert_eq!(short.toleration_seconds, Some(30.0));
+        let o = node_loss(2, 1, &short, &loads(60.0), 7200.0);
+        assert_eq!(o.done_seconds, Some(140.0));
+        // Tolerated forever: a toleration with no tolerationSeconds, or one of every taint.
+        for forever in [
+            json!([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}]),
+            json!([{"operator": "Exists"}]),
+        ] {
+            let loss = NodeLoss::from_pod_spec(&spec(forever.clone()), grace);
+            assert_eq!(loss.toleration_seconds, None, "{forever}");
+            let o = node_loss(2, 1, &loss, &loads(60.0), 7200.0);
+            assert_eq!((o.done_seconds, o.lowest_serving), (None, 1));
+        }
+        // Tolerations of other taints leave the admission plugin's 300 s.
+        let other =
+            json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+        assert_eq!(
+            NodeLoss::from_pod_spec(&spec(other), grace).toleration_seconds,
+            Some(300.0)
         );
     }
 

@@ -122,6 +122,74 @@ pub fn actionlint() -> Result<PathBuf, String> {
     Ok(binary)
 }
 
+/// The Go module that pins Prometheus, for `promtool`.
+pub const PROMTOOL_MODULE: &str = "go/promtool";
+
+/// promtool (Prometheus' rule checker and rule unit-test runner) at the version
+/// `go/promtool/go.mod` pins, built first when this machine has not built it, into
+/// `<target>/tools/promtool-<version>-nosd/`. The chart's alert tests run it on the rendered
+/// PrometheusRule. Prometheus' module is tagged `v0.3MM.P` for Prometheus `3.MM.P`.
+pub fn promtool() -> Result<PathBuf, String> {
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(PROMTOOL_MODULE);
+    let version = required_version(&module, "github.com/prometheus/prometheus")?;
+    let cache = target_dir().join("tools");
+    let binary = cache
+        .join(format!("promtool-{version}-nosd"))
+        .join("promtool");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    let _lock = build_lock(&cache, ".promtool.lock")?;
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    super::require_tool("go", &["version"])?;
+    let started = Instant::now();
+    eprintln!(
+        "probelint-cluster: building promtool (Prometheus {version}) with Go (once per machine; \
+         a few minutes cold)…"
+    );
+    let staging = cache.join(format!(".promtool-{}", std::process::id()));
+    // Stamped as Prometheus' own build does (promu), so `promtool --version` names the release;
+    // `remove_all_sd` (Prometheus' build tag, plugins/) leaves out the service discoveries and
+    // their cloud SDKs, which checking and testing rules never use.
+    go_build_with(
+        &module,
+        &staging.display().to_string(),
+        &format!(
+            " -X github.com/prometheus/common/version.Version={}",
+            prometheus_release(&version)
+        ),
+        &["github.com/prometheus/prometheus/cmd/promtool"],
+        false,
+        "remove_all_sd",
+    )?;
+    let dir = binary.parent().unwrap_or(&cache);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    install_staged(&staging, &binary)?;
+    eprintln!(
+        "probelint-cluster: built promtool in {:.0?}, cached in {}",
+        started.elapsed(),
+        dir.display()
+    );
+    Ok(binary)
+}
+
+/// The Prometheus release of its Go module's version: `v0.316.0` is `3.16.0` (Prometheus 3 is
+/// tagged `v0.3MM.P` in Go, as its module path has no `/v3`).
+pub fn prometheus_release(module_version: &str) -> String {
+    let mut parts = module_version.trim_start_matches('v').splitn(3, '.');
+    let (_, minor, patch) = (
+        parts.next(),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
+    match minor.parse::<u32>() {
+        Ok(m) if m >= 300 => format!("{}.{}.{patch}", m / 100, m % 100),
+        _ => module_version.trim_start_matches('v').to_owned(),
+    }
+}
+
 /// `go build -o out packages` in `module`. The modules come from the Go module proxy, checked
 /// against the committed go.sum (`-mod=readonly`); the module cache is left writable
 /// (`-modcacherw`) so that it can be cleaned like any cache.
@@ -259,6 +327,15 @@ mod tests {
         let etcd =
             required_version(&source.join(ETCD_MODULE), "go.etcd.io/etcd/server/v3").unwrap();
         assert!(etcd.starts_with("v3."), "{etcd}");
+        // Prometheus 3.x is tagged v0.3MM.P in Go.
+        let prometheus = required_version(
+            &source.join(PROMTOOL_MODULE),
+            "github.com/prometheus/prometheus",
+        )
+        .unwrap();
+        assert!(prometheus.starts_with("v0.3"), "{prometheus}");
+        assert_eq!(prometheus_release("v0.316.0"), "3.16.0");
+        assert_eq!(prometheus_release("v0.305.12"), "3.5.12");
         // Every staging module is pinned to the matching v0 version, or `go build` would mix
         // Kubernetes versions.
         let go_mod = std::fs::read_to_string(source.join(KUBE_MODULE).join("go.mod")).unwrap();

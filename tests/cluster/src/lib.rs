@@ -37,8 +37,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use binaries::{
-    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, actionlint, build_lock, go_build_with,
-    install_staged, required_version, target_dir,
+    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, PROMTOOL_MODULE, actionlint, build_lock,
+    go_build_with, install_staged, prometheus_release, promtool, required_version, target_dir,
 };
 pub use image::{Image, multi_platform_archive};
 pub use node::{Node, NodeError};
