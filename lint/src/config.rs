@@ -33,12 +33,58 @@ pub fn load(path: Option<&Path>) -> Result<Policy, ConfigError> {
         // `-->` line: name the file there, so that an editor or a terminal can open it.
         let error = match error {
             PolicyError::Parse(message) => {
-                PolicyError::Parse(message.replace("--> <input>:", &format!("--> {shown}:")))
+                let mut message = message.replace("--> <input>:", &format!("--> {shown}:"));
+                let problems = schema_problems(&text);
+                // The reader stops at its first problem; a file with several gets them all at
+                // once, so that fixing one does not just reveal the next.
+                if problems.len() > 1 {
+                    message.push_str(&format!(
+                        "\n{} problems in all, by the policy's schema (probelint schema):",
+                        problems.len()
+                    ));
+                    for problem in problems {
+                        message.push_str(&format!("\n  {shown}:{problem}"));
+                    }
+                }
+                PolicyError::Parse(message)
             }
             other => other,
         };
         ConfigError::Invalid { path: shown, error }
     })
+}
+
+/// What the policy file's JSON Schema finds wrong in `text`, each as `line:column: where: what`,
+/// in file order; empty when the text is not YAML (the reader's own error says where) or has
+/// nothing the schema refuses.
+fn schema_problems(text: &str) -> Vec<String> {
+    let Ok(documents) = probelint_yaml::load::parse_stream(
+        text.as_bytes(),
+        &probelint_yaml::load::Limits::default(),
+    ) else {
+        return Vec::new();
+    };
+    let Some(document) = documents.first() else {
+        return Vec::new();
+    };
+    let mut problems: Vec<(usize, usize, String)> =
+        probelint_policies::policy_schema_problems(&document.value)
+            .into_iter()
+            .map(|(pointer, what)| {
+                let at = document.locations.locate(&pointer);
+                let key = match pointer.strip_prefix('/') {
+                    None => "the policy".to_owned(),
+                    Some(path) => path.replace('/', ".").replace("~1", "/").replace("~0", "~"),
+                };
+                (at.line, at.column, format!("{key}: {what}"))
+            })
+            .collect();
+    problems.sort();
+    problems.dedup();
+    problems
+        .into_iter()
+        .map(|(line, column, what)| format!("{line}:{column}: {what}"))
+        .collect()
 }
 
 /// The policy file in use: `--config FILE` when given, else the nearest `.probelint.yaml` above

@@ -373,6 +373,49 @@ fn a_policy_error_names_the_policy_file() {
     assert!(!stderr.contains("<input>"), "{stderr}");
 }
 
+/// A policy file with several mistakes gets all of them at once, each at its line and column,
+/// not only the first one the reader stops at.
+#[test]
+fn every_problem_of_a_policy_file_is_reported_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        ".probelint.yaml",
+        "rules:\n  gpu-startup-probe-missing: eror\nmodelLoad:\n  bandwidthMBps: 300\nacceleratorResources: [nvidia.com/gpu]\n",
+    );
+    write(dir.path(), "good.yaml", GOOD_GPU);
+    let out = probelint()
+        .current_dir(dir.path())
+        .arg("good.yaml")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("3 problems in all"), "{stderr}");
+    for line in [
+        ".probelint.yaml:2:3: rules.gpu-startup-probe-missing: \"eror\" is not one of \"off\", \"info\", \"warning\", \"error\"",
+        ".probelint.yaml:4:3: modelLoad.bandwidthMBps: unknown key \"bandwidthMBps\"",
+        ".probelint.yaml:5:1: acceleratorResources: unknown key \"acceleratorResources\"",
+    ] {
+        assert!(stderr.contains(line), "{line}\n{stderr}");
+    }
+    // One mistake: the reader's own message, with its snippet, and no list.
+    write(
+        dir.path(),
+        ".probelint.yaml",
+        "rules:\n  gpu-startup-probe-missing: eror\n",
+    );
+    let out = probelint()
+        .current_dir(dir.path())
+        .arg("good.yaml")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains(".probelint.yaml:2:30\n"), "{stderr}");
+    assert!(!stderr.contains("problems in all"), "{stderr}");
+}
+
 #[test]
 fn gitignore_and_exclude_are_honoured() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,7 @@ use crate::policy::error::PolicyError;
 use crate::policy::{self, Policy};
 use crate::rules;
 use crate::rules::rule::Rule;
+use serde_json::Value;
 use std::sync::LazyLock;
 
 static REGISTRY: &[&Rule] = &[
@@ -60,6 +61,70 @@ pub fn ids() -> &'static [&'static str] {
 /// built-in rule ids.
 pub fn json_schema() -> serde_json::Value {
     policy::json_schema(ids())
+}
+
+/// Everything the policy file's schema ([`json_schema`]) refuses in a policy document read as
+/// JSON, each as the JSON Pointer of the value and what is wrong with it. The policy reader stops
+/// at its first problem; this finds them all, so that a user fixes them in one go.
+pub fn policy_schema_problems(document: &serde_json::Value) -> Vec<(String, String)> {
+    static VALIDATOR: LazyLock<Option<jsonschema::Validator>> =
+        LazyLock::new(|| jsonschema::validator_for(&json_schema()).ok());
+    let Some(validator) = VALIDATOR.as_ref() else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    for error in validator.iter_errors(document) {
+        said_plainly(&error, &mut problems);
+    }
+    problems
+}
+
+/// One schema error as a user reads it: an unknown key at the key, not at its mapping; the
+/// options of an enumeration in full; an optional section's own errors rather than "not valid
+/// under any of the schemas listed in the 'anyOf' keyword" (its other branch is `null`).
+fn said_plainly(error: &jsonschema::ValidationError<'_>, out: &mut Vec<(String, String)>) {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let path = error.instance_path().to_string();
+    match error.kind() {
+        Kind::AdditionalProperties { unexpected } => {
+            for key in unexpected {
+                let escaped = key.replace('~', "~0").replace('/', "~1");
+                out.push((format!("{path}/{escaped}"), format!("unknown key {key:?}")));
+            }
+        }
+        Kind::Enum { options } => {
+            let options = options
+                .as_array()
+                .map(|o| {
+                    o.iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_else(|| options.to_string());
+            out.push((
+                path,
+                format!("{} is not one of {options}", error.instance()),
+            ));
+        }
+        Kind::AnyOf { context } => {
+            let is_null_branch = |branch: &Vec<jsonschema::ValidationError<'static>>| {
+                branch.len() == 1
+                    && matches!(branch[0].kind(), Kind::Type { .. })
+                    && branch[0].to_string().ends_with("is not of type \"null\"")
+            };
+            let real: Vec<_> = context.iter().filter(|b| !is_null_branch(b)).collect();
+            match real.as_slice() {
+                [branch] if !branch.is_empty() => {
+                    for inner in branch.iter() {
+                        said_plainly(inner, out);
+                    }
+                }
+                _ => out.push((path, error.to_string())),
+            }
+        }
+        _ => out.push((path, error.to_string())),
+    }
 }
 
 /// The built-in policy overridden by a user policy document (`.probelint.yaml`), naming the

@@ -26,7 +26,7 @@ pub use analysis::context::{Analysis, ContainerContext};
 pub use analysis::facts::ObjectFacts;
 pub use analysis::object::{Container, PodSpec, Workload};
 pub use analysis::selector;
-pub use catalog::{find, ids, json_schema, load_policy, registry};
+pub use catalog::{find, ids, json_schema, load_policy, policy_schema_problems, registry};
 pub use engine::{ObjectEvaluation, evaluate, evaluate_cross, evaluate_object, evaluate_one};
 pub use fix::probes::STARTUP_PERIOD_SECONDS;
 pub use model::annotations::MUTATED_ANNOTATION;
