@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use probelint_yaml_reference::{Reference, disagreement, ours};
+use probelint_yaml_reference::{Reference, disagreement, line_disagreement, ours};
 
 /// Disagreements that stay, with why: each entry is the start of the names of the inputs it
 /// covers (a shape and its mutations). Each is listed in `docs/yaml.md` too.
@@ -26,50 +26,121 @@ const KNOWN: &[(&str, &str)] = &[(
          does, as text",
 )];
 
+/// Inputs on which both fail, but probelint's error names another line than kubectl's, with
+/// why; each entry is the start of the names it covers, as in [`KNOWN`].
+const KNOWN_LINES: &[(&str, &str)] = &[];
+
 #[test]
 #[ignore = "e2e: needs Go (builds Kubernetes' YAML decoder from tests/yaml-reference/go)"]
 fn probelint_reads_every_input_as_kubernetes_does() {
     let mut reference = Reference::start().unwrap_or_else(|e| panic!("{e}"));
     let mut found = BTreeMap::new();
-    let mut count = 0usize;
+    let mut lines = BTreeMap::new();
+    let (mut count, mut both_failed, mut lines_compared) = (0usize, 0usize, 0usize);
     for_each_input(|name, input| {
         count += 1;
         let theirs = reference
             .decode(input)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if let Some(difference) = disagreement(&ours(input), &theirs) {
-            let shown = if input.len() <= 2_000 {
+        let ours = ours(input);
+        let shown = || {
+            if input.len() <= 2_000 {
                 String::from_utf8_lossy(input).into_owned()
             } else {
                 format!("({} bytes)", input.len())
-            };
-            found.insert(name.to_owned(), format!("{shown}\n{difference}"));
+            }
+        };
+        if let Some(difference) = disagreement(&ours, &theirs) {
+            found.insert(name.to_owned(), format!("{}\n{difference}", shown()));
+        } else if ours.error.is_some() {
+            both_failed += 1;
+            lines_compared += usize::from(theirs.error_line.is_some());
+            if let Some(difference) = line_disagreement(&ours, &theirs) {
+                lines.insert(name.to_owned(), format!("{}\n{difference}", shown()));
+            }
         }
     });
     assert!(count > 1_000, "only {count} inputs");
-    let known = |name: &str| KNOWN.iter().any(|(prefix, _)| name.starts_with(prefix));
     let mut report = String::new();
-    for (name, difference) in &found {
-        if !known(name) {
-            report.push_str(&format!("\n== {name}\n{difference}\n"));
-        }
-    }
-    for (prefix, _) in KNOWN {
-        if !found.keys().any(|name| name.starts_with(prefix)) {
-            report.push_str(&format!("\n== {prefix}: listed in KNOWN, but now agrees\n"));
-        }
-    }
+    unlisted(&found, KNOWN, "KNOWN", &mut report);
+    unlisted(&lines, KNOWN_LINES, "KNOWN_LINES", &mut report);
     eprintln!(
-        "{count} inputs; {} read differently, all listed in KNOWN ({} entries)",
+        "{count} inputs; {} read differently, all listed in KNOWN ({} entries); {both_failed} \
+         refused by both, {lines_compared} with a line named by Kubernetes, {} of them at another \
+         line, all listed in KNOWN_LINES ({} entries)",
         found.len(),
-        KNOWN.len()
+        KNOWN.len(),
+        lines.len(),
+        KNOWN_LINES.len(),
     );
     assert!(
         report.is_empty(),
-        "{} of {count} inputs read differently (KNOWN lists {}):{report}",
+        "{} of {count} inputs read differently (KNOWN lists {}), {} of {lines_compared} errors at \
+         another line (KNOWN_LINES lists {}):{report}",
         found.len(),
-        KNOWN.len()
+        KNOWN.len(),
+        lines.len(),
+        KNOWN_LINES.len(),
     );
+}
+
+/// Adds to `report` each difference in `found` that `known` does not cover, and each entry of
+/// `known` that covers none (so the table stays exact).
+fn unlisted(
+    found: &BTreeMap<String, String>,
+    known: &[(&str, &str)],
+    table: &str,
+    report: &mut String,
+) {
+    let listed = |name: &str| known.iter().any(|(prefix, _)| name.starts_with(prefix));
+    for (name, difference) in found {
+        if !listed(name) {
+            report.push_str(&format!("\n== {name}\n{difference}\n"));
+        }
+    }
+    for (prefix, _) in known {
+        if !found.keys().any(|name| name.starts_with(prefix)) {
+            report.push_str(&format!("\n== {prefix}: listed in {table}, but now agrees\n"));
+        }
+    }
+}
+
+/// The vendored yaml-test-suite (`yaml-test-suite/`, its release data-2022-01-17): each case's
+/// `in.yaml`, named by its id and title. Every case is there, or the test says which is not.
+fn suite_cases() -> Vec<(String, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("yaml-test-suite");
+    let mut inputs = Vec::new();
+    walk_suite(&root, &root, &mut inputs);
+    inputs.sort();
+    assert_eq!(
+        inputs.len(),
+        SUITE_CASES,
+        "{}: expected the {SUITE_CASES} cases of yaml-test-suite data-2022-01-17",
+        root.display()
+    );
+    inputs
+}
+
+/// The cases (an `in.yaml` each) in yaml-test-suite's release data-2022-01-17.
+const SUITE_CASES: usize = 402;
+
+fn walk_suite(root: &Path, dir: &Path, inputs: &mut Vec<(String, Vec<u8>)>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk_suite(root, &path, inputs);
+        } else if path.file_name().is_some_and(|n| n == "in.yaml") {
+            let bytes =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let title = std::fs::read_to_string(dir.join("===")).unwrap_or_default();
+            let id = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+            inputs.push((
+                format!("yaml-test-suite: {id} ({})", title.trim()),
+                bytes,
+            ));
+        }
+    }
 }
 
 /// Files above this size get only the whole-file mutations, not one per line.
@@ -94,6 +165,9 @@ fn for_each_input(mut check: impl FnMut(&str, &[u8])) {
                 check(&format!("{name} ({mutation})"), mutated.as_bytes());
             }
         }
+    }
+    for (name, bytes) in suite_cases() {
+        check(&name, &bytes);
     }
     for (name, text) in SHAPES {
         check(&format!("shape: {name}"), text.as_bytes());
