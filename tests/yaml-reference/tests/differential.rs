@@ -5,12 +5,16 @@
 //!
 //! Inputs: every manifest of the repository (the corpus, `examples/`, the rule and operator
 //! fixtures, the fuzz seeds), generated mutations of each (line endings, BOM, `...`, tabs,
-//! comments, duplicate keys, flow collections written by hand), and shapes written here
-//! (YAML 1.1 scalars, tags, anchors and merges, block scalars, separators).
+//! comments, duplicate keys, flow collections written by hand), every case of the vendored
+//! yaml-test-suite (`yaml-test-suite/`), and shapes written here (YAML 1.1 scalars, tags,
+//! anchors and merges, block scalars, separators).
 //!
-//! A disagreement that cannot be closed is listed in [`KNOWN`] with its reason (and in
-//! `docs/yaml.md`); the test fails on any other disagreement, and on a known one that no longer
-//! happens, so the list stays exact.
+//! Where both refuse an input, the lines their errors name are compared too (the reference
+//! turns go-yaml's line within kubectl's piece of the stream into the file's line).
+//!
+//! A disagreement that cannot be closed is listed in [`KNOWN`] (or [`KNOWN_LINES`]) with its
+//! reason (and in `docs/yaml.md`); the test fails on any other disagreement, and on a known one
+//! that no longer happens, so the lists stay exact.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -18,9 +18,12 @@
 //!
 //! Where go-yaml refuses a tab that saphyr reads as a blank, the first such tab is
 //! [`Tolerated::refused`], for the caller to refuse as kubectl does: after a block sequence's `-`
-//! (`-<TAB>b`: "found character that cannot start any token"), and in the indentation of a line
-//! that continues a plain scalar inside a flow collection, left of the enclosing block's
-//! indentation ("found a tab character that violates indentation").
+//! (`-<TAB>b`), and before a line's first token or on a blank or comment line in the block
+//! context ("found character that cannot start any token": go-yaml skips a tab only where a
+//! simple key cannot start); in the indentation of a line after a plain scalar, left of the
+//! column of the innermost block collection around it, in a flow collection or not ("found a
+//! tab character that violates indentation"); and in a block scalar's indentation ("found a tab
+//! character where an indentation space is expected").
 //!
 //! Inserted spaces shift the parser's positions; [`Rewritten::original`] maps them back, so
 //! every location stays the file's own. Text inside block scalars, comments and quoted
