@@ -1464,3 +1464,28 @@ fn what_follows_a_pieces_first_document_is_never_read() {
         json!({"a": ["b", "c"]})
     );
 }
+
+/// go-yaml reads a `#` right after a closing quote or a flow indicator as a comment, where YAML
+/// needs a blank before it: kubectl applies `key: "value"# c`, so probelint reads it too, with
+/// every position the file's own.
+#[test]
+fn a_comment_glued_to_a_quote_or_a_bracket_is_read_as_kubectl_reads_it() {
+    for (src, want) in [
+        ("key: \"value\"# c\n", json!({"key": "value"})),
+        ("a: ['x'#c\n  ]\n", json!({"a": ["x"]})),
+        ("a: [ a, b, c, ]#invalid\n", json!({"a": ["a", "b", "c"]})),
+        ("a: [ a, b, c,#x\n]\n", json!({"a": ["a", "b", "c"]})),
+        ("a: {b: \"c\"}#x\nd: 1\n", json!({"a": {"b": "c"}, "d": 1})),
+        ("a: [#x\n b]\n", json!({"a": ["b"]})),
+        ("a: \"é\"# c\nb: \"ü\"#d\n", json!({"a": "é", "b": "ü"})),
+    ] {
+        assert_eq!(value(src), want, "{src:?}");
+    }
+    let src = "a: \"é\"# c\nb: \"ü\"#d\n";
+    let doc = one(src);
+    let b = doc.locations.get("/b").expect("b").value;
+    assert_eq!(&src[b.start..b.end], "\"ü\"");
+    assert_eq!((b.line, b.column), (2, 4));
+    // A plain scalar keeps its `#`: go-yaml reads it as text too.
+    assert_eq!(value("a: b#c\n"), json!({"a": "b#c"}));
+}

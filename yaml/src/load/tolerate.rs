@@ -102,13 +102,14 @@ pub(super) fn tolerate(text: &str) -> Tolerated {
         return Tolerated::default();
     }
     let mut out = Out::new(text);
+    out.ascii = text.is_ascii();
     let mut open = Open::Block {
         block_scalar: None,
         plain: None,
     };
     let mut line_start = 0usize;
     // (byte, char index) counted up to so far, for the char index of a line that gets spaces.
-    let ascii = text.is_ascii();
+    let ascii = out.ascii;
     let mut counted = (0usize, 0usize);
     while line_start < bytes.len() {
         let line_end =
@@ -237,6 +238,8 @@ fn scan_line(
     if !matches!(open, Open::Flow { .. }) || lead < line.len() {
         out.plain_ended_line = false;
     }
+    // A `#` right after the token just read: go-yaml reads a comment there, YAML text.
+    let mut glued = false;
     while at < line.len() {
         // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
         // and `#`: jump to the next of those.
@@ -276,6 +279,7 @@ fn scan_line(
                     };
                     token_start = false;
                     plain = false;
+                    glued = next == Some(b'#');
                 }
             }
             _ if b == b'#' && (at == 0 || matches!(line[at - 1], b' ' | b'\t')) => {
@@ -305,6 +309,7 @@ fn scan_line(
                 if !matches!(b, b' ' | b'\t' | b'\r') {
                     out.plain_ended_line = false;
                 }
+                glued = matches!(b, b'[' | b'{' | b']' | b'}' | b',') && next == Some(b'#');
                 match b {
                     b'[' | b'{' => {
                         open = Open::Flow {
@@ -391,6 +396,7 @@ fn scan_line(
                     };
                     out.flow_indent = out.block_indent;
                     token_start = true;
+                    glued = next == Some(b'#');
                 }
                 b'|' | b'>' if token_start && !plain => {
                     out.block_scalar_header(&line[at + 1..]);
@@ -413,6 +419,12 @@ fn scan_line(
             },
         }
         at += 1;
+        if glued {
+            // The rest of the line is a comment, after the blank YAML needs before it.
+            out.insert_space_before(line_start + at);
+            out.plain_ended_line = false;
+            return open;
+        }
     }
     match open {
         Open::Block { block_scalar, .. } if plain => Open::Block {
@@ -461,6 +473,10 @@ struct Out<'a> {
     /// While it is not settled: the most leading spaces of its lines so far, and the least it
     /// can be (one past the block collection around it).
     scalar_spaces: (usize, usize),
+    /// Whether the text is ASCII (a byte offset is then a character index).
+    ascii: bool,
+    /// (byte offset, character index) counted up to, for spaces inserted inside lines.
+    counted: (usize, usize),
 }
 
 impl<'a> Out<'a> {
@@ -475,7 +491,24 @@ impl<'a> Out<'a> {
             refused: None,
             scalar_indent: None,
             scalar_spaces: (0, 1),
+            ascii: false,
+            counted: (0, 0),
         }
+    }
+
+    /// Inserts a space before the byte `byte` inside a line (offsets only grow).
+    fn insert_space_before(&mut self, byte: usize) {
+        let index = if self.ascii {
+            byte
+        } else {
+            if byte < self.counted.0 {
+                self.counted = (0, 0);
+            }
+            self.counted.1 += char_count(&self.text.as_bytes()[self.counted.0..byte]);
+            self.counted.0 = byte;
+            self.counted.1
+        };
+        self.insert_spaces(byte, index, 1);
     }
 
     /// A block scalar's header (`|`, `>`, then `rest`): go-yaml's content indentation is the
