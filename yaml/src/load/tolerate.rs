@@ -439,17 +439,17 @@ fn scan_line(
 /// lines and comment lines included.
 const TAB_STARTS_LINE: &str = "kubectl refuses a tab before the content of a line, or on a blank \
      or comment line, outside flow collections and quoted scalars (yaml: \"found character that \
-     cannot start any token\"); indent with spaces and remove the tab";
+     cannot start any token\"); YAML indentation must use spaces, not tabs";
 
 /// kubectl's refusal of a tab left of a plain scalar's block, on a line after it.
 const TAB_LEFT_OF_PLAIN: &str = "kubectl refuses a tab in the indentation of a line after a plain \
      scalar, left of where that scalar could go on (yaml: \"found a tab character that violates \
-     indentation\"); indent with spaces and remove the tab";
+     indentation\"); YAML indentation must use spaces, not tabs";
 
 /// kubectl's refusal of a tab in a block scalar's indentation.
 const TAB_IN_BLOCK_SCALAR: &str = "kubectl refuses a tab in the indentation of a block scalar's \
-     line (yaml: \"found a tab character where an indentation space is expected\"); indent it \
-     with spaces";
+     line (yaml: \"found a tab character where an indentation space is expected\"); YAML \
+     indentation must use spaces, not tabs";
 
 /// The rewritten text, built only once something changes.
 struct Out<'a> {
