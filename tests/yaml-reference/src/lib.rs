@@ -105,6 +105,11 @@ pub struct Theirs {
     pub documents: Vec<Value>,
     /// The error that ends the stream for kubectl, if any; the documents before it are sent.
     pub error: Option<String>,
+    /// The 1-based line of the file that `error` points at, where it names one: the reference
+    /// turns go-yaml's line (within kubectl's piece of the stream, counted from 0 by its parser
+    /// and from 1 by its scanner) into the file's line. `None` for a JSON stream, a key or value
+    /// with no JSON form, and no error.
+    pub error_line: Option<usize>,
     /// Strict decoding's refusals (duplicate keys): the 1-based index of the document among
     /// those kubectl's YAMLReader cuts (empty ones included), and the error.
     pub strict: Vec<(usize, String)>,
@@ -172,6 +177,11 @@ impl Reference {
             .and_then(Value::as_str)
             .filter(|e| !e.is_empty())
             .map(str::to_owned);
+        let error_line = answer
+            .get("error_line")
+            .and_then(Value::as_u64)
+            .and_then(|line| usize::try_from(line).ok())
+            .filter(|&line| line > 0 && error.is_some());
         let strict = answer
             .get("strict")
             .and_then(Value::as_array)
@@ -188,6 +198,7 @@ impl Reference {
         Ok(Theirs {
             documents,
             error,
+            error_line,
             strict,
         })
     }
@@ -207,6 +218,8 @@ pub struct Ours {
     pub documents: Vec<Value>,
     /// The first error, rendered `line L, column C: message`.
     pub error: Option<String>,
+    /// The 1-based line of that error.
+    pub error_line: Option<usize>,
 }
 
 /// probelint-yaml's reading of `input`, with the default limits. Lines kubectl reads as
@@ -217,11 +230,11 @@ pub fn ours(input: &[u8]) -> Ours {
     let stream = parse_stream_partial(input, &Limits::default());
     let error = stream
         .error
-        .filter(|e| e.kind != YamlErrorKind::SeparatorDiffers)
-        .map(|e| e.to_string());
+        .filter(|e| e.kind != YamlErrorKind::SeparatorDiffers);
     Ours {
         documents: stream.documents.into_iter().map(|d| d.value).collect(),
-        error,
+        error_line: error.as_ref().map(|e| e.line),
+        error: error.map(|e| e.to_string()),
     }
 }
 
@@ -263,4 +276,20 @@ pub fn disagreement(ours: &Ours, theirs: &Theirs) -> Option<String> {
         theirs.error.as_deref().unwrap_or("none"),
     ));
     Some(text)
+}
+
+/// Where both readings fail but at different lines, when Kubernetes' error names one: what a
+/// user who runs both sees as two places for one mistake.
+#[must_use]
+pub fn line_disagreement(ours: &Ours, theirs: &Theirs) -> Option<String> {
+    let (Some(line), Some(their_line)) = (ours.error_line, theirs.error_line) else {
+        return None;
+    };
+    (line != their_line).then(|| {
+        format!(
+            "error lines: probelint {line} ({}), Kubernetes {their_line} ({})",
+            ours.error.as_deref().unwrap_or(""),
+            theirs.error.as_deref().unwrap_or(""),
+        )
+    })
 }

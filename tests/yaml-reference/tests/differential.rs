@@ -5,71 +5,280 @@
 //!
 //! Inputs: every manifest of the repository (the corpus, `examples/`, the rule and operator
 //! fixtures, the fuzz seeds), generated mutations of each (line endings, BOM, `...`, tabs,
-//! comments, duplicate keys, flow collections written by hand), and shapes written here
-//! (YAML 1.1 scalars, tags, anchors and merges, block scalars, separators).
+//! comments, duplicate keys, flow collections written by hand), every case of the vendored
+//! yaml-test-suite (`yaml-test-suite/`), and shapes written here (YAML 1.1 scalars, tags,
+//! anchors and merges, block scalars, separators).
 //!
-//! A disagreement that cannot be closed is listed in [`KNOWN`] with its reason (and in
-//! `docs/yaml.md`); the test fails on any other disagreement, and on a known one that no longer
-//! happens, so the list stays exact.
+//! Where both refuse an input, the lines their errors name are compared too (the reference
+//! turns go-yaml's line within kubectl's piece of the stream into the file's line).
+//!
+//! A disagreement that cannot be closed is listed in [`KNOWN`] (or [`KNOWN_LINES`]) with its
+//! reason (and in `docs/yaml.md`); the test fails on any other disagreement, and on a known one
+//! that no longer happens, so the lists stay exact.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use probelint_yaml_reference::{Reference, disagreement, ours};
+use probelint_yaml_reference::{Reference, disagreement, line_disagreement, ours};
 
-/// Disagreements that stay, with why: each entry is the start of the names of the inputs it
-/// covers (a shape and its mutations). Each is listed in `docs/yaml.md` too.
-const KNOWN: &[(&str, &str)] = &[(
-    "shape: NEL and LS in text",
-    "go-yaml reads NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks, as YAML 1.1 \
+/// Disagreements that stay, with why: each entry is a part of the names of the inputs it covers
+/// (a shape and its mutations, a yaml-test-suite case). Each is listed in `docs/yaml.md` too.
+const KNOWN: &[(&str, &str)] = &[
+    (
+        "shape: NEL and LS in text",
+        "go-yaml reads NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks, as YAML 1.1 \
          says, and folds them inside quoted scalars; saphyr-parser reads them as YAML 1.2 \
          does, as text",
-)];
+    ),
+    // YAML 1.2 syntax that go-yaml's older scanner refuses, where probelint reads it: kubectl
+    // refuses these files, so no cluster runs what they say.
+    ("yaml-test-suite: 3UYS ", YAML12_ESCAPE),
+    ("yaml-test-suite: 2SXE ", ANCHOR_NAME),
+    ("yaml-test-suite: 8XYN ", ANCHOR_NAME),
+    ("yaml-test-suite: W5VH ", ANCHOR_NAME),
+    ("yaml-test-suite: Y2GN ", ANCHOR_NAME),
+    ("yaml-test-suite: 4MUZ/01 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: 4MUZ/02 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: 5MUD ", FLOW_KEY_LINES),
+    ("yaml-test-suite: 9SA2 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: K3WX ", FLOW_KEY_LINES),
+    ("yaml-test-suite: NJ66 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: VJP3/00 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: VJP3/01 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: WZ62 ", FLOW_KEY_LINES),
+    ("yaml-test-suite: 58MP ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: 5T43 ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: DBG4 ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: HM87/00 ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: 4ABK ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: 652Z ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: HM87/01 ", FLOW_PLAIN_INDICATOR),
+    ("yaml-test-suite: JR7V ", FLOW_PLAIN_INDICATOR),
+    // YAML 1.2 errors go-yaml reads, where probelint refuses.
+    ("yaml-test-suite: X4QW ", GLUED_COMMENT),
+    ("yaml-test-suite: G5U8 ", FLOW_DASH),
+    ("yaml-test-suite: YJV2 ", FLOW_DASH),
+    (
+        "yaml-test-suite: HRE5 ",
+        "go-yaml reads `\\'` in a double-quoted scalar as `'`; YAML has no such escape, and \
+         saphyr-parser refuses it",
+    ),
+    (
+        "yaml-test-suite: U99R ",
+        "go-yaml ends a tag at a `,` outside flow collections (`!!str, xxx` reads `xxx`); YAML \
+         and saphyr-parser refuse the `,`",
+    ),
+    (
+        "yaml-test-suite: 4H7K ",
+        "go-yaml reads `[ a, b, c ] ]` and never sees the extra `]` after the document's root \
+         node; saphyr-parser refuses it",
+    ),
+    (
+        "yaml-test-suite: 3HFZ ",
+        "go-yaml reads text after `...` on its line as a new piece of the stream and stops; \
+         YAML and saphyr-parser refuse it",
+    ),
+    (
+        "yaml-test-suite: S98Z ",
+        "go-yaml reads a block scalar whose leading empty lines have more spaces than a later \
+         comment line as empty; YAML and saphyr-parser refuse it",
+    ),
+    // A document that is one plain scalar: no object, which probelint reports as such either way.
+    (
+        "yaml-test-suite: BS4K ",
+        "a document that is a plain scalar with a comment, then a second line: go-yaml reads \
+         the first line and nothing more; YAML and saphyr-parser refuse it",
+    ),
+    (
+        "yaml-test-suite: XLQ9 ",
+        "a document that is a plain scalar, then a `%YAML` line at column 0: go-yaml reads it \
+         as the scalar's second line, probelint as a directive that ends the document (as \
+         go-yaml reads it after any other node)",
+    ),
+    (
+        "yaml-test-suite: UT92 ",
+        "a flow mapping whose second line starts with `%`: go-yaml refuses it as a directive; \
+         YAML and saphyr-parser read text, and the `...` without a document after it fails \
+         the stream later",
+    ),
+];
+
+const YAML12_ESCAPE: &str = "`\\/` is an escape of YAML 1.2 only: go-yaml refuses it (\"found \
+    unknown escape character\"), saphyr-parser reads `/`";
+
+const ANCHOR_NAME: &str = "go-yaml's anchor and alias names are letters, digits, `-` and `_` \
+    only (it refuses or cuts the rest: `&a:` is `a`, then `:`); YAML 1.2 allows any character \
+    but blanks and flow indicators, and saphyr-parser reads them";
+
+const FLOW_KEY_LINES: &str = "an implicit key of a flow mapping on another line than its `:` \
+    (or a quoted or plain key over two lines, or a key with no value but a tag): YAML 1.2 reads \
+    it, go-yaml refuses it (\"did not find expected ',' or '}'\"); kubectl's JSON reading of a \
+    stream that starts with `{` fails first in some";
+
+const FLOW_PLAIN_INDICATOR: &str = "a plain scalar in a flow collection that starts with `:` or \
+    `?`, or a `?` or `:` right after a plain key: YAML 1.2 reads text (`[:x]`, `{?foo: bar}`, \
+    `{omitted value:,}`), go-yaml reads an indicator (a key `x` or `foo`, the key `omitted \
+    value:`) or refuses it";
+
+const GLUED_COMMENT: &str = "a `#` right after a block scalar's header (`block: >#c`): go-yaml \
+    reads a comment, YAML says a comment needs a blank before it, and saphyr-parser refuses it. \
+    The pre-pass inserts that blank after a closing quote or a flow indicator, which it scans \
+    anyway; a block scalar's header would need it to scan files with neither";
+
+const FLOW_DASH: &str = "a plain `-` in a flow sequence (`[-]`): go-yaml reads the string \
+    `-`; YAML 1.2 and saphyr-parser refuse a plain scalar that starts with `-` before `,`, `]`";
+
+/// Inputs on which both fail, but probelint's error names another line than kubectl's, with
+/// why; each entry is a part of the names it covers, as in [`KNOWN`].
+const KNOWN_LINES: &[(&str, &str)] = &[
+    (
+        "(comment after every line)",
+        "a comment after a plain scalar's first line ends it: saphyr-parser stops at that \
+         comment (\"comment intercepting the multiline text\"), go-yaml at the next token that \
+         cannot follow the scalar, on that line or the next",
+    ),
+    ("yaml-test-suite: BF9H ", "as `(comment after every line)`"),
+    (
+        "shape: brace continuing a sequence item (comment line",
+        "a broken input that each reader stops on at another token: a comment line ends the \
+         item's plain scalar, and go-yaml refuses the `{` below it where saphyr-parser opens a \
+         flow mapping and refuses the `-` after it",
+    ),
+    (
+        "shape: bracket continuing a plain scalar (comment line",
+        "as `shape: brace continuing a sequence item (comment line`, with a `[`",
+    ),
+    ("shape: directive", DIRECTIVE_LINE),
+    ("yaml-test-suite: 27NA ", DIRECTIVE_LINE),
+    ("yaml-test-suite: 5TYM ", DIRECTIVE_LINE),
+    ("yaml-test-suite: 6CK3 ", DIRECTIVE_LINE),
+    ("yaml-test-suite: 6LVF ", DIRECTIVE_LINE),
+    ("yaml-test-suite: C4HZ ", DIRECTIVE_LINE),
+    ("yaml-test-suite: CC74 ", DIRECTIVE_LINE),
+    ("yaml-test-suite: MUS6/", DIRECTIVE_LINE),
+    ("yaml-test-suite: P76L ", DIRECTIVE_LINE),
+    ("yaml-test-suite: QLJ7 ", DIRECTIVE_LINE),
+    ("yaml-test-suite: U3C3 ", DIRECTIVE_LINE),
+    ("yaml-test-suite: W4TN ", DIRECTIVE_LINE),
+    ("yaml-test-suite: Z9M4 ", DIRECTIVE_LINE),
+    (
+        "yaml-test-suite: Y79Y/00",
+        "a collection as a complex key (`? -`), then a tab after its `:`: saphyr-parser refuses \
+         the key (no JSON object has one), go-yaml the tab on the next line",
+    ),
+];
+
+const DIRECTIVE_LINE: &str = "kubectl cuts a `%YAML`/`%TAG` directive into a piece of its own \
+    at the `---` after it; go-yaml's error is at the end of that piece (the `---` line, or the \
+    blank line before it), probelint's at the directive, the line to remove";
 
 #[test]
 #[ignore = "e2e: needs Go (builds Kubernetes' YAML decoder from tests/yaml-reference/go)"]
 fn probelint_reads_every_input_as_kubernetes_does() {
     let mut reference = Reference::start().unwrap_or_else(|e| panic!("{e}"));
     let mut found = BTreeMap::new();
-    let mut count = 0usize;
+    let mut lines = BTreeMap::new();
+    let (mut count, mut both_failed, mut lines_compared) = (0usize, 0usize, 0usize);
     for_each_input(|name, input| {
         count += 1;
         let theirs = reference
             .decode(input)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if let Some(difference) = disagreement(&ours(input), &theirs) {
-            let shown = if input.len() <= 2_000 {
+        let ours = ours(input);
+        let shown = || {
+            if input.len() <= 2_000 {
                 String::from_utf8_lossy(input).into_owned()
             } else {
                 format!("({} bytes)", input.len())
-            };
-            found.insert(name.to_owned(), format!("{shown}\n{difference}"));
+            }
+        };
+        if let Some(difference) = disagreement(&ours, &theirs) {
+            found.insert(name.to_owned(), format!("{}\n{difference}", shown()));
+        } else if ours.error.is_some() {
+            both_failed += 1;
+            lines_compared += usize::from(theirs.error_line.is_some());
+            if let Some(difference) = line_disagreement(&ours, &theirs) {
+                lines.insert(name.to_owned(), format!("{}\n{difference}", shown()));
+            }
         }
     });
     assert!(count > 1_000, "only {count} inputs");
-    let known = |name: &str| KNOWN.iter().any(|(prefix, _)| name.starts_with(prefix));
     let mut report = String::new();
-    for (name, difference) in &found {
-        if !known(name) {
-            report.push_str(&format!("\n== {name}\n{difference}\n"));
-        }
-    }
-    for (prefix, _) in KNOWN {
-        if !found.keys().any(|name| name.starts_with(prefix)) {
-            report.push_str(&format!("\n== {prefix}: listed in KNOWN, but now agrees\n"));
-        }
-    }
+    unlisted(&found, KNOWN, "KNOWN", &mut report);
+    unlisted(&lines, KNOWN_LINES, "KNOWN_LINES", &mut report);
     eprintln!(
-        "{count} inputs; {} read differently, all listed in KNOWN ({} entries)",
+        "{count} inputs; {} read differently, all listed in KNOWN ({} entries); {both_failed} \
+         refused by both, {lines_compared} with a line named by Kubernetes, {} of them at another \
+         line, all listed in KNOWN_LINES ({} entries)",
         found.len(),
-        KNOWN.len()
+        KNOWN.len(),
+        lines.len(),
+        KNOWN_LINES.len(),
     );
     assert!(
         report.is_empty(),
-        "{} of {count} inputs read differently (KNOWN lists {}):{report}",
+        "{} of {count} inputs read differently (KNOWN lists {}), {} of {lines_compared} errors at \
+         another line (KNOWN_LINES lists {}):{report}",
         found.len(),
-        KNOWN.len()
+        KNOWN.len(),
+        lines.len(),
+        KNOWN_LINES.len(),
     );
+}
+
+/// Adds to `report` each difference in `found` that `known` does not cover, and each entry of
+/// `known` that covers none (so the table stays exact).
+fn unlisted(
+    found: &BTreeMap<String, String>,
+    known: &[(&str, &str)],
+    table: &str,
+    report: &mut String,
+) {
+    let listed = |name: &str| known.iter().any(|(part, _)| name.contains(part));
+    for (name, difference) in found {
+        if !listed(name) {
+            report.push_str(&format!("\n== {name}\n{difference}\n"));
+        }
+    }
+    for (part, _) in known {
+        if !found.keys().any(|name| name.contains(part)) {
+            report.push_str(&format!("\n== {part}: listed in {table}, but now agrees\n"));
+        }
+    }
+}
+
+/// The vendored yaml-test-suite (`yaml-test-suite/`, its release data-2022-01-17): each case's
+/// `in.yaml`, named by its id and title. Every case is there, or the test says which is not.
+fn suite_cases() -> Vec<(String, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("yaml-test-suite");
+    let mut inputs = Vec::new();
+    walk_suite(&root, &root, &mut inputs);
+    inputs.sort();
+    assert_eq!(
+        inputs.len(),
+        SUITE_CASES,
+        "{}: expected the {SUITE_CASES} cases of yaml-test-suite data-2022-01-17",
+        root.display()
+    );
+    inputs
+}
+
+/// The cases (an `in.yaml` each) in yaml-test-suite's release data-2022-01-17.
+const SUITE_CASES: usize = 402;
+
+fn walk_suite(root: &Path, dir: &Path, inputs: &mut Vec<(String, Vec<u8>)>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk_suite(root, &path, inputs);
+        } else if path.file_name().is_some_and(|n| n == "in.yaml") {
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let title = std::fs::read_to_string(dir.join("===")).unwrap_or_default();
+            let id = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+            inputs.push((format!("yaml-test-suite: {id} ({})", title.trim()), bytes));
+        }
+    }
 }
 
 /// Files above this size get only the whole-file mutations, not one per line.
@@ -94,6 +303,9 @@ fn for_each_input(mut check: impl FnMut(&str, &[u8])) {
                 check(&format!("{name} ({mutation})"), mutated.as_bytes());
             }
         }
+    }
+    for (name, bytes) in suite_cases() {
+        check(&name, &bytes);
     }
     for (name, text) in SHAPES {
         check(&format!("shape: {name}"), text.as_bytes());

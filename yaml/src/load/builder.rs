@@ -124,13 +124,46 @@ fn syntax_error(source: &SourceMap<'_>, e: &ScanError) -> YamlError {
         );
     }
     let mut message = e.info().to_owned();
-    let mentions_tabs = message
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .any(|word| word == "tab" || word == "tabs");
-    if mentions_tabs {
+    // saphyr places an unclosed quoted scalar's error at its opening quote; go-yaml, and so
+    // kubectl, at what ends it: the end of the stream, or a `---`/`...` line. The error goes
+    // where kubectl's does and says where the quote opened.
+    if let Some(problem) = message.strip_prefix("while scanning a quoted scalar, found ") {
+        let end = source.window.1;
+        let from = source.byte_at(index).min(end);
+        let at = if problem == "unexpected end of stream" {
+            Some(end)
+        } else if problem == "unexpected document indicator" {
+            document_indicator(&source.text()[from..end]).map(|i| from + i)
+        } else {
+            None
+        };
+        if let Some(at) = at {
+            let (line, column) = source.line_column(index);
+            let message = format!(
+                "found {problem} inside a quoted scalar opened at line {line}, column {column} \
+                 (yaml: \"found {problem}\"); close the quote"
+            );
+            let at_index = source.text()[..at].chars().count();
+            return source.error(YamlErrorKind::Syntax, message, at_index);
+        }
+    }
+    if super::mentions_tabs(&message) {
         message.push_str("; YAML indentation must use spaces, not tabs");
     }
     source.error(YamlErrorKind::Syntax, message, index)
+}
+
+/// Byte offset in `text` of the first line that is a document indicator (`---` or `...`, then a
+/// blank or the line's end), as go-yaml's scanner ends a quoted scalar there.
+fn document_indicator(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\n', bytes).map(|i| i + 1).find(|&i| {
+        let line = &bytes[i..];
+        (line.starts_with(b"---") || line.starts_with(b"..."))
+            && line
+                .get(3)
+                .is_none_or(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    })
 }
 
 /// What an anchor stands for, kept so that aliases can repeat it.

@@ -235,17 +235,18 @@ fn read_yaml(map: &mut source::SourceMap<'_>, limits: &Limits) -> Stream {
         stream = builder::parse(map, limits);
     }
     stream.divergences.extend(unread);
-    // go-yaml fails on the document that holds a tab it refuses; the ones before it are read.
+    // go-yaml fails on the piece (between kubectl's `---` lines) that holds a tab it refuses;
+    // the documents before it are read. saphyr, where it refuses the same tab, may say so at the
+    // start of the scalar before it: kubectl's place wins.
     if let Some(tab) = tab
-        && stream.error.as_ref().is_none_or(|e| e.offset > tab.offset)
+        && stream
+            .error
+            .as_ref()
+            .is_none_or(|e| e.offset > tab.offset || mentions_tabs(&e.message))
     {
-        if let Some(holder) = stream
-            .documents
-            .iter()
-            .rposition(|d| d.locations.start.start <= tab.offset)
-        {
-            stream.documents.truncate(holder);
-        }
+        let text = map.text().as_bytes();
+        let piece = memchr::memmem::rfind(&text[..tab.offset], b"\n---").map_or(0, |i| i + 1);
+        stream.documents.retain(|d| d.locations.start.start < piece);
         stream.error = Some(tab);
     }
     let read_to = stream.error.as_ref().map_or(usize::MAX, |e| e.offset);
@@ -273,6 +274,13 @@ fn read_yaml(map: &mut source::SourceMap<'_>, limits: &Limits) -> Stream {
         stream.error = Some(refused);
     }
     stream
+}
+
+/// Whether a parser message is about a tab.
+fn mentions_tabs(message: &str) -> bool {
+    message
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|word| word == "tab" || word == "tabs")
 }
 
 /// saphyr-parser's error for content after a document's root node, with no `---` before it.

@@ -609,11 +609,11 @@ fn utf16_files_are_named_as_such() {
 }
 
 #[test]
-fn tab_indentation_gives_the_parser_error_with_position() {
+fn tab_indentation_is_refused_with_its_position() {
     let e = error("metadata:\n\tname: x\n");
     assert_eq!(e.kind, YamlErrorKind::Syntax);
     assert_eq!(e.line, 2);
-    assert!(e.message.contains("tabs"), "{e}");
+    assert!(e.message.contains("tab"), "{e}");
     assert!(e.to_string().starts_with("line 2, column "), "{e}");
 }
 
@@ -1311,6 +1311,82 @@ fn tabs_kubectl_refuses_are_refused_at_their_line() {
             1,
             "found a tab character that violates indentation",
         ),
+        // In a sequence item's mapping, the block is the key's column, not the line's.
+        (
+            "- a: [x\n  \tb]\n",
+            2,
+            3,
+            "found a tab character that violates indentation",
+        ),
+        (
+            "k:\n  - a: [x\n    \tb]\n",
+            3,
+            5,
+            "found a tab character that violates indentation",
+        ),
+        // A plain scalar's continuation, and a blank line after it, left of its block.
+        (
+            "a: b\n\tc\n",
+            2,
+            1,
+            "found a tab character that violates indentation",
+        ),
+        (
+            "a: b\na: c\n\td\n",
+            3,
+            1,
+            "found a tab character that violates indentation",
+        ),
+        (
+            "foo: 1\n\t\nbar: 2\n",
+            2,
+            1,
+            "found a tab character that violates indentation",
+        ),
+        // A tab before a line's content, or on a blank line, anywhere else in the block context.
+        (
+            "foo:\n \tbar\n",
+            2,
+            2,
+            "found character that cannot start any token",
+        ),
+        (
+            " \t\nfoo: 1\n",
+            1,
+            2,
+            "found character that cannot start any token",
+        ),
+        (
+            "a: \"1\"\n\t\nb: 2\n",
+            2,
+            1,
+            "found character that cannot start any token",
+        ),
+        (
+            "\t[\n\t]\n",
+            1,
+            1,
+            "found character that cannot start any token",
+        ),
+        // A tab where a block scalar's indentation is.
+        (
+            "foo: |-\n \tbar\n",
+            2,
+            2,
+            "found a tab character where an indentation space is expected",
+        ),
+        (
+            "foo: |\n\t\nbar: 1\n",
+            2,
+            1,
+            "found a tab character where an indentation space is expected",
+        ),
+        (
+            "foo: |\n  x\n \ty\n",
+            3,
+            2,
+            "found a tab character where an indentation space is expected",
+        ),
     ] {
         let e = error(src);
         assert_eq!((e.line, e.column), (line, column), "{src:?}: {e}");
@@ -1323,6 +1399,17 @@ fn tabs_kubectl_refuses_are_refused_at_their_line() {
     assert_eq!(value("a: [x,\n\tb]\n"), json!({"a": ["x", "b"]}));
     assert_eq!(value("a: [x\n \tb]\n"), json!({"a": ["x b"]}));
     assert_eq!(value("a: |\n  -\tb\n"), json!({"a": "-\tb\n"}));
+    // Where go-yaml reads the tab as a blank: past the key's column, at a flow collection's
+    // top level, past a plain scalar's block, inside a block scalar's content.
+    assert_eq!(value("- a: [x\n   \tb]\n"), json!([{"a": ["x b"]}]));
+    assert_eq!(value("[x\n\tb]\n"), json!(["x b"]));
+    assert_eq!(value("a: 1\n  \t\nb: 2\n"), json!({"a": 1, "b": 2}));
+    assert_eq!(value("foo: |\n  x\n  \ty\n"), json!({"foo": "x\n\ty\n"}));
+    // The document the tab is in fails; the one before its `---` is read, even when the
+    // parser stops later.
+    let stream = parse_stream_partial(b"a: 1\n---\nb: 1\n\t\nc: [\n", &Limits::default());
+    assert_eq!(stream.documents.len(), 1);
+    assert_eq!(stream.error.map(|e| e.line), Some(4));
 }
 
 /// go-yaml ends a document at a `%YAML` or `%TAG` line, and kubectl reads one document between
@@ -1376,4 +1463,29 @@ fn what_follows_a_pieces_first_document_is_never_read() {
         value("a: [\r\n\tb,\r\n\tc\r\n]\r\n"),
         json!({"a": ["b", "c"]})
     );
+}
+
+/// go-yaml reads a `#` right after a closing quote or a flow indicator as a comment, where YAML
+/// needs a blank before it: kubectl applies `key: "value"# c`, so probelint reads it too, with
+/// every position the file's own.
+#[test]
+fn a_comment_glued_to_a_quote_or_a_bracket_is_read_as_kubectl_reads_it() {
+    for (src, want) in [
+        ("key: \"value\"# c\n", json!({"key": "value"})),
+        ("a: ['x'#c\n  ]\n", json!({"a": ["x"]})),
+        ("a: [ a, b, c, ]#invalid\n", json!({"a": ["a", "b", "c"]})),
+        ("a: [ a, b, c,#x\n]\n", json!({"a": ["a", "b", "c"]})),
+        ("a: {b: \"c\"}#x\nd: 1\n", json!({"a": {"b": "c"}, "d": 1})),
+        ("a: [#x\n b]\n", json!({"a": ["b"]})),
+        ("a: \"é\"# c\nb: \"ü\"#d\n", json!({"a": "é", "b": "ü"})),
+    ] {
+        assert_eq!(value(src), want, "{src:?}");
+    }
+    let src = "a: \"é\"# c\nb: \"ü\"#d\n";
+    let doc = one(src);
+    let b = doc.locations.get("/b").expect("b").value;
+    assert_eq!(&src[b.start..b.end], "\"ü\"");
+    assert_eq!((b.line, b.column), (2, 4));
+    // A plain scalar keeps its `#`: go-yaml reads it as text too.
+    assert_eq!(value("a: b#c\n"), json!({"a": "b#c"}));
 }

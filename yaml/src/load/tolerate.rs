@@ -18,9 +18,12 @@
 //!
 //! Where go-yaml refuses a tab that saphyr reads as a blank, the first such tab is
 //! [`Tolerated::refused`], for the caller to refuse as kubectl does: after a block sequence's `-`
-//! (`-<TAB>b`: "found character that cannot start any token"), and in the indentation of a line
-//! that continues a plain scalar inside a flow collection, left of the enclosing block's
-//! indentation ("found a tab character that violates indentation").
+//! (`-<TAB>b`), and before a line's first token or on a blank or comment line in the block
+//! context ("found character that cannot start any token": go-yaml skips a tab only where a
+//! simple key cannot start); in the indentation of a line after a plain scalar, left of the
+//! column of the innermost block collection around it, in a flow collection or not ("found a
+//! tab character that violates indentation"); and in a block scalar's indentation ("found a tab
+//! character where an indentation space is expected").
 //!
 //! Inserted spaces shift the parser's positions; [`Rewritten::original`] maps them back, so
 //! every location stays the file's own. Text inside block scalars, comments and quoted
@@ -61,8 +64,9 @@ impl Rewritten {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Open {
     /// Block context; `block_scalar` holds the indentation of a `|`/`>` header's line while
-    /// its content lines go by, `plain` the indentation of a line that ended inside a plain
-    /// scalar (a more indented line continues it: a `[` there is text, not a flow collection).
+    /// its content lines go by, `plain` the column from which a line continues the plain
+    /// scalar the last line ended inside (one past its block collection's: a `[` there is
+    /// text, not a flow collection).
     Block {
         block_scalar: Option<usize>,
         plain: Option<usize>,
@@ -98,13 +102,14 @@ pub(super) fn tolerate(text: &str) -> Tolerated {
         return Tolerated::default();
     }
     let mut out = Out::new(text);
+    out.ascii = text.is_ascii();
     let mut open = Open::Block {
         block_scalar: None,
         plain: None,
     };
     let mut line_start = 0usize;
     // (byte, char index) counted up to so far, for the char index of a line that gets spaces.
-    let ascii = text.is_ascii();
+    let ascii = out.ascii;
     let mut counted = (0usize, 0usize);
     while line_start < bytes.len() {
         let line_end =
@@ -120,26 +125,42 @@ pub(super) fn tolerate(text: &str) -> Tolerated {
                 block_scalar: None,
                 plain: None,
             };
+            out.block_indent = None;
+            // A marker alone (or with a comment) is no scalar for a later line to go on with.
+            let rest = line[3..].trim_ascii_start();
+            if rest.is_empty() || (rest.len() < line.len() - 3 && rest[0] == b'#') {
+                line_start = line_end + 1;
+                continue;
+            }
         }
         open = match open {
             Open::Block {
                 block_scalar: Some(header),
                 ..
-            } if blank || lead > header || line[..lead].contains(&b'\t') => open,
+            } if blank || lead > header || line[..lead].contains(&b'\t') => {
+                out.block_scalar_line(line_start, line);
+                open
+            }
             // A blank line changes nothing in the block context (a plain scalar goes on
             // after it).
-            Open::Block { .. } if blank => open,
-            Open::Block { plain, .. } => scan_line(
-                &mut out,
-                line_start,
-                line,
-                lead,
-                Open::Block {
-                    block_scalar: None,
-                    plain: None,
-                },
-                plain.is_some_and(|above| lead > above),
-            ),
+            Open::Block { plain, .. } if blank => {
+                out.leading_tabs(line_start, &line[..lead], plain);
+                open
+            }
+            Open::Block { plain, .. } => {
+                out.leading_tabs(line_start, &line[..lead], plain);
+                scan_line(
+                    &mut out,
+                    line_start,
+                    line,
+                    lead,
+                    Open::Block {
+                        block_scalar: None,
+                        plain: None,
+                    },
+                    plain.is_some_and(|from| lead >= from),
+                )
+            }
             Open::Flow { column, .. } | Open::Quoted { column, .. } => {
                 // A continuation line: its leading blanks are no part of the content.
                 let required = match open {
@@ -163,7 +184,8 @@ pub(super) fn tolerate(text: &str) -> Tolerated {
                     if b == b'\t' {
                         // go-yaml's scanner, going on with a plain scalar past a line break,
                         // refuses a tab left of the block indentation (plus one).
-                        if out.plain_ended_line && i <= out.flow_indent {
+                        if out.plain_ended_line && out.flow_indent.is_some_and(|indent| i <= indent)
+                        {
                             out.refuse(
                                 line_start + i,
                                 "kubectl refuses a tab in the indentation of a line that \
@@ -201,6 +223,9 @@ fn scan_line(
     let mut token_start = !continues_plain;
     // Inside a plain scalar of the block context.
     let mut plain = continues_plain;
+    // The column of the node being written in the block context (its first property or its
+    // text), which becomes a block mapping's column when a `:` follows it.
+    let mut key_column: Option<usize> = None;
     // (byte, column) counted up to so far: `at` only grows, so columns cost one pass a line.
     let mut counted = (0usize, 0usize);
     let mut column_of = |at: usize| {
@@ -213,6 +238,8 @@ fn scan_line(
     if !matches!(open, Open::Flow { .. }) || lead < line.len() {
         out.plain_ended_line = false;
     }
+    // A `#` right after the token just read: go-yaml reads a comment there, YAML text.
+    let mut glued = false;
     while at < line.len() {
         // Inside a quoted scalar only its quote and `\` matter, inside a plain one only `:`
         // and `#`: jump to the next of those.
@@ -252,6 +279,7 @@ fn scan_line(
                     };
                     token_start = false;
                     plain = false;
+                    glued = next == Some(b'#');
                 }
             }
             _ if b == b'#' && (at == 0 || matches!(line[at - 1], b' ' | b'\t')) => {
@@ -261,6 +289,11 @@ fn scan_line(
             // After a key on the same line only: go-yaml refuses the tab after a `:` that
             // starts its line (the value of a `?` complex key).
             _ if b == b':' && next == Some(b'\t') && at > lead => {
+                if matches!(open, Open::Block { .. })
+                    && let Some(key) = key_column.take()
+                {
+                    out.block_indent = Some(key);
+                }
                 let mut tab = at + 1;
                 while line.get(tab) == Some(&b'\t') {
                     out.replace_with_space(line_start + tab);
@@ -276,6 +309,7 @@ fn scan_line(
                 if !matches!(b, b' ' | b'\t' | b'\r') {
                     out.plain_ended_line = false;
                 }
+                glued = matches!(b, b'[' | b'{' | b']' | b'}' | b',') && next == Some(b'#');
                 match b {
                     b'[' | b'{' => {
                         open = Open::Flow {
@@ -324,9 +358,14 @@ fn scan_line(
                 b':' if blank_next => {
                     token_start = true;
                     plain = false;
+                    if let Some(key) = key_column.take() {
+                        out.block_indent = Some(key);
+                    }
                 }
                 b'-' | b'?' if token_start && !plain && blank_next => {
                     token_start = true;
+                    key_column = None;
+                    out.block_indent = Some(column_of(at));
                     // go-yaml skips a tab only where a simple key cannot start: not after `-`.
                     let blanks = line[at + 1..]
                         .iter()
@@ -342,9 +381,11 @@ fn scan_line(
                     }
                 }
                 b'"' | b'\'' if token_start && !plain => {
+                    let column = column_of(at);
+                    key_column.get_or_insert(column);
                     open = Open::Quoted {
                         quote: b,
-                        column: column_of(at),
+                        column,
                         flow: None,
                     };
                 }
@@ -353,34 +394,62 @@ fn scan_line(
                         depth: 1,
                         column: column_of(at),
                     };
-                    out.flow_indent = lead;
+                    out.flow_indent = out.block_indent;
                     token_start = true;
+                    glued = next == Some(b'#');
                 }
                 b'|' | b'>' if token_start && !plain => {
+                    out.block_scalar_header(&line[at + 1..]);
                     return Open::Block {
                         block_scalar: Some(lead),
                         plain: None,
                     };
                 }
-                b'&' | b'!' if token_start && !plain => token_start = false,
+                b'&' | b'!' if token_start && !plain => {
+                    key_column.get_or_insert(column_of(at));
+                    token_start = false;
+                }
                 _ => {
                     if token_start && !matches!(line.get(at.wrapping_sub(1)), Some(b'&' | b'!')) {
                         plain = true;
+                        key_column.get_or_insert(column_of(at));
                     }
                     token_start = false;
                 }
             },
         }
         at += 1;
+        if glued {
+            // The rest of the line is a comment, after the blank YAML needs before it.
+            out.insert_space_before(line_start + at);
+            out.plain_ended_line = false;
+            return open;
+        }
     }
     match open {
         Open::Block { block_scalar, .. } if plain => Open::Block {
             block_scalar,
-            plain: Some(lead),
+            plain: Some(out.block_indent.map_or(0, |indent| indent + 1)),
         },
         _ => open,
     }
 }
+
+/// kubectl's refusal of a tab before the first token of a line in the block context, blank
+/// lines and comment lines included.
+const TAB_STARTS_LINE: &str = "kubectl refuses a tab before the content of a line, or on a blank \
+     or comment line, outside flow collections and quoted scalars (yaml: \"found character that \
+     cannot start any token\"); YAML indentation must use spaces, not tabs";
+
+/// kubectl's refusal of a tab left of a plain scalar's block, on a line after it.
+const TAB_LEFT_OF_PLAIN: &str = "kubectl refuses a tab in the indentation of a line after a plain \
+     scalar, left of where that scalar could go on (yaml: \"found a tab character that violates \
+     indentation\"); YAML indentation must use spaces, not tabs";
+
+/// kubectl's refusal of a tab in a block scalar's indentation.
+const TAB_IN_BLOCK_SCALAR: &str = "kubectl refuses a tab in the indentation of a block scalar's \
+     line (yaml: \"found a tab character where an indentation space is expected\"); YAML \
+     indentation must use spaces, not tabs";
 
 /// The rewritten text, built only once something changes.
 struct Out<'a> {
@@ -388,12 +457,26 @@ struct Out<'a> {
     rewritten: Option<Rewritten>,
     /// Byte offset of `text` copied so far.
     copied: usize,
-    /// The leading blanks of the line where the open flow collection starts: about go-yaml's
-    /// block indentation around it (a `- ` before the key is not counted).
-    flow_indent: usize,
+    /// go-yaml's block indentation around the open flow collection: the column of the
+    /// innermost block collection when it opened (`None` at a document's top level).
+    flow_indent: Option<usize>,
+    /// The column of the innermost block collection seen so far: the last `-` or `?`
+    /// indicator's, or the last mapping key's (where its properties start). What a flow
+    /// collection that starts a line is inside of.
+    block_indent: Option<usize>,
     /// Whether the last line ended inside a plain scalar of a flow collection.
     plain_ended_line: bool,
     refused: Option<(usize, &'static str)>,
+    /// The open block scalar's content indentation, once go-yaml has settled it (from its
+    /// header's indicator, or its first line with content).
+    scalar_indent: Option<usize>,
+    /// While it is not settled: the most leading spaces of its lines so far, and the least it
+    /// can be (one past the block collection around it).
+    scalar_spaces: (usize, usize),
+    /// Whether the text is ASCII (a byte offset is then a character index).
+    ascii: bool,
+    /// (byte offset, character index) counted up to, for spaces inserted inside lines.
+    counted: (usize, usize),
 }
 
 impl<'a> Out<'a> {
@@ -402,9 +485,75 @@ impl<'a> Out<'a> {
             text,
             rewritten: None,
             copied: 0,
-            flow_indent: 0,
+            flow_indent: None,
+            block_indent: None,
             plain_ended_line: false,
             refused: None,
+            scalar_indent: None,
+            scalar_spaces: (0, 1),
+            ascii: false,
+            counted: (0, 0),
+        }
+    }
+
+    /// Inserts a space before the byte `byte` inside a line (offsets only grow).
+    fn insert_space_before(&mut self, byte: usize) {
+        let index = if self.ascii {
+            byte
+        } else {
+            if byte < self.counted.0 {
+                self.counted = (0, 0);
+            }
+            self.counted.1 += char_count(&self.text.as_bytes()[self.counted.0..byte]);
+            self.counted.0 = byte;
+            self.counted.1
+        };
+        self.insert_spaces(byte, index, 1);
+    }
+
+    /// A block scalar's header (`|`, `>`, then `rest`): go-yaml's content indentation is the
+    /// indicator's digit past the block collection around it, or settled by its lines.
+    fn block_scalar_header(&mut self, rest: &[u8]) {
+        let digit = rest
+            .iter()
+            .take(2)
+            .find(|b| b.is_ascii_digit() && **b != b'0')
+            .map(|b| usize::from(b - b'0'));
+        self.scalar_indent = digit.map(|d| self.block_indent.map_or(d, |indent| indent + d));
+        self.scalar_spaces = (0, self.block_indent.map_or(1, |indent| indent + 1));
+    }
+
+    /// One line of an open block scalar: go-yaml eats its indentation spaces and refuses a
+    /// tab where it expects one more (`yaml_parser_scan_block_scalar_breaks`).
+    fn block_scalar_line(&mut self, line_start: usize, line: &[u8]) {
+        let spaces = line.iter().take_while(|&&b| b == b' ').count();
+        let tab = line.get(spaces) == Some(&b'\t');
+        match self.scalar_indent {
+            Some(indent) if spaces < indent && tab => {
+                self.refuse(line_start + spaces, TAB_IN_BLOCK_SCALAR)
+            }
+            Some(_) => {}
+            None if tab => self.refuse(line_start + spaces, TAB_IN_BLOCK_SCALAR),
+            None => {
+                self.scalar_spaces.0 = self.scalar_spaces.0.max(spaces);
+                if line.get(spaces).is_some_and(|&b| b != b'\r') {
+                    self.scalar_indent = Some(self.scalar_spaces.0.max(self.scalar_spaces.1));
+                }
+            }
+        }
+    }
+
+    /// The leading blanks `lead` of a line in the block context (blank or not). go-yaml skips
+    /// a tab there only inside a plain scalar that goes on from the last line (`plain`: from
+    /// that column on); any other tab is refused.
+    fn leading_tabs(&mut self, line_start: usize, lead: &[u8], plain: Option<usize>) {
+        let Some(tab) = memchr::memchr(b'\t', lead) else {
+            return;
+        };
+        match plain {
+            Some(from) if tab >= from => {}
+            Some(_) => self.refuse(line_start + tab, TAB_LEFT_OF_PLAIN),
+            None => self.refuse(line_start + tab, TAB_STARTS_LINE),
         }
     }
 
