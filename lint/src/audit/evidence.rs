@@ -82,6 +82,9 @@ pub struct WorkloadEvidence {
     pub pods: usize,
     pub containers: BTreeMap<String, ContainerEvidence>,
     pub start_to_ready: Vec<StartToReady>,
+    /// Each pod's own record and the Events naming it, for the timeline and the cost.
+    #[serde(skip)]
+    pub records: Vec<super::timeline::PodRecord>,
 }
 
 impl WorkloadEvidence {
@@ -260,7 +263,9 @@ pub fn seconds_between(from: &str, to: &str) -> Option<f64> {
     Some((epoch(to)? - epoch(from)?) as f64)
 }
 
-fn epoch(time: &str) -> Option<i64> {
+/// Seconds since the epoch of an RFC 3339 timestamp as the apiserver writes it (UTC, `Z`;
+/// fractions of a second, as a MicroTime has them, are dropped).
+pub fn epoch(time: &str) -> Option<i64> {
     let (date, clock) = time.trim_end_matches('Z').split_once('T')?;
     let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
@@ -362,6 +367,12 @@ pub fn collect(
             add_pod(e, pod);
         }
     }
+    let mut records: HashMap<(usize, String), usize> = HashMap::new();
+    for (&w, e) in &evidence {
+        for (i, r) in e.records.iter().enumerate() {
+            records.insert((w, r.name.clone()), i);
+        }
+    }
     for event in events {
         let involved = &event["involvedObject"];
         if involved.get("kind").and_then(Value::as_str) != Some("Pod") {
@@ -374,14 +385,20 @@ pub fn collect(
                 .unwrap_or(""),
             involved.get("name").and_then(Value::as_str).unwrap_or(""),
         );
-        let Some(e) = by_pod.get(&key).and_then(|w| evidence.get_mut(w)) else {
+        let Some(&workload) = by_pod.get(&key) else {
             continue;
         };
-        let Some(container) = involved
+        let Some(e) = evidence.get_mut(&workload) else {
+            continue;
+        };
+        let field_container = involved
             .get("fieldPath")
             .and_then(Value::as_str)
-            .and_then(container_of_field_path)
-        else {
+            .and_then(container_of_field_path);
+        if let Some(&i) = records.get(&(workload, key.1.to_owned())) {
+            e.records[i].add_event(event, field_container);
+        }
+        let Some(container) = field_container else {
             continue;
         };
         let message = event.get("message").and_then(Value::as_str).unwrap_or("");
@@ -415,6 +432,7 @@ pub fn collect(
 
 fn add_pod(e: &mut WorkloadEvidence, pod: &Value) {
     e.pods += 1;
+    e.records.push(super::timeline::PodRecord::from_pod(pod));
     let pod_name = name(pod);
     let statuses = pod
         .pointer("/status/containerStatuses")
