@@ -368,12 +368,15 @@ fn block_chart(
             .enumerate()
             .flat_map(|(i, l)| {
                 let y = base(i);
-                l.spans.iter().filter(move |s| s.kind == kind).map(move |s| {
-                    Rectangle::new(
-                        [(s.from, y + low), (s.to.max(s.from), y + high)],
-                        paler(color, l.predicted).filled(),
-                    )
-                })
+                l.spans
+                    .iter()
+                    .filter(move |s| s.kind == kind)
+                    .map(move |s| {
+                        Rectangle::new(
+                            [(s.from, y + low), (s.to.max(s.from), y + high)],
+                            paler(color, l.predicted).filled(),
+                        )
+                    })
             })
             .collect();
         let series = chart.draw_series(rects)?;
@@ -393,13 +396,18 @@ fn block_chart(
         })
     };
     let kills: Vec<PathElement<(f64, f64)>> = marks(MarkKind::ProbeKill)
-        .map(|(t, y, p)| PathElement::new(vec![(t, y + 0.05), (t, y + 0.95)], paler(red, p).stroke_width(2)))
+        .map(|(t, y, p)| {
+            PathElement::new(
+                vec![(t, y + 0.05), (t, y + 0.95)],
+                paler(red, p).stroke_width(2),
+            )
+        })
         .collect();
     let series = chart.draw_series(kills)?;
     if legend {
-        series.label("killed by a probe").legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 12, y)], red.stroke_width(2))
-        });
+        series
+            .label("killed by a probe")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], red.stroke_width(2)));
     }
     for (kind, color, at, label) in [
         (MarkKind::ProbeFailed, red, 0.3, "probe failed"),

@@ -490,7 +490,9 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
         &ns,
         &pod,
         "Pulled",
-        &format!("Successfully pulled image \"{GPU_IMAGE}\" in 1m30.2s (1m30.2s including waiting). Image size: 8123456789 bytes."),
+        &format!(
+            "Successfully pulled image \"{GPU_IMAGE}\" in 1m30.2s (1m30.2s including waiting). Image size: 8123456789 bytes."
+        ),
         1,
         ("2026-11-30T08:01:32Z", "2026-11-30T08:01:32Z"),
         Some("vllm"),
@@ -526,7 +528,9 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
             Ok(quick_xml::events::Event::Eof) => break,
             Ok(quick_xml::events::Event::Text(t)) => {
                 let t = String::from_utf8_lossy(&t.into_inner()).into_owned();
-                labels += usize::from(t.trim() == format!("pod {pod_name}") || t.trim() == "predicted: vllm");
+                labels += usize::from(
+                    t.trim() == format!("pod {pod_name}") || t.trim() == "predicted: vllm",
+                );
             }
             Ok(_) => {}
             Err(e) => panic!("the picture is not well-formed XML: {e}"),
@@ -535,7 +539,15 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
     assert_eq!(labels, 2, "{svg}");
     let out = audit(
         &cluster.kubeconfig,
-        &["-n", &ns, "--format", "json", "--timeline", "--gpu-hour-cost", "2.5"],
+        &[
+            "-n",
+            &ns,
+            "--format",
+            "json",
+            "--timeline",
+            "--gpu-hour-cost",
+            "2.5",
+        ],
     );
     let report = json_of(&out);
     assert_eq!(report["gpuHourCost"], 2.5);
@@ -552,7 +564,14 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
         .iter()
         .map(|m| m["kind"].as_str().unwrap())
         .collect();
-    for kind in ["waiting-to-schedule", "pulling", "pulled", "probe-kill", "terminated", "ready"] {
+    for kind in [
+        "waiting-to-schedule",
+        "pulling",
+        "pulled",
+        "probe-kill",
+        "terminated",
+        "ready",
+    ] {
         assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
     }
     assert_eq!(first["timeline"]["predictions"][0]["container"], "vllm");

@@ -9,6 +9,7 @@
 //! `pkg/kubelet/kuberuntime/kuberuntime_manager.go`: `"Container %s failed liveness probe, will
 //! be restarted"`, reason `Killing`).
 
+use super::timeline::{killing_probe, unhealthy_probe};
 use probelint_policies::{Finding, ObjectRef, selector};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -280,29 +281,6 @@ pub fn epoch(time: &str) -> Option<i64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     Some(days * 86_400 + h * 3600 + min * 60 + s)
-}
-
-/// The probe an `Unhealthy` Event's message is about (`Liveness probe failed: …`, also `…
-/// probe errored: …`).
-fn unhealthy_probe(message: &str) -> Option<Probe> {
-    let kind = message.split_once(" probe ")?.0;
-    match kind {
-        "Startup" => Some(Probe::Startup),
-        "Liveness" => Some(Probe::Liveness),
-        "Readiness" => Some(Probe::Readiness),
-        _ => None,
-    }
-}
-
-/// The probe a `Killing` Event blames (`Container vllm failed liveness probe, will be restarted`).
-fn killing_probe(message: &str) -> Option<Probe> {
-    if message.contains("failed liveness probe") {
-        Some(Probe::Liveness)
-    } else if message.contains("failed startup probe") {
-        Some(Probe::Startup)
-    } else {
-        None
-    }
 }
 
 /// `spec.containers{vllm}` → `vllm`.

@@ -1073,20 +1073,21 @@ pub(crate) fn costed(
             ));
         }
     }
-    let group = (object.get("kind").and_then(Value::as_str) == Some("LeaderWorkerSet")).then(|| {
-        let template = object.pointer("/spec/leaderWorkerTemplate");
-        timeline::Group {
-            size: template
-                .and_then(|t| t.get("size"))
-                .and_then(Value::as_u64)
-                .unwrap_or(1),
-            recreates: template
-                .and_then(|t| t.get("restartPolicy"))
-                .and_then(Value::as_str)
-                .unwrap_or("RecreateGroupOnPodRestart")
-                == "RecreateGroupOnPodRestart",
-        }
-    });
+    let group =
+        (object.get("kind").and_then(Value::as_str) == Some("LeaderWorkerSet")).then(|| {
+            let template = object.pointer("/spec/leaderWorkerTemplate");
+            timeline::Group {
+                size: template
+                    .and_then(|t| t.get("size"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1),
+                recreates: template
+                    .and_then(|t| t.get("restartPolicy"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("RecreateGroupOnPodRestart")
+                    == "RecreateGroupOnPodRestart",
+            }
+        });
     let predicted_ready = predictions
         .first()
         .and_then(|p| p.first_ready_seconds)
@@ -1112,7 +1113,10 @@ pub(crate) fn costed(
 /// a `Started` Event that counts every start.
 fn first_start(pod: &timeline::PodRecord, container: &str) -> (f64, String) {
     let Some(c) = pod.containers.iter().find(|c| c.name == container) else {
-        return (0.0, "the container is not in the pod's status: taken as 0".to_owned());
+        return (
+            0.0,
+            "the container is not in the pod's status: taken as 0".to_owned(),
+        );
     };
     let from_created = |t: i64| pod.created.map(|c| (t - c).max(0) as f64);
     let started = match c.restarts {
@@ -1130,7 +1134,10 @@ fn first_start(pod: &timeline::PodRecord, container: &str) -> (f64, String) {
         .filter(|e| e.uid.is_none() || e.uid == pod.uid)
         .find(|e| e.count > c.restarts);
     match event.and_then(|e| e.first).and_then(from_created) {
-        Some(s) => (s, format!("the Started Event's firstTimestamp, pod {}", pod.name)),
+        Some(s) => (
+            s,
+            format!("the Started Event's firstTimestamp, pod {}", pod.name),
+        ),
         None => (
             0.0,
             format!(

@@ -259,7 +259,11 @@ fn human(audit: &Audit, options: &Options, out: &mut dyn Write) -> io::Result<()
                     None => writeln!(out, "       pod {}: started, not Ready", s.pod)?,
                 }
             }
-            writeln!(out, "       cost: {}", sanitize(&cost_headline(&w.cost, audit.gpu_hour_cost)))?;
+            writeln!(
+                out,
+                "       cost: {}",
+                sanitize(&cost_headline(&w.cost, audit.gpu_hour_cost))
+            )?;
             for line in &w.cost.arithmetic {
                 writeln!(out, "         {}", sanitize(line))?;
             }

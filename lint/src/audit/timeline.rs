@@ -138,11 +138,16 @@ impl PodRecord {
                 let name = c.get("name")?.as_str()?.to_owned();
                 let resources = ["/resources/limits", "/resources/requests"]
                     .iter()
-                    .find_map(|p| c.pointer(p).and_then(Value::as_object).filter(|m| !m.is_empty()))
+                    .find_map(|p| {
+                        c.pointer(p)
+                            .and_then(Value::as_object)
+                            .filter(|m| !m.is_empty())
+                    })
                     .map(|m| {
                         m.iter()
                             .filter(|(k, _)| {
-                                !CORE_RESOURCES.contains(&k.as_str()) && !k.starts_with("hugepages-")
+                                !CORE_RESOURCES.contains(&k.as_str())
+                                    && !k.starts_with("hugepages-")
                             })
                             .filter_map(|(k, q)| Some((k.clone(), units(q)?)))
                             .filter(|(_, n)| *n > 0)
@@ -209,9 +214,13 @@ impl PodRecord {
 
     /// The Event's reason, container, times and count, kept on its pod's record.
     pub fn add_event(&mut self, event: &Value, container: Option<&str>) {
-        let first = ["/firstTimestamp", "/eventTime", "/metadata/creationTimestamp"]
-            .iter()
-            .find_map(|p| time(event, p));
+        let first = [
+            "/firstTimestamp",
+            "/eventTime",
+            "/metadata/creationTimestamp",
+        ]
+        .iter()
+        .find_map(|p| time(event, p));
         let last = ["/series/lastObservedTime", "/lastTimestamp", "/eventTime"]
             .iter()
             .find_map(|p| time(event, p))
@@ -436,7 +445,14 @@ fn row(p: &PodRecord, zero: i64, now: i64) -> Row {
         });
     };
     if let Some(c) = p.created {
-        mark(c, MarkKind::Created, None, None, "created".into(), "pod status");
+        mark(
+            c,
+            MarkKind::Created,
+            None,
+            None,
+            "created".into(),
+            "pod status",
+        );
     }
     if let Some(s) = &p.scheduled {
         match (s.status, s.at) {
@@ -450,7 +466,9 @@ fn row(p: &PodRecord, zero: i64, now: i64) -> Row {
                     format!(
                         "scheduled to {}{} (PodScheduled condition)",
                         p.node.as_deref().unwrap_or("(no node named)"),
-                        waited.map(|w| format!(", after waiting {w} s")).unwrap_or_default()
+                        waited
+                            .map(|w| format!(", after waiting {w} s"))
+                            .unwrap_or_default()
                     ),
                     "pod status",
                 );
@@ -472,8 +490,14 @@ fn row(p: &PodRecord, zero: i64, now: i64) -> Row {
                         None,
                         format!(
                             "not scheduled{}{}",
-                            s.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
-                            s.message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()
+                            s.reason
+                                .as_deref()
+                                .map(|r| format!(": {r}"))
+                                .unwrap_or_default(),
+                            s.message
+                                .as_deref()
+                                .map(|m| format!(" ({m})"))
+                                .unwrap_or_default()
                         ),
                         "pod status",
                     );
@@ -541,14 +565,24 @@ fn row(p: &PodRecord, zero: i64, now: i64) -> Row {
             } else {
                 String::new()
             };
-            mark(first, kind, container, probe, format!("{message}{times}"), "Event");
+            mark(
+                first,
+                kind,
+                container,
+                probe,
+                format!("{message}{times}"),
+                "Event",
+            );
         } else {
             mark(
                 first,
                 kind,
                 container,
                 probe,
-                format!("{message} (first of {}, the Event's firstTimestamp)", e.count),
+                format!(
+                    "{message} (first of {}, the Event's firstTimestamp)",
+                    e.count
+                ),
                 "Event",
             );
             mark(
@@ -705,7 +739,10 @@ fn row(p: &PodRecord, zero: i64, now: i64) -> Row {
                 None,
                 format!(
                     "no longer Ready{} (the Ready condition's lastTransitionTime)",
-                    r.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+                    r.reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
                 ),
                 "pod status",
             );
@@ -795,10 +832,10 @@ impl Prediction {
                 kind,
                 container: Some(container.clone()),
                 probe,
-                text: if t.event.is_empty() {
-                    format!("{} {}", t.probe, t.result)
-                } else {
-                    format!("{} {}: {}", t.probe, t.result, t.event)
+                text: match (t.result.as_str(), t.event.is_empty()) {
+                    ("-", _) => format!("{}: {}", t.probe, t.event),
+                    (_, true) => format!("{} {}", t.probe, t.result),
+                    (_, false) => format!("{} {}: {}", t.probe, t.result, t.event),
                 },
                 source: "simulate",
             });
@@ -814,7 +851,13 @@ impl Prediction {
             .iter()
             .map(|s| shift(s, SpanKind::Running))
             .collect();
-        spans.extend(outcome.trace.ready.iter().map(|s| shift(s, SpanKind::Ready)));
+        spans.extend(
+            outcome
+                .trace
+                .ready
+                .iter()
+                .map(|s| shift(s, SpanKind::Ready)),
+        );
         if offset_seconds > 0.0 {
             spans.push(Span {
                 kind: SpanKind::Unscheduled,
@@ -889,8 +932,11 @@ pub fn cost(
                 continue;
             }
             cost.probe_kills += kills;
-            let gpus: Vec<&(String, u64)> =
-                c.resources.iter().filter(|(r, _)| accelerator(r.as_str())).collect();
+            let gpus: Vec<&(String, u64)> = c
+                .resources
+                .iter()
+                .filter(|(r, _)| accelerator(r.as_str()))
+                .collect();
             let per_pod: u64 = gpus.iter().map(|(_, n)| n).sum();
             // A run the status times, killed (SIGKILL or SIGTERM) and not by the kernel: the
             // kill deadline of a probe is the same each time, so its length stands for each

@@ -87,9 +87,9 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     let picture = args.timeline.as_ref().and_then(Option::as_ref);
     if let (Some(svg), Some(output)) = (picture, &args.output)
         && (svg == output
-            || std::fs::canonicalize(svg).ok().is_some_and(|s| {
-                std::fs::canonicalize(output).ok().is_some_and(|o| o == s)
-            }))
+            || std::fs::canonicalize(svg)
+                .ok()
+                .is_some_and(|s| std::fs::canonicalize(output).ok().is_some_and(|o| o == s)))
     {
         return Err(UsageError::TimelineIsOutput(crate::input::display_path(svg)).into());
     }

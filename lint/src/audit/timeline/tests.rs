@@ -74,7 +74,10 @@ fn a_restart_storm_is_drawn_from_the_status_and_the_events_beside_its_prediction
     let row = &timeline.rows[0];
     assert_eq!(row.node.as_deref(), Some("probelint-node"));
     // The kills the Killing Event folds: its first and its last, where the API says.
-    let kills: Vec<f64> = marks(row, MarkKind::ProbeKill).iter().map(|m| m.t).collect();
+    let kills: Vec<f64> = marks(row, MarkKind::ProbeKill)
+        .iter()
+        .map(|m| m.t)
+        .collect();
     assert_eq!(kills, [39.0, 179.0]);
     // Starts: the first (the Started Event's firstTimestamp), the last killed run's and the
     // running one's (the status), and the Event's last.
@@ -96,8 +99,18 @@ fn a_restart_storm_is_drawn_from_the_status_and_the_events_beside_its_prediction
     let p = &timeline.predictions[0];
     assert_eq!(p.container, "server");
     assert_eq!(p.offset_seconds, 0.0);
-    assert!(p.offset_from.contains("the Started Event's firstTimestamp"), "{}", p.offset_from);
-    assert_eq!(p.marks.iter().find(|m| m.kind == MarkKind::Started).map(|m| m.t), Some(1.0));
+    assert!(
+        p.offset_from.contains("the Started Event's firstTimestamp"),
+        "{}",
+        p.offset_from
+    );
+    assert_eq!(
+        p.marks
+            .iter()
+            .find(|m| m.kind == MarkKind::Started)
+            .map(|m| m.t),
+        Some(1.0)
+    );
     assert!(p.restarts >= 3, "{} restarts predicted", p.restarts);
     assert_eq!(p.first_ready_seconds, None);
     assert!(p.marks.iter().all(|m| m.t <= timeline.end_seconds + 1e-9));
@@ -139,7 +152,9 @@ fn waiting_for_a_node_pulling_and_readiness_lost_after_ready_are_on_the_row() {
     let waits = marks(row, MarkKind::WaitingToSchedule);
     assert_eq!(waits.iter().map(|m| m.t).collect::<Vec<_>>(), [0.0, 250.0]);
     assert!(
-        waits[0].text.contains("0/3 nodes are available: 3 Insufficient nvidia.com/gpu"),
+        waits[0]
+            .text
+            .contains("0/3 nodes are available: 3 Insufficient nvidia.com/gpu"),
         "{}",
         waits[0].text
     );
@@ -166,7 +181,11 @@ fn waiting_for_a_node_pulling_and_readiness_lost_after_ready_are_on_the_row() {
     assert!(row.incomplete.is_empty(), "{:#?}", row.incomplete);
     // The model starts where the container did (417 s, from the status), loads 300 s.
     let p = &timeline.predictions[0];
-    assert!(p.offset_from.contains("417 s later (the pod's status"), "{}", p.offset_from);
+    assert!(
+        p.offset_from.contains("417 s later (the pod's status"),
+        "{}",
+        p.offset_from
+    );
     assert_eq!(p.restarts, 0);
     let predicted = p.first_ready_seconds.unwrap();
     assert!((717.0..=737.0).contains(&predicted), "{predicted}");
@@ -235,20 +254,19 @@ fn a_recreated_group_multiplies_the_cost_by_its_size() {
     let mut evidence = evidence::collect(&[&r.workload], &[0], &r.events, streamed);
     let records = evidence.remove(&0).unwrap().records;
     let gpu = |name: &str| name == "nvidia.com/gpu";
-    let group = |recreates| {
-        Some(Group {
-            size: 4,
-            recreates,
-        })
-    };
+    let group = |recreates| Some(Group { size: 4, recreates });
     let lost = cost(&records, &gpu, group(true), None, None);
     assert_eq!(lost.gpu_seconds_lost, 5.0 * 39.0 * 4.0);
     assert!(
-        lost.arithmetic[0].contains("× 4 pods a group (the LeaderWorkerSet recreates the whole group"),
+        lost.arithmetic[0]
+            .contains("× 4 pods a group (the LeaderWorkerSet recreates the whole group"),
         "{}",
         lost.arithmetic[0]
     );
-    assert_eq!(cost(&records, &gpu, group(false), None, None).gpu_seconds_lost, 195.0);
+    assert_eq!(
+        cost(&records, &gpu, group(false), None, None).gpu_seconds_lost,
+        195.0
+    );
     // A kill that ended OOMKilled is not timed as a probe's: the kernel ended that run.
     let mut oom = records.clone();
     oom[0].containers[0].last.as_mut().unwrap().reason = Some("OOMKilled".into());
@@ -291,6 +309,9 @@ fn the_timeline_picture_is_well_formed_svg_with_a_row_per_pod_and_prediction() {
         "predicted: vllm",
         "killed by a probe",
     ] {
-        assert!(texts.iter().any(|t| t.trim() == label), "no {label:?} in {texts:?}");
+        assert!(
+            texts.iter().any(|t| t.trim() == label),
+            "no {label:?} in {texts:?}"
+        );
     }
 }
