@@ -1063,7 +1063,7 @@ pub fn cost(
             .iter()
             .filter_map(|c| c.current.as_ref()?.started)
             .min();
-        if !started.is_some_and(|s| turned > s) {
+        if started.is_none_or(|s| turned <= s) {
             continue;
         }
         let latest = p

@@ -47,7 +47,7 @@ fn text_of(t: &Timeline) -> String {
     out
 }
 
-fn marks<'a>(row: &'a Row, kind: MarkKind) -> Vec<&'a Mark> {
+fn marks(row: &Row, kind: MarkKind) -> Vec<&Mark> {
     row.marks.iter().filter(|m| m.kind == kind).collect()
 }
 
