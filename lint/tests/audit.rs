@@ -522,21 +522,28 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
     }
     let svg = std::fs::read_to_string(&picture).expect("the picture is written");
     let mut reader = quick_xml::Reader::from_str(&svg);
-    let mut labels = 0;
+    // One block per ranked workload (its title), a row per pod, a predicted row per GPU
+    // container: llm's pod once, and the three Deployments' predictions.
+    let mut texts: Vec<String> = Vec::new();
     loop {
         match reader.read_event() {
             Ok(quick_xml::events::Event::Eof) => break,
             Ok(quick_xml::events::Event::Text(t)) => {
-                let t = String::from_utf8_lossy(&t.into_inner()).into_owned();
-                labels += usize::from(
-                    t.trim() == format!("pod {pod_name}") || t.trim() == "predicted: vllm",
-                );
+                texts.push(String::from_utf8_lossy(&t.into_inner()).trim().to_owned());
             }
             Ok(_) => {}
             Err(e) => panic!("the picture is not well-formed XML: {e}"),
         }
     }
-    assert_eq!(labels, 2, "{svg}");
+    let count = |label: &str| texts.iter().filter(|t| *t == label).count();
+    assert_eq!(count(&format!("pod {pod_name}")), 1, "{texts:?}");
+    assert_eq!(count("predicted: vllm"), 3, "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == &format!("{llm} (t = 0 at 2026-11-30T07:58:00Z)")),
+        "{texts:?}"
+    );
     let out = audit(
         &cluster.kubeconfig,
         &[

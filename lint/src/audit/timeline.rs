@@ -399,15 +399,30 @@ fn plural_s(n: u64) -> &'static str {
 /// The rows of `pods`, on an axis whose zero is the earliest pod's creation (or earliest thing
 /// seen) and whose end is `now` (the audit's clock), or the last thing seen if that is later.
 pub fn rows(pods: &[PodRecord], now: i64) -> (i64, f64, Vec<Row>) {
+    // Every time a row draws, so that nothing lands before zero, even where a clock or a
+    // writer other than the kubelet put a status time before the creation.
     let zero = pods
         .iter()
         .flat_map(|p| {
-            p.created.into_iter().chain(
-                p.events
-                    .iter()
-                    .filter(|e| e.uid.is_none() || e.uid == p.uid)
-                    .filter_map(|e| e.first),
-            )
+            let runs = p
+                .containers
+                .iter()
+                .flat_map(|c| [c.last.as_ref(), c.current.as_ref()])
+                .flatten()
+                .flat_map(|r| [r.started, r.finished]);
+            let conditions = [p.scheduled.as_ref(), p.ready.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(|c| c.at);
+            p.created
+                .into_iter()
+                .chain(
+                    p.events
+                        .iter()
+                        .filter(|e| e.uid.is_none() || e.uid == p.uid)
+                        .filter_map(|e| e.first),
+                )
+                .chain(runs.chain(conditions).flatten())
         })
         .min()
         .unwrap_or(now);
