@@ -1019,7 +1019,19 @@ pub(crate) fn costed(
     gpu_hour_cost: Option<f64>,
     now: i64,
 ) -> (timeline::Cost, Option<timeline::Timeline>) {
-    let (zero, end, rows) = timeline::rows(&evidence.records, now);
+    // Rows only when asked for: built for every workload of a large cluster, their marks
+    // would cost more than the records they are drawn from.
+    let (zero, end, rows) = if with_timeline {
+        timeline::rows(&evidence.records, now)
+    } else {
+        let zero = evidence
+            .records
+            .iter()
+            .filter_map(|p| p.created)
+            .min()
+            .unwrap_or(now);
+        (zero, (now - zero).max(0) as f64, Vec::new())
+    };
     let first = evidence
         .records
         .iter()

@@ -119,7 +119,10 @@ impl PodRecord {
                 status: c.get("status").and_then(Value::as_str) == Some("True"),
                 at: time(c, "/lastTransitionTime"),
                 reason: text(c, "/reason"),
-                message: text(c, "/message"),
+                // Only the scheduler's words are shown (why the pod waits for a node).
+                message: (kind == "PodScheduled")
+                    .then(|| text(c, "/message"))
+                    .flatten(),
             })
         };
         let specs = pod
