@@ -153,14 +153,24 @@ pub struct Streamed {
     evidence: HashMap<usize, WorkloadEvidence>,
     /// Each pod's (namespace, name), for the Events that name it.
     by_pod: HashMap<(String, String), usize>,
+    /// Without a timeline, keep only the records the cost can read (see [`add_pod`]).
+    lean: bool,
 }
 
 impl Streamed {
+    /// `lean`: no timeline is drawn, so keep only the pod records the cost can read.
+    pub fn new(lean: bool) -> Self {
+        Streamed {
+            lean,
+            ..Streamed::default()
+        }
+    }
+
     /// Adds `pod`'s evidence to the judged workload `workload`'s.
     pub fn add(&mut self, workload: usize, pod: &Value) {
         self.by_pod
             .insert((namespace(pod).to_owned(), name(pod).to_owned()), workload);
-        add_pod(self.evidence.entry(workload).or_default(), pod);
+        add_pod(self.evidence.entry(workload).or_default(), pod, self.lean);
     }
 
     /// The judged workloads that have pods here.
@@ -332,6 +342,7 @@ pub fn collect(
     let Streamed {
         mut evidence,
         by_pod: streamed_pods,
+        ..
     } = streamed;
     let mut by_pod: HashMap<(&str, &str), usize> = streamed_pods
         .iter()
@@ -342,7 +353,7 @@ pub fn collect(
         for &p in pods {
             let pod = objects[p];
             by_pod.insert((namespace(pod), name(pod)), workload);
-            add_pod(e, pod);
+            add_pod(e, pod, false);
         }
     }
     let mut records: HashMap<(usize, String), usize> = HashMap::new();
@@ -408,9 +419,22 @@ pub fn collect(
     evidence
 }
 
-fn add_pod(e: &mut WorkloadEvidence, pod: &Value) {
+/// Adds a pod's evidence. `lean`: keep its record only where the cost can read it (a pod that
+/// restarted, one that lost Ready after starting, the earliest created so far), so that a
+/// large workload's memory follows its troubled pods, not all of them.
+fn add_pod(e: &mut WorkloadEvidence, pod: &Value, lean: bool) {
     e.pods += 1;
-    e.records.push(super::timeline::PodRecord::from_pod(pod));
+    let record = super::timeline::PodRecord::from_pod(pod);
+    let earliest = record.created.is_some_and(|c| {
+        e.records
+            .iter()
+            .filter_map(|r| r.created)
+            .min()
+            .is_none_or(|m| c < m)
+    });
+    if !lean || earliest || record.counts() {
+        e.records.push(record);
+    }
     let pod_name = name(pod);
     let statuses = pod
         .pointer("/status/containerStatuses")

@@ -766,7 +766,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             Some((uid.to_owned(), judged_workloads[i]))
         })
         .collect();
-    let mut streamed = evidence::Streamed::default();
+    let mut streamed = evidence::Streamed::new(!request.timeline);
     let mut streamed_skips: Vec<Skipped> = Vec::new();
     let mut keep_pod = |pod: Value| match evidence::controller_of(&pod)
         .and_then(|owner| judged_by_uid.get(owner))

@@ -244,6 +244,21 @@ impl PodRecord {
         });
     }
 
+    /// Whether the cost can count anything of this pod: a restart (a kill), or Ready lost after
+    /// its containers started.
+    pub fn counts(&self) -> bool {
+        let started = self
+            .containers
+            .iter()
+            .filter_map(|c| c.current.as_ref()?.started)
+            .min();
+        self.containers.iter().any(|c| c.restarts > 0)
+            || self
+                .ready
+                .as_ref()
+                .is_some_and(|r| !r.status && r.at.is_some_and(|t| started.is_some_and(|s| t > s)))
+    }
+
     /// The Killing Events of this pod's `container` that blame a probe, with their count.
     fn probe_kills(&self, container: &str) -> u64 {
         self.events
