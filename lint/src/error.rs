@@ -79,6 +79,10 @@ pub enum UsageError {
     Seconds(&'static str),
     #[error("--max-container-restart-period must be 1 to 300 seconds")]
     MaxRestartPeriod,
+    #[error("--gpu-hour-cost must be a number ≥ 0 (your currency per GPU-hour)")]
+    GpuHourCost,
+    #[error("--timeline {0} is also the report's --output; give the picture its own file")]
+    TimelineIsOutput(String),
     #[error("unknown rule {id:?}{}; `probelint rules` lists them", hint(.near))]
     UnknownRule {
         id: String,

@@ -272,3 +272,176 @@ fn capacity(
         .draw()?;
     Ok(())
 }
+
+/// One row of a timeline picture: a pod as the API saw it, or a prediction, drawn alike.
+pub struct Lane<'a> {
+    pub label: String,
+    /// A prediction: drawn paler, so that it reads as what was expected, not what happened.
+    pub predicted: bool,
+    pub spans: &'a [crate::audit::timeline::Span],
+    pub marks: &'a [crate::audit::timeline::Mark],
+}
+
+/// The lanes of one workload, on one time axis from 0 to `end` seconds.
+pub struct Block<'a> {
+    pub title: String,
+    pub end: f64,
+    pub lanes: Vec<Lane<'a>>,
+}
+
+const LANE_PIXELS: u32 = 34;
+const BLOCK_PIXELS: u32 = 90;
+
+/// Renders the blocks, one under the other, to an SVG document: observed pods and predictions
+/// as rows of the same drawing (container runs, Ready, waiting for a node, image pulls, probe
+/// failures, probe kills, starts).
+pub fn lanes(blocks: &[Block<'_>]) -> Result<String, String> {
+    let heights: Vec<u32> = blocks
+        .iter()
+        .map(|b| BLOCK_PIXELS + LANE_PIXELS * b.lanes.len().max(1) as u32)
+        .collect();
+    let width = 1100;
+    let height = heights.iter().sum::<u32>().max(BLOCK_PIXELS);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut rest = root.clone();
+        for (i, (block, h)) in blocks.iter().zip(&heights).enumerate() {
+            let (area, below) = rest.split_vertically(*h);
+            block_chart(&area, block, i == 0).map_err(|e| e.to_string())?;
+            rest = below;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+fn block_chart(
+    area: &Area<'_>,
+    block: &Block<'_>,
+    legend: bool,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    use crate::audit::timeline::{MarkKind, SpanKind};
+    let n = block.lanes.len().max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(&block.title, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(230)
+        .build_cartesian_2d(0f64..block.end.max(1.0), 0f64..n as f64)?;
+    let labels: Vec<String> = block.lanes.iter().map(|l| l.label.clone()).collect();
+    let lane_name = move |y: &f64| {
+        let k = (y - 0.5).round();
+        if (y - 0.5 - k).abs() < 1e-6 && k >= 0.0 && (k as usize) < labels.len() {
+            labels[labels.len() - 1 - k as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        // Step 0.5 exactly (the finest of plotters' 1-2-5 steps within the count): a label at
+        // each lane's middle.
+        .y_labels(2 * n + 2)
+        .y_label_formatter(&lane_name)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_desc("seconds since the workload's earliest record")
+        .draw()?;
+    let grey = RGBColor(200, 200, 200);
+    let blue = RGBColor(70, 130, 180);
+    let green = RGBColor(60, 170, 90);
+    let red = RGBColor(210, 50, 50);
+    let amber = RGBColor(230, 160, 40);
+    let paler = |c: RGBColor, predicted: bool| if predicted { c.mix(0.45) } else { c.mix(1.0) };
+    let base = |i: usize| (n - 1 - i) as f64;
+    for (kind, color, low, high, label) in [
+        (SpanKind::Unscheduled, amber, 0.4, 0.6, "waiting for a node"),
+        (SpanKind::Pulling, blue, 0.4, 0.6, "pulling the image"),
+        (SpanKind::Running, grey, 0.15, 0.55, "container running"),
+        (SpanKind::Ready, green, 0.58, 0.85, "Ready"),
+    ] {
+        let rects: Vec<Rectangle<(f64, f64)>> = block
+            .lanes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| {
+                let y = base(i);
+                l.spans
+                    .iter()
+                    .filter(move |s| s.kind == kind)
+                    .map(move |s| {
+                        Rectangle::new(
+                            [(s.from, y + low), (s.to.max(s.from), y + high)],
+                            paler(color, l.predicted).filled(),
+                        )
+                    })
+            })
+            .collect();
+        let series = chart.draw_series(rects)?;
+        if legend {
+            series.label(label).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 4), (x + 12, y + 4)], color.filled())
+            });
+        }
+    }
+    let marks = |kind: MarkKind| {
+        block.lanes.iter().enumerate().flat_map(move |(i, l)| {
+            let y = base(i);
+            l.marks
+                .iter()
+                .filter(move |m| m.kind == kind)
+                .map(move |m| (m.t, y, l.predicted))
+        })
+    };
+    let kills: Vec<PathElement<(f64, f64)>> = marks(MarkKind::ProbeKill)
+        .map(|(t, y, p)| {
+            PathElement::new(
+                vec![(t, y + 0.05), (t, y + 0.95)],
+                paler(red, p).stroke_width(2),
+            )
+        })
+        .collect();
+    let series = chart.draw_series(kills)?;
+    if legend {
+        series
+            .label("killed by a probe")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], red.stroke_width(2)));
+    }
+    for (kind, color, at, label) in [
+        (MarkKind::ProbeFailed, red, 0.3, "probe failed"),
+        (MarkKind::Scheduled, blue, 0.5, "scheduled"),
+        (MarkKind::WaitingToSchedule, amber, 0.5, "not schedulable"),
+        (MarkKind::Ready, green, 0.72, "became Ready"),
+        (MarkKind::NotReady, amber, 0.72, "no longer Ready"),
+        (MarkKind::Terminated, BLACK, 0.35, "terminated"),
+    ] {
+        let dots: Vec<Circle<(f64, f64), i32>> = marks(kind)
+            .map(|(t, y, p)| Circle::new((t, y + at), 3, paler(color, p).filled()))
+            .collect();
+        let series = chart.draw_series(dots)?;
+        if legend {
+            series
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 6, y), 3, color.filled()));
+        }
+    }
+    let starts: Vec<TriangleMarker<(f64, f64), i32>> = marks(MarkKind::Started)
+        .map(|(t, y, p)| TriangleMarker::new((t, y + 0.35), 5, paler(BLACK, p).filled()))
+        .collect();
+    let series = chart.draw_series(starts)?;
+    if legend {
+        series
+            .label("container started")
+            .legend(|(x, y)| TriangleMarker::new((x + 6, y), 4, BLACK.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 10))
+            .draw()?;
+    }
+    Ok(())
+}

@@ -127,6 +127,43 @@ fn kubelet_event(
     assert!(out.status.success(), "create Event: {}", text(&out));
 }
 
+/// A core/v1 Event about `pod` as its recorder writes it, with its own times (the scheduler's
+/// name no container; the kubelet's name one).
+#[allow(clippy::too_many_arguments)]
+fn pod_event(
+    cluster: &Cluster,
+    ns: &str,
+    pod: &Value,
+    reason: &str,
+    message: &str,
+    count: u32,
+    (first, last): (&str, &str),
+    container: Option<&str>,
+) {
+    let name = pod["metadata"]["name"].as_str().unwrap();
+    let mut involved = json!({
+        "apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name,
+        "uid": pod["metadata"]["uid"],
+    });
+    let source = match container {
+        Some(c) => {
+            involved["fieldPath"] = json!(format!("spec.containers{{{c}}}"));
+            json!({"component": "kubelet", "host": "gpu-node-1"})
+        }
+        None => json!({"component": "default-scheduler"}),
+    };
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{name}.{}", reason.to_lowercase()), "namespace": ns},
+        "involvedObject": involved,
+        "reason": reason, "message": message, "count": count,
+        "type": if reason == "FailedScheduling" { "Warning" } else { "Normal" },
+        "source": source, "firstTimestamp": first, "lastTimestamp": last,
+    });
+    let out = cluster.apply(&event.to_string(), &["-n", ns]);
+    assert!(out.status.success(), "create Event: {}", text(&out));
+}
+
 const LIVENESS_FAILED: &str = "Liveness probe failed: Get \"http://10.244.1.7:8000/health\": dial tcp 10.244.1.7:8000: connect: connection refused";
 
 #[test]
@@ -335,10 +372,15 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
         "  = observed: 14 restarts by the liveness probe; 42 liveness probe failures",
         "  = possibly observed: 3 restarts, the last one killed (exit code 137",
         "  = not observed yet: its pods show nothing this explains",
-        "Workloads by restarts caused by probes:",
+        "Workloads by GPU time lost to probe kills, then restarts caused by probes:",
         &format!("  1. {llm}: 1 pod, 14 restarts, 14 by probes;"),
         "       container vllm: 14 restarts; last terminated Error (exit code 137)",
         &format!("       pod {pod_name}: Ready 312 s after start"),
+        // 14 kills × the last killed run (09:55:00 → 09:59:50) × 1 GPU.
+        "       cost: 4060 GPU-s lost to 14 probe kills (1.13 GPU-hours)",
+        &format!(
+            "         pod {pod_name} container vllm: 14 probe kills (Killing Events) × 290 s a run"
+        ),
         &format!("  2. {covered}: 2 pods, 3 restarts;"),
         &format!("  3. {eager_coordinates}: 1 pod, 0 restarts;"),
     ] {
@@ -420,6 +462,139 @@ fn findings_come_with_the_restarts_and_probe_failures_the_pods_already_show() {
         [covered.clone(), eager_coordinates, llm.clone()]
     );
     assert_eq!(selected("team=web"), Vec::<String>::new());
+    // The timeline of llm: what the scheduler, the kubelet and the pod's status wrote, one
+    // axis from the first of them; the prediction for the stored Deployment beside it; the
+    // picture; the cost in money.
+    pod_event(
+        cluster,
+        &ns,
+        &pod,
+        "FailedScheduling",
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
+        3,
+        ("2026-11-30T07:58:00Z", "2026-11-30T07:59:30Z"),
+        None,
+    );
+    pod_event(
+        cluster,
+        &ns,
+        &pod,
+        "Pulling",
+        &format!("Pulling image \"{GPU_IMAGE}\""),
+        1,
+        ("2026-11-30T08:00:02Z", "2026-11-30T08:00:02Z"),
+        Some("vllm"),
+    );
+    pod_event(
+        cluster,
+        &ns,
+        &pod,
+        "Pulled",
+        &format!(
+            "Successfully pulled image \"{GPU_IMAGE}\" in 1m30.2s (1m30.2s including waiting). Image size: 8123456789 bytes."
+        ),
+        1,
+        ("2026-11-30T08:01:32Z", "2026-11-30T08:01:32Z"),
+        Some("vllm"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let picture = dir.path().join("timeline.svg");
+    let out = audit(
+        &cluster.kubeconfig,
+        &["-n", &ns, "--timeline", picture.to_str().unwrap()],
+    );
+    let human = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "       timeline: t = 0 at 2026-11-30T07:58:00Z, the earliest record of its pods",
+        "2026-11-30T07:58:00Z  -         FailedScheduling: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        "2026-11-30T08:00:02Z  vllm      Pulling: Pulling image",
+        "2026-11-30T08:01:32Z  vllm      Pulled: Successfully pulled image",
+        "2026-11-30T08:00:00Z  vllm      Killing: Container vllm failed liveness probe, will be restarted (first of 14",
+        "2026-11-30T09:59:50Z  vllm      terminated: Error, exit code 137 (lastState.terminated)",
+        "2026-11-30T10:05:12Z  -         Ready (the Ready condition's lastTransitionTime",
+        "         incomplete: container vllm: restartCount 14; only the last termination is in the status",
+        "       predicted by simulate, container vllm",
+    ] {
+        assert!(
+            human.contains(expected),
+            "missing {expected:?} in:\n{human}"
+        );
+    }
+    let svg = std::fs::read_to_string(&picture).expect("the picture is written");
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    // One block per ranked workload (its title), a row per pod, a predicted row per GPU
+    // container: llm's pod once, and the three Deployments' predictions.
+    let mut texts: Vec<String> = Vec::new();
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Text(t)) => {
+                texts.push(String::from_utf8_lossy(&t.into_inner()).trim().to_owned());
+            }
+            Ok(_) => {}
+            Err(e) => panic!("the picture is not well-formed XML: {e}"),
+        }
+    }
+    let count = |label: &str| texts.iter().filter(|t| *t == label).count();
+    assert_eq!(count(&format!("pod {pod_name}")), 1, "{texts:?}");
+    assert_eq!(count("predicted: vllm"), 3, "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == &format!("{llm} (t = 0 at 2026-11-30T07:58:00Z)")),
+        "{texts:?}"
+    );
+    let out = audit(
+        &cluster.kubeconfig,
+        &[
+            "-n",
+            &ns,
+            "--format",
+            "json",
+            "--timeline",
+            "--gpu-hour-cost",
+            "2.5",
+        ],
+    );
+    let report = json_of(&out);
+    assert_eq!(report["gpuHourCost"], 2.5);
+    let first = &report["workloads"][0];
+    assert_eq!(first["coordinates"], llm);
+    assert_eq!(first["cost"]["gpuSecondsLost"], 4060.0);
+    assert_eq!(first["cost"]["probeKills"], 14);
+    assert_eq!(first["cost"]["money"], 4060.0 / 3600.0 * 2.5);
+    let row = &first["timeline"]["rows"][0];
+    assert_eq!(row["pod"], pod_name.as_str());
+    let kinds: Vec<&str> = row["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    for kind in [
+        "waiting-to-schedule",
+        "pulling",
+        "pulled",
+        "probe-kill",
+        "terminated",
+        "ready",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    assert_eq!(first["timeline"]["predictions"][0]["container"], "vllm");
+    let out = audit(
+        &cluster.kubeconfig,
+        &["-n", &ns, "--format", "sarif", "--gpu-hour-cost", "2.5"],
+    );
+    let sarif = json_of(&out);
+    let result = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["properties"]["coordinates"] == llm.as_str())
+        .unwrap_or_else(|| panic!("{sarif:#}"));
+    assert_eq!(result["properties"]["cost"]["gpuSecondsLost"], 4060.0);
+
     // --fail-on: errors fail by default; the findings here are errors, warnings and infos.
     let out = audit(&cluster.kubeconfig, &["-n", &ns, "--fail-on", "error"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

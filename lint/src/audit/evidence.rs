@@ -9,6 +9,7 @@
 //! `pkg/kubelet/kuberuntime/kuberuntime_manager.go`: `"Container %s failed liveness probe, will
 //! be restarted"`, reason `Killing`).
 
+use super::timeline::{killing_probe, unhealthy_probe};
 use probelint_policies::{Finding, ObjectRef, selector};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -82,6 +83,9 @@ pub struct WorkloadEvidence {
     pub pods: usize,
     pub containers: BTreeMap<String, ContainerEvidence>,
     pub start_to_ready: Vec<StartToReady>,
+    /// Each pod's own record and the Events naming it, for the timeline and the cost.
+    #[serde(skip)]
+    pub records: Vec<super::timeline::PodRecord>,
 }
 
 impl WorkloadEvidence {
@@ -149,14 +153,24 @@ pub struct Streamed {
     evidence: HashMap<usize, WorkloadEvidence>,
     /// Each pod's (namespace, name), for the Events that name it.
     by_pod: HashMap<(String, String), usize>,
+    /// Without a timeline, keep only the records the cost can read (see [`add_pod`]).
+    lean: bool,
 }
 
 impl Streamed {
+    /// `lean`: no timeline is drawn, so keep only the pod records the cost can read.
+    pub fn new(lean: bool) -> Self {
+        Streamed {
+            lean,
+            ..Streamed::default()
+        }
+    }
+
     /// Adds `pod`'s evidence to the judged workload `workload`'s.
     pub fn add(&mut self, workload: usize, pod: &Value) {
         self.by_pod
             .insert((namespace(pod).to_owned(), name(pod).to_owned()), workload);
-        add_pod(self.evidence.entry(workload).or_default(), pod);
+        add_pod(self.evidence.entry(workload).or_default(), pod, self.lean);
     }
 
     /// The judged workloads that have pods here.
@@ -260,7 +274,9 @@ pub fn seconds_between(from: &str, to: &str) -> Option<f64> {
     Some((epoch(to)? - epoch(from)?) as f64)
 }
 
-fn epoch(time: &str) -> Option<i64> {
+/// Seconds since the epoch of an RFC 3339 timestamp as the apiserver writes it (UTC, `Z`;
+/// fractions of a second, as a MicroTime has them, are dropped).
+pub fn epoch(time: &str) -> Option<i64> {
     let (date, clock) = time.trim_end_matches('Z').split_once('T')?;
     let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
@@ -275,29 +291,6 @@ fn epoch(time: &str) -> Option<i64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     Some(days * 86_400 + h * 3600 + min * 60 + s)
-}
-
-/// The probe an `Unhealthy` Event's message is about (`Liveness probe failed: …`, also `…
-/// probe errored: …`).
-fn unhealthy_probe(message: &str) -> Option<Probe> {
-    let kind = message.split_once(" probe ")?.0;
-    match kind {
-        "Startup" => Some(Probe::Startup),
-        "Liveness" => Some(Probe::Liveness),
-        "Readiness" => Some(Probe::Readiness),
-        _ => None,
-    }
-}
-
-/// The probe a `Killing` Event blames (`Container vllm failed liveness probe, will be restarted`).
-fn killing_probe(message: &str) -> Option<Probe> {
-    if message.contains("failed liveness probe") {
-        Some(Probe::Liveness)
-    } else if message.contains("failed startup probe") {
-        Some(Probe::Startup)
-    } else {
-        None
-    }
 }
 
 /// `spec.containers{vllm}` → `vllm`.
@@ -349,6 +342,7 @@ pub fn collect(
     let Streamed {
         mut evidence,
         by_pod: streamed_pods,
+        ..
     } = streamed;
     let mut by_pod: HashMap<(&str, &str), usize> = streamed_pods
         .iter()
@@ -359,7 +353,13 @@ pub fn collect(
         for &p in pods {
             let pod = objects[p];
             by_pod.insert((namespace(pod), name(pod)), workload);
-            add_pod(e, pod);
+            add_pod(e, pod, false);
+        }
+    }
+    let mut records: HashMap<(usize, String), usize> = HashMap::new();
+    for (&w, e) in &evidence {
+        for (i, r) in e.records.iter().enumerate() {
+            records.insert((w, r.name.clone()), i);
         }
     }
     for event in events {
@@ -374,14 +374,20 @@ pub fn collect(
                 .unwrap_or(""),
             involved.get("name").and_then(Value::as_str).unwrap_or(""),
         );
-        let Some(e) = by_pod.get(&key).and_then(|w| evidence.get_mut(w)) else {
+        let Some(&workload) = by_pod.get(&key) else {
             continue;
         };
-        let Some(container) = involved
+        let Some(e) = evidence.get_mut(&workload) else {
+            continue;
+        };
+        let field_container = involved
             .get("fieldPath")
             .and_then(Value::as_str)
-            .and_then(container_of_field_path)
-        else {
+            .and_then(container_of_field_path);
+        if let Some(&i) = records.get(&(workload, key.1.to_owned())) {
+            e.records[i].add_event(event, field_container);
+        }
+        let Some(container) = field_container else {
             continue;
         };
         let message = event.get("message").and_then(Value::as_str).unwrap_or("");
@@ -413,8 +419,22 @@ pub fn collect(
     evidence
 }
 
-fn add_pod(e: &mut WorkloadEvidence, pod: &Value) {
+/// Adds a pod's evidence. `lean`: keep its record only where the cost can read it (a pod that
+/// restarted, one that lost Ready after starting, the earliest created so far), so that a
+/// large workload's memory follows its troubled pods, not all of them.
+fn add_pod(e: &mut WorkloadEvidence, pod: &Value, lean: bool) {
     e.pods += 1;
+    let record = super::timeline::PodRecord::from_pod(pod);
+    let earliest = record.created.is_some_and(|c| {
+        e.records
+            .iter()
+            .filter_map(|r| r.created)
+            .min()
+            .is_none_or(|m| c < m)
+    });
+    if !lean || earliest || record.counts() {
+        e.records.push(record);
+    }
     let pod_name = name(pod);
     let statuses = pod
         .pointer("/status/containerStatuses")

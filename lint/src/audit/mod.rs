@@ -21,6 +21,7 @@
 
 pub mod evidence;
 pub mod render;
+pub mod timeline;
 
 use evidence::{Support, WorkloadEvidence};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -91,6 +92,12 @@ pub struct Request<'a> {
     pub request_timeout: Duration,
     /// The whole run's limit (`--deadline`).
     pub deadline: Duration,
+    /// Draw each workload's timeline (`--timeline`): also list the Events it reads.
+    pub timeline: bool,
+    /// The user's price of a GPU-hour (`--gpu-hour-cost`), in their currency.
+    pub gpu_hour_cost: Option<f64>,
+    /// The audit's clock (seconds since the epoch): where a timeline's axis ends.
+    pub now: i64,
 }
 
 /// Which namespaces were audited.
@@ -118,6 +125,10 @@ pub struct AuditedWorkload {
     pub findings: usize,
     /// Findings the evidence bears out.
     pub supported: usize,
+    /// What its probes cost (GPU time lost to kills, first Ready against the prediction).
+    pub cost: timeline::Cost,
+    /// With `--timeline`: its pods on one axis, the prediction beside them.
+    pub timeline: Option<timeline::Timeline>,
 }
 
 /// A request that failed without stopping the audit (a forbidden kind, a list that broke off).
@@ -155,6 +166,8 @@ pub struct Audit {
     pub workloads: Vec<AuditedWorkload>,
     pub errors: Vec<ListError>,
     pub skipped: Vec<Skipped>,
+    /// `--gpu-hour-cost`, for the report to name its unit.
+    pub gpu_hour_cost: Option<f64>,
 }
 
 impl Audit {
@@ -753,7 +766,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             Some((uid.to_owned(), judged_workloads[i]))
         })
         .collect();
-    let mut streamed = evidence::Streamed::default();
+    let mut streamed = evidence::Streamed::new(!request.timeline);
     let mut streamed_skips: Vec<Skipped> = Vec::new();
     let mut keep_pod = |pod: Value| match evidence::controller_of(&pod)
         .and_then(|owner| judged_by_uid.get(owner))
@@ -813,6 +826,21 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             )
             .await?,
     );
+    // A timeline also reads scheduling, pulls, starts and back-offs: one list per reason, as
+    // above, so that no other Event of the cluster is read.
+    if request.timeline {
+        for reason in timeline::TIMELINE_REASONS {
+            events.extend(
+                lister
+                    .typed::<Event>(
+                        "events",
+                        &ListParams::default()
+                            .fields(&format!("involvedObject.kind=Pod,reason={reason}")),
+                    )
+                    .await?,
+            );
+        }
+    }
     let Lister {
         mut errors,
         mut skipped,
@@ -883,14 +911,25 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         .iter()
         .map(|&i| {
             let object = ObjectRef::from_object(&objects[i]);
+            let evidence = evidence.remove(&i).unwrap_or_default();
+            let (cost, timeline) = costed(
+                &objects[i],
+                &evidence,
+                policy,
+                request.timeline,
+                request.gpu_hour_cost,
+                request.now,
+            );
             (
                 i,
                 AuditedWorkload {
                     coordinates: evidence::coordinates(&object),
                     object,
-                    evidence: evidence.remove(&i).unwrap_or_default(),
+                    evidence,
                     findings: 0,
                     supported: 0,
+                    cost,
+                    timeline,
                 },
             )
         })
@@ -921,8 +960,11 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         .into_values()
         .filter(|w| w.findings > 0 || w.evidence.restarts() > 0)
         .collect();
+    // GPU time lost first (what --gpu-hour-cost prices: the same order in money), then the
+    // restarts probes caused.
     let rank_key = |w: &AuditedWorkload| {
         (
+            std::cmp::Reverse((w.cost.gpu_seconds_lost * 1000.0) as u64),
             std::cmp::Reverse(w.evidence.probe_restarts()),
             std::cmp::Reverse(w.evidence.restarts()),
             std::cmp::Reverse(w.findings),
@@ -959,7 +1001,163 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
         workloads: ranked,
         errors,
         skipped,
+        gpu_hour_cost: request.gpu_hour_cost,
     })
+}
+
+/// The longest a prediction beside a timeline simulates: a pod running for weeks is compared
+/// over its first hours, where its load and its probes' storms are.
+const PREDICTION_HORIZON_SECONDS: f64 = 6.0 * 3600.0;
+
+/// A workload's cost and (with `--timeline`) its timeline, with `simulate`'s prediction for the
+/// stored manifest: the first accelerator container's, aligned on the first pod's creation.
+pub(crate) fn costed(
+    object: &Value,
+    evidence: &WorkloadEvidence,
+    policy: &Policy,
+    with_timeline: bool,
+    gpu_hour_cost: Option<f64>,
+    now: i64,
+) -> (timeline::Cost, Option<timeline::Timeline>) {
+    // Rows only when asked for: built for every workload of a large cluster, their marks
+    // would cost more than the records they are drawn from.
+    let (zero, end, rows) = if with_timeline {
+        timeline::rows(&evidence.records, now)
+    } else {
+        let zero = evidence
+            .records
+            .iter()
+            .filter_map(|p| p.created)
+            .min()
+            .unwrap_or(now);
+        (zero, (now - zero).max(0) as f64, Vec::new())
+    };
+    let first = evidence
+        .records
+        .iter()
+        .min_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
+    let creation_on_axis = first
+        .and_then(|p| p.created)
+        .map_or(0.0, |c| (c - zero) as f64);
+    let analysed = probelint_policies::Workload::analyse(0, object, policy);
+    let mut predictions = Vec::new();
+    for spec in &analysed.pod_specs {
+        for container in spec.containers.iter().filter(|c| c.is_accelerated()) {
+            let (offset, offset_from) = first
+                .map(|p| first_start(p, &container.name))
+                .unwrap_or((0.0, "no pod to take it from".to_owned()));
+            let load = &container.load;
+            // Drawn over the window observed, so that restarts compare; its first Ready is
+            // looked for over half an hour at least, for a pod audited early in its load.
+            let window = (end - creation_on_axis)
+                .max(offset + 1.0)
+                .min(PREDICTION_HORIZON_SECONDS);
+            let predict = |duration: f64| {
+                let mut scenario = probelint_policies::simulate::scenario_for_pod(
+                    spec, container, load.slow, duration,
+                );
+                scenario.server = probelint_policies::simulate::loading_server_of(container);
+                scenario.start_offset = offset;
+                probelint_policies::simulate::simulate(&scenario)
+            };
+            let outcome = predict(window);
+            let first_ready = match outcome.first_ready_seconds {
+                Some(t) => Some(t),
+                None if window < 1800.0 => predict(1800.0).first_ready_seconds,
+                None => None,
+            };
+            let load_from = if load.is_point() {
+                format!("model load {}", load.explained())
+            } else {
+                format!("model load {}; at its slow end", load.explained())
+            };
+            predictions.push(timeline::Prediction::new(
+                container.name.clone(),
+                load.slow,
+                load_from,
+                creation_on_axis,
+                format!(
+                    "the first pod's creation; its container's first start {} s later ({offset_from})",
+                    probelint_policies::simulate::secs(offset)
+                ),
+                outcome,
+                first_ready,
+            ));
+        }
+    }
+    let group =
+        (object.get("kind").and_then(Value::as_str) == Some("LeaderWorkerSet")).then(|| {
+            let template = object.pointer("/spec/leaderWorkerTemplate");
+            timeline::Group {
+                size: template
+                    .and_then(|t| t.get("size"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1),
+                recreates: template
+                    .and_then(|t| t.get("restartPolicy"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("RecreateGroupOnPodRestart")
+                    == "RecreateGroupOnPodRestart",
+            }
+        });
+    let predicted_ready = predictions
+        .first()
+        .and_then(|p| p.first_ready_seconds)
+        .map(|t| t - creation_on_axis);
+    let cost = timeline::cost(
+        &evidence.records,
+        &|r| policy.is_accelerator_resource(r),
+        group,
+        predicted_ready,
+        gpu_hour_cost,
+    );
+    let timeline = with_timeline.then(|| timeline::Timeline {
+        zero: timeline::rfc3339(zero),
+        end_seconds: end,
+        rows,
+        predictions,
+    });
+    (cost, timeline)
+}
+
+/// Seconds from `pod`'s creation to `container`'s first start, and where that comes from: the
+/// status holds the first start only while there have been at most one restart; after more,
+/// a `Started` Event that counts every start.
+fn first_start(pod: &timeline::PodRecord, container: &str) -> (f64, String) {
+    let Some(c) = pod.containers.iter().find(|c| c.name == container) else {
+        return (
+            0.0,
+            "the container is not in the pod's status: taken as 0".to_owned(),
+        );
+    };
+    let from_created = |t: i64| pod.created.map(|c| (t - c).max(0) as f64);
+    let started = match c.restarts {
+        0 => c.current.as_ref().and_then(|r| r.started),
+        1 => c.last.as_ref().and_then(|r| r.started),
+        _ => None,
+    };
+    if let Some(s) = started.and_then(from_created) {
+        return (s, format!("the pod's status, pod {}", pod.name));
+    }
+    let event = pod
+        .events
+        .iter()
+        .filter(|e| e.reason == "Started" && e.container.as_deref() == Some(container))
+        .filter(|e| e.uid.is_none() || e.uid == pod.uid)
+        .find(|e| e.count > c.restarts);
+    match event.and_then(|e| e.first).and_then(from_created) {
+        Some(s) => (
+            s,
+            format!("the Started Event's firstTimestamp, pod {}", pod.name),
+        ),
+        None => (
+            0.0,
+            format!(
+                "not recorded for pod {} (only its last two runs are in the status and its                  Events have expired): taken as 0",
+                pod.name
+            ),
+        ),
+    }
 }
 
 fn fatal(error: &kube::Error, server: &str) -> String {

@@ -15,8 +15,18 @@
 //!  "workloads": [{"coordinates", "object", "pods", "restarts", "probeRestarts", "findings",
 //!                 "supportedFindings", "containers": {NAME: {"restarts", "lastTermination",
 //!                 "unhealthy": {PROBE: {"count", "latestMessage", "latestAt"}}, "probeKills"}},
-//!                 "startToReady": [{"pod", "seconds"}]}],
+//!                 "startToReady": [{"pod", "seconds"}],
+//!                 "cost": {"gpuSecondsLost", "probeKills", "untimedKills", "money"?,
+//!                          "firstReadySeconds", "predictedFirstReadySeconds",
+//!                          "notReadyAfterReadySeconds", "arithmetic": [TEXT]},
+//!                 "timeline"?: {"zero", "endSeconds", "rows": [{"pod", "node", "marks": [{"t",
+//!                               "at", "kind", "container"?, "probe"?, "text", "source"}],
+//!                               "spans": [{"kind", "from", "to"}], "incomplete": [TEXT]}],
+//!                               "predictions": [{"container", "loadSeconds", "loadFrom",
+//!                               "offsetSeconds", "offsetFrom", "restarts",
+//!                               "firstReadySeconds", "marks", "spans"}]}}],
 //!  "errors": [{"resource", "namespace", "message"}], "skipped": [{"what", "reason"}],
+//!  "gpuHourCost"?: N (the user's currency per GPU-hour),
 //!  "summary": {"objects", "errors", "warnings", "infos", "suppressed"}}
 //! ```
 
@@ -106,6 +116,38 @@ fn evidence_summary(e: &WorkloadEvidence) -> String {
     parts.join(", ")
 }
 
+/// Each line sanitised (what the cluster wrote may hold escapes), the line breaks kept.
+fn sanitize_lines(text: &str) -> String {
+    text.lines().map(|l| sanitize(l) + "\n").collect()
+}
+
+/// `4060 GPU-s lost to 14 probe kills (1.13 GPU-hours; 2.82 at 2.5 per GPU-hour)`.
+fn cost_headline(c: &super::timeline::Cost, rate: Option<f64>) -> String {
+    use probelint_policies::simulate::secs;
+    let mut text = format!(
+        "{} GPU-s lost to {} ({:.2} GPU-hours",
+        secs(c.gpu_seconds_lost),
+        plural(c.probe_kills as usize, "probe kill", "probe kills"),
+        c.gpu_seconds_lost / 3600.0
+    );
+    if let (Some(money), Some(rate)) = (c.money, rate) {
+        text.push_str(&format!(
+            "; {money:.2} at {rate} per GPU-hour, your currency"
+        ));
+    }
+    text.push(')');
+    if c.untimed_kills > 0 {
+        text.push_str(&format!("; {} not timed", c.untimed_kills));
+    }
+    if c.not_ready_after_ready_seconds > 0.0 {
+        text.push_str(&format!(
+            "; {:.1} min not Ready after being Ready",
+            c.not_ready_after_ready_seconds / 60.0
+        ));
+    }
+    text
+}
+
 fn human(audit: &Audit, options: &Options, out: &mut dyn Write) -> io::Result<()> {
     let bold = |s: &str| {
         if options.color {
@@ -168,7 +210,11 @@ fn human(audit: &Audit, options: &Options, out: &mut dyn Write) -> io::Result<()
         )?;
     }
     if !audit.workloads.is_empty() {
-        writeln!(out, "{}", bold("Workloads by restarts caused by probes:"))?;
+        writeln!(
+            out,
+            "{}",
+            bold("Workloads by GPU time lost to probe kills, then restarts caused by probes:")
+        )?;
         for (rank, w) in audit.workloads.iter().enumerate() {
             writeln!(
                 out,
@@ -212,6 +258,19 @@ fn human(audit: &Audit, options: &Options, out: &mut dyn Write) -> io::Result<()
                     }
                     None => writeln!(out, "       pod {}: started, not Ready", s.pod)?,
                 }
+            }
+            writeln!(
+                out,
+                "       cost: {}",
+                sanitize(&cost_headline(&w.cost, audit.gpu_hour_cost))
+            )?;
+            for line in &w.cost.arithmetic {
+                writeln!(out, "         {}", sanitize(line))?;
+            }
+            if let Some(t) = &w.timeline {
+                let mut text = String::new();
+                super::timeline::human(t, &mut text);
+                write!(out, "{}", sanitize_lines(&text))?;
             }
         }
         writeln!(out)?;
@@ -345,6 +404,9 @@ struct JsonWorkload<'a> {
     supported_findings: usize,
     containers: &'a std::collections::BTreeMap<String, super::evidence::ContainerEvidence>,
     start_to_ready: &'a [super::evidence::StartToReady],
+    cost: &'a super::timeline::Cost,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeline: Option<&'a super::timeline::Timeline>,
 }
 
 /// The JSON report, its keys in this order.
@@ -356,6 +418,8 @@ struct JsonDocument<'a> {
     workloads: Vec<JsonWorkload<'a>>,
     errors: Vec<serde_json::Value>,
     skipped: Vec<JsonSkipped<'a>>,
+    #[serde(rename = "gpuHourCost", skip_serializing_if = "Option::is_none")]
+    gpu_hour_cost: Option<f64>,
     summary: serde_json::Value,
 }
 
@@ -410,6 +474,8 @@ fn json(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
                 supported_findings: w.supported,
                 containers: &w.evidence.containers,
                 start_to_ready: &w.evidence.start_to_ready,
+                cost: &w.cost,
+                timeline: w.timeline.as_ref(),
             })
             .collect::<Vec<_>>(),
         errors: audit
@@ -429,6 +495,7 @@ fn json(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
                 reason: &s.reason,
             })
             .collect::<Vec<_>>(),
+        gpu_hour_cost: audit.gpu_hour_cost,
         summary: serde_json::json!({
             "objects": audit.objects, "errors": c.errors, "warnings": c.warnings,
             "infos": c.infos, "suppressed": c.suppressed,
@@ -499,6 +566,10 @@ fn sarif(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
                     "evidence": json_evidence(&f.support),
                 },
             });
+            // The cost of the workload the finding is on: what its probes have burnt so far.
+            if let Some(w) = audit.workloads.iter().find(|w| w.coordinates == f.coordinates) {
+                result["properties"]["cost"] = serde_json::to_value(&w.cost).unwrap_or(Value::Null);
+            }
             if let Some(s) = &f.finding.suppressed {
                 result["suppressions"] = serde_json::json!([{
                     "kind": match s.source { SuppressionSource::Annotation => "inSource", SuppressionSource::Policy => "external" },
@@ -518,7 +589,8 @@ fn sarif(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
                 "informationUri": "https://github.com/probelint/probelint",
                 "rules": descriptors,
             }},
-            "properties": {"server": audit.server, "context": audit.context, "scope": scope_text(audit)},
+            "properties": {"server": audit.server, "context": audit.context, "scope": scope_text(audit),
+                           "gpuHourCost": audit.gpu_hour_cost},
             "results": results,
         }],
     });

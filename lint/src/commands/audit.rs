@@ -54,6 +54,15 @@ pub struct Args {
     /// owner.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Draw each workload's timeline (scheduling, pulls, starts and kills, probe failures,
+    /// Ready) beside simulate's prediction: as text in the human report and data in JSON; with
+    /// FILE.svg, also as a picture.
+    #[arg(long, value_name = "FILE.svg", num_args = 0..=1, require_equals = false)]
+    pub timeline: Option<Option<PathBuf>>,
+    /// What a GPU-hour costs, in your currency: turns the GPU-seconds lost to probe kills into
+    /// money in the report.
+    #[arg(long, value_name = "N")]
+    pub gpu_hour_cost: Option<f64>,
 }
 
 /// Runs the command.
@@ -69,7 +78,25 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     if args.deadline == 0 {
         return Err(UsageError::Deadline.into());
     }
+    if args
+        .gpu_hour_cost
+        .is_some_and(|c| !(c.is_finite() && c >= 0.0))
+    {
+        return Err(UsageError::GpuHourCost.into());
+    }
+    let picture = args.timeline.as_ref().and_then(Option::as_ref);
+    if let (Some(svg), Some(output)) = (picture, &args.output)
+        && (svg == output
+            || std::fs::canonicalize(svg)
+                .ok()
+                .is_some_and(|s| std::fs::canonicalize(output).ok().is_some_and(|o| o == s)))
+    {
+        return Err(UsageError::TimelineIsOutput(crate::input::display_path(svg)).into());
+    }
     let policy = args.config.load()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let request = crate::audit::Request {
         kubeconfig: args.kubeconfig.as_deref(),
         context: args.context.as_deref(),
@@ -78,8 +105,18 @@ pub fn run(args: &Args) -> Result<u8, Error> {
         selector: args.selector.as_deref(),
         request_timeout: std::time::Duration::from_secs(args.request_timeout),
         deadline: std::time::Duration::from_secs(args.deadline),
+        timeline: args.timeline.is_some(),
+        gpu_hour_cost: args.gpu_hour_cost,
+        now,
     };
     let audit = crate::audit::run(&request, &policy).map_err(Error::Audit)?;
+    if let Some(svg) = picture {
+        let text = crate::audit::timeline::svg(&audit).map_err(Error::Draw)?;
+        crate::atomic::write(svg, text.as_bytes()).map_err(|error| Error::Picture {
+            path: crate::input::display_path(svg),
+            error,
+        })?;
+    }
     let options = Options {
         color: args.color.colors(args.output.is_some()),
         verbose: args.verbose,
