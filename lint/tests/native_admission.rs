@@ -1240,6 +1240,33 @@ fn exported_mutations_patch_exactly_as_the_engine_does_or_not_at_all() {
             }
         }
     }
+    // The CEL cost budget: one expression writes every container's fix, so past its limit none
+    // is written (failurePolicy Ignore). Below the guard's figure every one is.
+    for args in [20, 40, 80, 160, 320] {
+        let mut large = large_deployment(16, args);
+        large["spec"]["template"]["metadata"]["annotations"] =
+            json!({"probelint.io/model-load-seconds": "600"});
+        for c in large["spec"]["template"]["spec"]["containers"]
+            .as_array_mut()
+            .expect("containers")
+        {
+            c["livenessProbe"] = json!({"httpGet": {"path": "/health", "port": 8000}});
+        }
+        let got = admitted(cluster, &mutated, &large).expect("admitted");
+        let written = pod_containers(&got)
+            .iter()
+            .filter(|c| c.get("startupProbe").is_some())
+            .count();
+        let size = guard_size(&large);
+        eprintln!(
+            "mutating: 16 containers × {args} arguments ({size} characters; the guard allows {}): {written} of 16 startupProbes written",
+            export::guard_chars()
+        );
+        assert!(
+            written == 16 || (written == 0 && size > export::guard_chars()),
+            "16 × {args}: {written} of 16 written"
+        );
+    }
     eprintln!(
         "fixtures, examples, corpus and the cases above: the mutating policies write {written} of the engine's {fixed} startupProbe fixes on {judged} objects the apiserver admits, and nothing else"
     );
