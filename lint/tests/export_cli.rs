@@ -100,3 +100,57 @@ fn a_broken_policy_file_is_an_error_that_names_it() {
     assert!(out.stdout.is_empty(), "half-written output");
     assert!(String::from_utf8_lossy(&out.stderr).contains(".probelint.yaml"));
 }
+
+#[test]
+fn only_writes_the_validating_or_the_mutating_policies_and_the_list_names_each_fix() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kinds = |only: &str| -> Vec<String> {
+        let out = probelint(dir.path())
+            .args(["export", "--only", only])
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML");
+        docs.iter()
+            .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let mutating = kinds("mutating");
+    assert!(!mutating.is_empty());
+    assert!(
+        mutating
+            .iter()
+            .all(|k| k.starts_with("MutatingAdmissionPolicy")),
+        "{mutating:?}"
+    );
+    let validating = kinds("validating");
+    assert!(
+        validating
+            .iter()
+            .all(|k| k.starts_with("ValidatingAdmissionPolicy")),
+        "{validating:?}"
+    );
+    let out = probelint(dir.path())
+        .args(["export", "--list"])
+        .output()
+        .expect("run");
+    let table = String::from_utf8(out.stdout).expect("UTF-8");
+    let fixes = table
+        .split_once("FIX OF")
+        .map(|(_, rest)| rest.to_owned())
+        .unwrap_or_else(|| panic!("no fix table:\n{table}"));
+    for line in fixes.lines().skip(1).filter(|l| !l.is_empty()) {
+        assert!(line.contains(" yes ") || line.contains(" no "), "{line}");
+    }
+    assert!(
+        fixes
+            .lines()
+            .any(|l| l.starts_with("gpu-startup-probe-missing") && l.contains(" yes ")),
+        "{fixes}"
+    );
+}

@@ -107,6 +107,42 @@ fn accelerator_match_condition_agrees_with_the_engine() {
     run_check("cel");
 }
 
+#[test]
+#[ignore = "e2e: real Helm; needs Python 3 and PyPI (helm-sdkpy)"]
+fn admission_mode_renders_the_webhooks_the_exported_policies_or_both() {
+    run_check("admission");
+}
+
+/// No Helm needed: the admission policies the chart renders in `admission.mode: policies` and
+/// `both` are `probelint export`'s output under the built-in policy, as kept in `files/`.
+/// `UPDATE_DOCS=1` rewrites them.
+#[test]
+fn the_charts_admission_policies_are_the_exporters_output() {
+    for mode in ["warn", "enforce"] {
+        let empty = tempfile::NamedTempFile::new().expect("temp file");
+        let out = output(
+            Command::new(BIN)
+                .args(["export", "--mode", mode, "--config"])
+                .arg(empty.path()),
+        );
+        assert!(out.status.success(), "probelint export: {}", text(&out));
+        let exported = String::from_utf8(out.stdout).expect("UTF-8");
+        let kept = chart_dir()
+            .join("files")
+            .join(format!("admission-policies-{mode}.yaml"));
+        if std::env::var("UPDATE_DOCS").as_deref() == Ok("1") {
+            std::fs::write(&kept, &exported).expect("write the chart's copy");
+        }
+        let have = std::fs::read_to_string(&kept).unwrap_or_default();
+        assert!(
+            have == exported,
+            "{} is not `probelint export --mode {mode}`'s output; regenerate it with \
+             UPDATE_DOCS=1 cargo test -p probelint --test helm_chart",
+            kept.display()
+        );
+    }
+}
+
 /// No Helm needed: the chart's Deployment, as kept in the fixture, has no finding at any
 /// severity, survives a slow start, and its probes are the ones the chart promises.
 #[test]

@@ -47,10 +47,16 @@ const RULES: &[&str] = &[
 /// (rule, severity, container).
 type Verdict = (String, Severity, String);
 
+/// The ValidatingAdmissionPolicies `probelint export` writes under the built-in policy.
 fn export(mode: &str) -> String {
+    export_only(mode, "validating")
+}
+
+/// `probelint export --only <only>` under the built-in policy.
+fn export_only(mode: &str, only: &str) -> String {
     let empty = tempfile::NamedTempFile::new().expect("temp file");
     let out = probelint()
-        .args(["export", "--mode", mode, "--config"])
+        .args(["export", "--mode", mode, "--only", only, "--config"])
         .arg(empty.path())
         .output()
         .expect("run probelint");
@@ -671,9 +677,13 @@ fn without_namespace(mut object: Value) -> Value {
     object
 }
 
+/// The admission policies are cluster-wide: the tests that install them take turns.
+static POLICIES_INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 #[ignore = "e2e: builds and starts etcd, kube-apiserver and kube-controller-manager"]
 fn exported_policies_warn_and_deny_as_the_engine_does_and_controller_pods_flow() {
+    let _alone = POLICIES_INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
     let cluster = probelint_cluster::shared("native admission");
     let ns = cluster.namespace("native");
     let policy = Policy::builtin().expect("built-in policy");
@@ -912,6 +922,359 @@ fn exported_policies_warn_and_deny_as_the_engine_does_and_controller_pods_flow()
     cluster.kubectl_ok(&[
         "delete",
         "validatingadmissionpolicies,validatingadmissionpolicybindings",
+        "-l",
+        "app.kubernetes.io/managed-by=probelint",
+    ]);
+}
+
+/// `kubectl create --dry-run=server -o json`: the object as the apiserver would store it, after
+/// the mutating admission policies and defaulting; `None` when the apiserver refuses it.
+fn admitted(cluster: &Cluster, ns: &str, object: &Value) -> Option<Value> {
+    use std::io::Write as _;
+    let mut child = cluster
+        .kubectl()
+        .args([
+            "create",
+            "--dry-run=server",
+            "-n",
+            ns,
+            "-f",
+            "-",
+            "-o",
+            "json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(object.to_string().as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("kubectl output");
+    out.status
+        .success()
+        .then(|| settled(serde_json::from_slice(&out.stdout).expect("the admitted object")))
+}
+
+/// `object` without what the apiserver makes up anew for each request: the service-account
+/// token volume it gives a Pod (`kube-api-access-<suffix>`) and its mounts, and the uid a Job's
+/// selector and template labels name.
+fn settled(mut object: Value) -> Value {
+    if object["kind"] == "Job" {
+        let spec = &mut object["spec"];
+        if let Some(spec) = spec.as_object_mut() {
+            spec.remove("selector");
+        }
+        if let Some(labels) = spec["template"]["metadata"]["labels"].as_object_mut() {
+            labels.retain(|k, _| !k.contains("controller-uid"));
+        }
+    }
+    let token = |v: &Value| {
+        v["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("kube-api-access-"))
+    };
+    if object["kind"] == "Pod" {
+        let spec = &mut object["spec"];
+        if let Some(volumes) = spec["volumes"].as_array_mut() {
+            volumes.retain(|v| !token(v));
+        }
+        for c in spec["containers"].as_array_mut().into_iter().flatten() {
+            if let Some(mounts) = c["volumeMounts"].as_array_mut() {
+                mounts.retain(|m| !token(m));
+            }
+        }
+    }
+    object
+}
+
+/// The engine's patch for `object`, cut to the fixes `probelint export` writes as
+/// MutatingAdmissionPolicies (a startupProbe added, a startupProbe's failureThreshold raised) on
+/// the containers of `spec.containers`, applied to `object`.
+fn engine_fixed(object: &Value, policy: &Policy) -> Value {
+    let mutation = probelint_policies::mutate(object, policy);
+    let ops: Vec<json_patch::PatchOperation> = mutation
+        .patch
+        .0
+        .into_iter()
+        .filter(|op| {
+            let path = op.path().to_string();
+            path.contains("/containers/")
+                && !path.contains("/initContainers/")
+                && (path.ends_with("/startupProbe")
+                    || path.ends_with("/startupProbe/failureThreshold"))
+        })
+        .collect();
+    let mut fixed = object.clone();
+    json_patch::patch(&mut fixed, &ops).expect("the engine's patch applies");
+    fixed
+}
+
+/// The containers of an admitted object's pod template (or a Pod's).
+fn pod_containers(object: &Value) -> &[Value] {
+    let spec = if object["kind"] == "Pod" {
+        &object["spec"]
+    } else {
+        &object["spec"]["template"]["spec"]
+    };
+    spec["containers"].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// `object`'s spec without the containers of its pod template.
+fn outside_containers(object: &Value) -> Value {
+    let mut spec = object["spec"].clone();
+    let pod = if object["kind"] == "Pod" {
+        &mut spec
+    } else {
+        &mut spec["template"]["spec"]
+    };
+    if let Some(pod) = pod.as_object_mut() {
+        pod.remove("containers");
+    }
+    spec
+}
+
+/// Objects whose fixes the mutating policies can compute: each must come out exactly as the
+/// engine's patch makes it.
+fn mutable() -> Vec<(&'static str, Value)> {
+    let load = |seconds: &str| json!({"probelint.io/model-load-seconds": seconds});
+    let live = json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}}});
+    let vllm = "vllm/vllm-openai:v0.10.1";
+    let mut pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "bare", "annotations": load("3000")},
+        "spec": {"containers": [gpu("model", vllm, json!({"livenessProbe": {"tcpSocket": {"port": 8000}, "timeoutSeconds": 5}}))]},
+    });
+    pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8000}]);
+    vec![
+        (
+            "vLLM with a declared 600 s load: the floor (1,200 s) sets the budget",
+            deployment(
+                "short",
+                load("600"),
+                json!([gpu("model", vllm, live.clone())]),
+            ),
+        ),
+        (
+            "vLLM with a declared 2,000 s load: the load with margin (2,500 s) sets it",
+            deployment(
+                "long",
+                load("2000"),
+                json!([gpu("model", vllm, live.clone())]),
+            ),
+        ),
+        (
+            "a liveness tolerance (100 + 60 × 30 s) longer than the load is kept",
+            deployment(
+                "tolerant",
+                load("10"),
+                json!([gpu(
+                    "model",
+                    vllm,
+                    json!({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "initialDelaySeconds": 100, "failureThreshold": 60, "periodSeconds": 30}})
+                )]),
+            ),
+        ),
+        (
+            "a readiness budget (50 × 40 s) longer than the load and the floor sets it",
+            deployment(
+                "ready",
+                load("999"),
+                json!([gpu(
+                    "model",
+                    vllm,
+                    json!({
+                        "livenessProbe": {"grpc": {"port": 8000}},
+                        "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 50, "periodSeconds": 40},
+                    })
+                )]),
+            ),
+        ),
+        (
+            "a declared server on a StatefulSet, two containers, one fixed",
+            json!({
+                "apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "two", "annotations": load("1500")},
+                "spec": {
+                    "serviceName": "two",
+                    "selector": {"matchLabels": {"app": "two"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "two"}, "annotations": {"probelint.io/role": "server"}},
+                        "spec": {"containers": [
+                            {"name": "sidecar", "image": "busybox:1.36", "livenessProbe": {"tcpSocket": {"port": 9000}}},
+                            gpu("model", "registry.example/own-server:1", json!({"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8000}, "periodSeconds": 3}})),
+                        ]},
+                    },
+                },
+            }),
+        ),
+        (
+            "a person's Pod with a tcpSocket liveness and a 5 s timeout",
+            pod,
+        ),
+        (
+            "a startupProbe of 6 × 10 s for a declared 120 s load: raised to cover 150 s",
+            deployment(
+                "raise",
+                load("120"),
+                json!([gpu(
+                    "model",
+                    vllm,
+                    json!({"startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "failureThreshold": 6}})
+                )]),
+            ),
+        ),
+        (
+            "a startupProbe with a delay: 30 + 20 × 5 s for a declared 400 s load",
+            deployment(
+                "delayed",
+                load("400"),
+                json!([gpu(
+                    "model",
+                    vllm,
+                    json!({"startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "initialDelaySeconds": 30, "failureThreshold": 20, "periodSeconds": 5}})
+                )]),
+            ),
+        ),
+    ]
+}
+
+#[test]
+#[ignore = "e2e: builds and starts etcd, kube-apiserver and kube-controller-manager"]
+fn exported_mutations_patch_exactly_as_the_engine_does_or_not_at_all() {
+    let _alone = POLICIES_INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = probelint_cluster::shared("native admission");
+    let policy = Policy::builtin().expect("built-in policy");
+    // The policies mutate in one namespace only: the engine's patched object is defaulted in
+    // another, where nothing mutates it again.
+    let mutated = cluster.namespace("mutated");
+    let plain = cluster.namespace("plain");
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&export_only("enforce", "mutating")).expect("export YAML");
+    let maps = docs
+        .iter()
+        .filter(|d| d["kind"] == "MutatingAdmissionPolicy")
+        .count();
+    assert_eq!(maps, 2, "{docs:?}");
+    let scoped: Vec<Value> = docs
+        .into_iter()
+        .map(|mut d| {
+            if d["kind"] == "MutatingAdmissionPolicyBinding" {
+                d["spec"]["matchResources"] = json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": mutated}}});
+            }
+            d
+        })
+        .collect();
+    install(
+        cluster,
+        &json!({"apiVersion": "v1", "kind": "List", "items": scoped}).to_string(),
+    );
+    let (first, probe) = mutable().remove(0);
+    wait_for(
+        "the mutating policies to take effect",
+        Duration::from_secs(60),
+        || {
+            let got = admitted(cluster, &mutated, &probe).expect(first);
+            pod_containers(&got)[0].get("startupProbe").map(|_| ())
+        },
+    );
+
+    // Where the policies can compute the fix: exactly the engine's object.
+    for (what, object) in mutable() {
+        let got = admitted(cluster, &mutated, &object).unwrap_or_else(|| panic!("{what}: refused"));
+        let want = admitted(cluster, &plain, &engine_fixed(&object, &policy))
+            .unwrap_or_else(|| panic!("{what}: the engine's object refused"));
+        assert_ne!(
+            engine_fixed(&object, &policy),
+            object,
+            "{what}: the engine fixes nothing here"
+        );
+        assert_eq!(got["spec"], want["spec"], "{what}");
+    }
+
+    // Every rule fixture, example and corpus object: each container comes out as the engine
+    // patches it or untouched, never otherwise, and nothing outside the containers changes.
+    let (corpus, _) = examples_and_corpus();
+    let objects: Vec<(String, Value)> = fixtures()
+        .into_iter()
+        .map(|(f, o)| (f, without_namespace(o)))
+        .chain(corpus)
+        .chain(mutable().into_iter().map(|(w, o)| (w.to_owned(), o)))
+        .collect();
+    let (mut fixed, mut written, mut judged) = (0, 0, 0);
+    for (file, object) in &objects {
+        let object = admissible(object.clone());
+        let Some(got) = admitted(cluster, &mutated, &object) else {
+            continue;
+        };
+        judged += 1;
+        let before = admitted(cluster, &plain, &object).expect("admitted once");
+        let want = admitted(cluster, &plain, &engine_fixed(&object, &policy))
+            .unwrap_or_else(|| panic!("{file}: the engine's object is refused"));
+        assert_eq!(
+            outside_containers(&got),
+            outside_containers(&before),
+            "{file}: the policies changed more than containers"
+        );
+        let (got, before, want) = (
+            pod_containers(&got),
+            pod_containers(&before),
+            pod_containers(&want),
+        );
+        assert_eq!(got.len(), before.len(), "{file}");
+        for ((g, b), w) in got.iter().zip(before).zip(want) {
+            assert!(
+                g == b || g == w,
+                "{file}: container {}: the policies wrote\n{g}\nthe engine\n{w}\nbefore\n{b}",
+                g["name"]
+            );
+            if w != b {
+                fixed += 1;
+                if g == w {
+                    written += 1;
+                }
+            }
+        }
+    }
+    // The CEL cost budget: one expression writes every container's fix, so past its limit none
+    // is written (failurePolicy Ignore). Below the guard's figure every one is.
+    for args in [20, 40, 80, 160, 320] {
+        let mut large = large_deployment(16, args);
+        large["spec"]["template"]["metadata"]["annotations"] =
+            json!({"probelint.io/model-load-seconds": "600"});
+        for c in large["spec"]["template"]["spec"]["containers"]
+            .as_array_mut()
+            .expect("containers")
+        {
+            c["livenessProbe"] = json!({"httpGet": {"path": "/health", "port": 8000}});
+        }
+        let got = admitted(cluster, &mutated, &large).expect("admitted");
+        let written = pod_containers(&got)
+            .iter()
+            .filter(|c| c.get("startupProbe").is_some())
+            .count();
+        let size = guard_size(&large);
+        eprintln!(
+            "mutating: 16 containers × {args} arguments ({size} characters; the guard allows {}): {written} of 16 startupProbes written",
+            export::guard_chars()
+        );
+        assert!(
+            written == 16 || (written == 0 && size > export::guard_chars()),
+            "16 × {args}: {written} of 16 written"
+        );
+    }
+    eprintln!(
+        "fixtures, examples, corpus and the cases above: the mutating policies write {written} of the engine's {fixed} startupProbe fixes on {judged} objects the apiserver admits, and nothing else"
+    );
+    assert!(written >= mutable().len(), "{written} of {fixed}");
+
+    cluster.kubectl_ok(&[
+        "delete",
+        "mutatingadmissionpolicies,mutatingadmissionpolicybindings",
         "-l",
         "app.kubernetes.io/managed-by=probelint",
     ]);

@@ -18,6 +18,8 @@ Checks (each selectable with --only):
   cel      the matchConditions expressions, compiled and evaluated by CEL: acceleratorsOnly over
            every workload kind, against what the engine itself calls an accelerator container;
            the controller conditions over owned and unowned objects
+  admission  admission.mode webhook / policies / both: which webhook configurations and which
+           of `probelint export`'s admission policies each renders, with the chart's scope
   sync     the chart's copies of engine facts (workload kinds, accelerator lists, the policy
            schema inside values.schema.json) still match the engine
 
@@ -194,6 +196,11 @@ DISCOVERY = {
     ("admissionregistration.k8s.io", "v1"): [
         ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False),
         ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
+        ("validatingadmissionpolicies", "ValidatingAdmissionPolicy", False),
+        ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", False),
+        # GA in 1.36: FakeApiServer(mutating_policies=False) is a cluster before it.
+        ("mutatingadmissionpolicies", "MutatingAdmissionPolicy", False),
+        ("mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", False),
     ],
     ("cert-manager.io", "v1"): [
         ("issuers", "Issuer", True),
@@ -226,7 +233,11 @@ def _merge_patch(target, patch):
 class FakeApiServer:
     """Kubernetes 1.33 as far as Helm can tell; every write succeeds."""
 
-    def __init__(self):
+    def __init__(self, mutating_policies: bool = True):
+        self.discovery = {
+            gv: [r for r in resources if mutating_policies or not r[1].startswith("MutatingAdmissionPolicy")]
+            for gv, resources in DISCOVERY.items()
+        }
         self.objects: dict[tuple[str, str], dict] = {}
         self.lock = threading.Lock()
         server = self
@@ -302,14 +313,14 @@ class FakeApiServer:
                     "versions": [{"groupVersion": f"{g}/{v}", "version": v}],
                     "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v},
                 }
-                for (g, v) in DISCOVERY
+                for (g, v) in self.discovery
                 if g
             ]
             return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
         m = re.fullmatch(r"/api/v1|/apis/([^/]+)/([^/]+)", path)
         if m:
             gv = (m.group(1) or "", m.group(2) or "v1")
-            if gv not in DISCOVERY:
+            if gv not in self.discovery:
                 return 404, _status(404, "NotFound", path)
             resources = [
                 {
@@ -319,7 +330,7 @@ class FakeApiServer:
                     "kind": k,
                     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
                 }
-                for r, k, namespaced in DISCOVERY[gv]
+                for r, k, namespaced in self.discovery[gv]
             ]
             group_version = f"{gv[0]}/{gv[1]}" if gv[0] else gv[1]
             return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
@@ -341,7 +352,7 @@ class FakeApiServer:
                     if c == collection
                     and all(o["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())
                 ]
-            kind = next((k for gv in DISCOVERY.values() for r, k, _ in gv if r == m.group("res")), "")
+            kind = next((k for gv in self.discovery.values() for r, k, _ in gv if r == m.group("res")), "")
             return 200, {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
         if method == "GET":
             obj = self.get(collection, name)
@@ -1366,7 +1377,71 @@ def _has_path(values: dict, path: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-CHECKS = ["sync", "lint", "render", "schema", "upgrade", "cel"]
+ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+
+
+def _exported(probelint: Probelint, mode: str) -> list[dict]:
+    """`probelint export --mode MODE` under the built-in policy."""
+    with tempfile.TemporaryDirectory() as cwd:
+        empty = Path(cwd) / "empty.yaml"
+        empty.write_text("")
+        out = probelint.run("export", "--mode", mode, "--config", str(empty), cwd=cwd)
+    check(out.returncode == 0, f"probelint export: {out.stderr}")
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def check_admission(probelint: Probelint) -> None:
+    def kinds(r: Rendered) -> dict[str, list[str]]:
+        return {k: sorted(o["metadata"]["name"] for o in r.all(k)) for k in ADMISSION_KINDS + WEBHOOK_KINDS}
+
+    default = render()
+    got = kinds(default)
+    check(all(got[k] == [] for k in ADMISSION_KINDS), f"mode webhook renders admission policies: {got}")
+    check(all(len(got[k]) == 1 for k in WEBHOOK_KINDS), f"mode webhook: {got}")
+
+    accounts = ["system:serviceaccount:kserve:kserve-controller-manager"]
+    for hook_mode in ("warn", "enforce"):
+        exported = _exported(probelint, hook_mode)
+        names = {k: sorted(d["metadata"]["name"] for d in exported if d["kind"] == k) for k in ADMISSION_KINDS}
+        check(len(names["ValidatingAdmissionPolicy"]) >= 8 and len(names["MutatingAdmissionPolicy"]) >= 1, f"export: {names}")
+        for mode in ("policies", "both"):
+            values = {"admission": {"mode": mode}, "webhook": {"mode": hook_mode, "controllerServiceAccounts": accounts}}
+            if hook_mode == "enforce":
+                values["replicaCount"] = 2
+            r = render(values)
+            got = kinds(r)
+            for k in ADMISSION_KINDS:
+                check(got[k] == names[k], f"{mode}/{hook_mode}: {k}: the chart renders {got[k]}, probelint export writes {names[k]}")
+            webhooks = 0 if mode == "policies" else 1
+            check(all(len(got[k]) == webhooks for k in WEBHOOK_KINDS), f"{mode}/{hook_mode}: webhook configurations {got}")
+            # The policies are the exporter's, in the chart's scope: the release namespace is
+            # never judged and the operators the values trust are trusted.
+            by_name = {(d["kind"], d["metadata"]["name"]): d for d in exported}
+            for o in r.objects:
+                if o["kind"] not in ADMISSION_KINDS:
+                    continue
+                want = by_name[(o["kind"], o["metadata"]["name"])]
+                spec, wanted = copy.deepcopy(o["spec"]), copy.deepcopy(want["spec"])
+                if o["kind"].endswith("AdmissionPolicy"):
+                    excluded = spec["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"]
+                    check(NAMESPACE in excluded and "kube-system" in excluded, f"{o['metadata']['name']}: namespaces {excluded}")
+                    condition = spec["matchConditions"][0]["expression"]
+                    check(all(f"'{a}'" in condition for a in accounts), f"{o['metadata']['name']}: {condition}")
+                    for key in ("matchConditions",):
+                        spec.pop(key), wanted.pop(key)
+                    spec["matchConstraints"].pop("namespaceSelector"), wanted["matchConstraints"].pop("namespaceSelector")
+                check(spec == wanted, f"{mode}/{hook_mode}: {o['metadata']['name']} differs from probelint export's")
+        # A cluster before 1.36 gets the validating policies only.
+        r = Helm(api=FakeApiServer(mutating_policies=False)).install({"admission": {"mode": "policies"}, "webhook": {"mode": hook_mode}})
+        got = kinds(r)
+        check(got["MutatingAdmissionPolicy"] == [] and got["ValidatingAdmissionPolicy"] == names["ValidatingAdmissionPolicy"], f"before 1.36: {got}")
+    print("  webhook: the webhooks only; policies: probelint export's policies only, in the chart's scope; both: both; no MutatingAdmissionPolicy before 1.36")
+    refusal = _render_refused({"admission": {"mode": "policies"}, "policy": {"modelLoadSeconds": 600}}, ["admission.mode policies", "probelint export --config"])
+    print(f"  a custom policy in mode policies is refused: {refusal.splitlines()[0][:120]}")
+
+
+CHECKS = ["sync", "lint", "render", "schema", "upgrade", "cel", "admission"]
 
 
 def main() -> int:

@@ -1,9 +1,10 @@
 //! `probelint export`: the per-object rules that have a faithful CEL form, as
-//! ValidatingAdmissionPolicies and bindings for `kubectl apply -f -`; `--list` says which rules
-//! are exported and why the others are not (docs/native-admission.md).
+//! ValidatingAdmissionPolicies, and the safe fixes CEL computes exactly, as
+//! MutatingAdmissionPolicies, with their bindings, for `kubectl apply -f -`; `--list` says which
+//! rules and fixes are exported and why the others are not (docs/native-admission.md).
 
 use crate::error::Error;
-use probelint_policies::export::{self, Mode, Options};
+use probelint_policies::export::{self, Documents, Mode, Options};
 
 /// `probelint export`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -16,9 +17,15 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "warn")]
     pub mode: ModeArg,
 
-    /// Print which rules are exported, which are not and why, instead of the policies.
+    /// Print which rules and fixes are exported, which are not and why, instead of the
+    /// policies.
     #[arg(long)]
     pub list: bool,
+
+    /// Write only the ValidatingAdmissionPolicies (`validating`) or only the
+    /// MutatingAdmissionPolicies (`mutating`, Kubernetes 1.36 or later); both by default.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub only: Option<OnlyArg>,
 
     /// A username whose objects with a controller ownerReference are a controller's (an
     /// operator's service account, `system:serviceaccount:<namespace>:<name>`); repeatable. The
@@ -29,6 +36,12 @@ pub struct Args {
     /// A namespace the policies never judge; repeatable (default: kube-system, kube-node-lease).
     #[arg(long = "exclude-namespace", value_name = "NAMESPACE")]
     pub exclude_namespaces: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnlyArg {
+    Validating,
+    Mutating,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,7 +58,10 @@ pub enum ModeArg {
 pub fn run(args: &Args) -> Result<u8, Error> {
     let policy = args.config.load()?;
     if args.list {
-        super::print(&table(&export::coverage(&policy)))?;
+        super::print(&table(
+            &export::coverage(&policy),
+            &export::fix_coverage(&policy),
+        ))?;
         return Ok(0);
     }
     let mut options = Options {
@@ -54,6 +70,11 @@ pub fn run(args: &Args) -> Result<u8, Error> {
             ModeArg::Enforce => Mode::Enforce,
         },
         controller_users: args.controller_users.clone(),
+        documents: match args.only {
+            None => Documents::All,
+            Some(OnlyArg::Validating) => Documents::Validating,
+            Some(OnlyArg::Mutating) => Documents::Mutating,
+        },
         ..Options::default()
     };
     if !args.exclude_namespaces.is_empty() {
@@ -73,8 +94,8 @@ pub fn run(args: &Args) -> Result<u8, Error> {
     Ok(0)
 }
 
-/// RULE, POLICIES (or `-`), and what is exported or why not.
-fn table(coverage: &[export::Coverage]) -> String {
+/// RULE, EXPORTED, and what is exported or why not; then the same for the fixes.
+fn table(coverage: &[export::Coverage], fixes: &[export::FixCoverage]) -> String {
     let width = coverage.iter().map(|c| c.rule.len()).max().unwrap_or(4);
     let mut out = format!(
         "{:width$}  {:8}  {}\n",
@@ -91,5 +112,14 @@ fn table(coverage: &[export::Coverage]) -> String {
         export::GUARD,
         export::guard_chars()
     ));
+    let width = fixes.iter().map(|c| c.rule.len()).max().unwrap_or(4).max(8);
+    out.push_str(&format!(
+        "\n{:width$}  {:8}  {}\n",
+        "FIX OF", "EXPORTED", "WHAT / WHY NOT (MutatingAdmissionPolicy, Kubernetes 1.36+)"
+    ));
+    for c in fixes {
+        let exported = if c.policy.is_some() { "yes" } else { "no" };
+        out.push_str(&format!("{:width$}  {exported:8}  {}\n", c.rule, c.note));
+    }
     out
 }

@@ -12,6 +12,9 @@
 //! Pure data: the documents are `serde_json::Value`s; the CLI writes them.
 
 mod cel;
+mod mutating;
+
+pub use mutating::{FixCoverage, fix_coverage};
 
 use crate::analysis::serving::counter_evidence_markers;
 use crate::catalog;
@@ -44,6 +47,17 @@ pub struct Options {
     pub exclude_namespaces: Vec<String>,
     /// A namespace labelled `<label>=true` is not judged.
     pub namespace_opt_out_label: String,
+    /// Which policies to write.
+    pub documents: Documents,
+}
+
+/// Which admission policies [`documents`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Documents {
+    /// The ValidatingAdmissionPolicies and the MutatingAdmissionPolicies.
+    All,
+    Validating,
+    Mutating,
 }
 
 impl Default for Options {
@@ -53,6 +67,7 @@ impl Default for Options {
             controller_users: Vec::new(),
             exclude_namespaces: vec!["kube-system".to_owned(), "kube-node-lease".to_owned()],
             namespace_opt_out_label: IGNORE_ANNOTATION.to_owned(),
+            documents: Documents::All,
         }
     }
 }
@@ -438,8 +453,20 @@ fn curl_without_fail() -> String {
     )
 }
 
-/// The ValidatingAdmissionPolicies and bindings, in the order they are applied.
+/// The ValidatingAdmissionPolicies and the MutatingAdmissionPolicies, each followed by its
+/// binding, in the order they are applied.
 pub fn documents(policy: &Policy, options: &Options) -> Vec<Value> {
+    let mut docs = Vec::new();
+    if options.documents != Documents::Mutating {
+        docs.extend(validating_documents(policy, options));
+    }
+    if options.documents != Documents::Validating {
+        docs.extend(mutating::documents(policy, options));
+    }
+    docs
+}
+
+fn validating_documents(policy: &Policy, options: &Options) -> Vec<Value> {
     let parts = parts(policy);
     let mut docs = Vec::new();
     for part in &parts {
@@ -577,6 +604,24 @@ fn policy_document(
     validation: Value,
     options: &Options,
 ) -> Value {
+    let mut spec = scope(RESOURCE_RULES, options);
+    spec["variables"] = variables;
+    spec["validations"] = json!([validation]);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {
+            "name": name,
+            "labels": {"app.kubernetes.io/managed-by": "probelint"},
+            "annotations": annotations,
+        },
+        "spec": spec,
+    })
+}
+
+/// The chart's scope as an admission policy's spec: the kinds and operations `rules` name, the
+/// namespaces, and the controller exemption by who sent the object.
+fn scope(rules: &[(&str, &[&str], &[&str])], options: &Options) -> Value {
     let mut users: Vec<String> = BUILTIN_CONTROLLER_USERS
         .iter()
         .map(|u| (*u).to_owned())
@@ -586,7 +631,7 @@ fn policy_document(
             users.push(user.clone());
         }
     }
-    let resource_rules: Vec<Value> = RESOURCE_RULES
+    let resource_rules: Vec<Value> = rules
         .iter()
         .map(|(group, resources, operations)| {
             json!({
@@ -598,38 +643,27 @@ fn policy_document(
         })
         .collect();
     json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {
-            "name": name,
-            "labels": {"app.kubernetes.io/managed-by": "probelint"},
-            "annotations": annotations,
-        },
-        "spec": {
-            // An object the expressions cannot read (a field of an unexpected type) is let
-            // through, as the webhook's failurePolicy Ignore does: a policy's own error never
-            // blocks a workload the engine would admit.
-            "failurePolicy": "Ignore",
-            "matchConstraints": {
-                "resourceRules": resource_rules,
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": options.exclude_namespaces},
-                        {"key": options.namespace_opt_out_label, "operator": "NotIn", "values": ["true"]},
-                    ],
-                },
+        // An object the expressions cannot read (a field of an unexpected type) is let
+        // through, as the webhook's failurePolicy Ignore does: a policy's own error never
+        // blocks a workload the engine would admit.
+        "failurePolicy": "Ignore",
+        "matchConstraints": {
+            "resourceRules": resource_rules,
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": options.exclude_namespaces},
+                    {"key": options.namespace_opt_out_label, "operator": "NotIn", "values": ["true"]},
+                ],
             },
-            "matchConditions": [{
-                "name": "not-created-by-a-controller",
-                // Who sent it is the apiserver's word; an ownerReference alone claims nothing.
-                "expression": format!(
-                    "!(request.userInfo.username in {} && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))",
-                    cel::list(users.iter().map(String::as_str))
-                ),
-            }],
-            "variables": variables,
-            "validations": [validation],
         },
+        "matchConditions": [{
+            "name": "not-created-by-a-controller",
+            // Who sent it is the apiserver's word; an ownerReference alone claims nothing.
+            "expression": format!(
+                "!(request.userInfo.username in {} && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))",
+                cel::list(users.iter().map(String::as_str))
+            ),
+        }],
     })
 }
 

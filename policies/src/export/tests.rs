@@ -7,6 +7,14 @@ fn policy(user: Option<&str>) -> Policy {
     }
 }
 
+/// The default options, for the ValidatingAdmissionPolicies only.
+fn validating() -> Options {
+    Options {
+        documents: Documents::Validating,
+        ..Options::default()
+    }
+}
+
 fn kinds(docs: &[Value]) -> Vec<(&str, &str)> {
     docs.iter()
         .map(|d| {
@@ -82,7 +90,7 @@ fn well_formed(expr: &str) -> Result<(), String> {
 
 #[test]
 fn each_exported_part_is_a_policy_and_its_binding() {
-    let docs = documents(&policy(None), &Options::default());
+    let docs = documents(&policy(None), &validating());
     assert_eq!(
         kinds(&docs),
         [
@@ -170,7 +178,7 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
             &policy(None),
             &Options {
                 mode,
-                ..Options::default()
+                ..validating()
             },
         )
         .into_iter()
@@ -217,7 +225,7 @@ fn errors_deny_only_in_enforce_mode_and_warnings_never_deny() {
 #[test]
 fn the_policys_level_replaces_the_default_severity() {
     let p = policy(Some("rules:\n  gpu-startup-probe-missing: warning\n"));
-    let docs = documents(&p, &Options::default());
+    let docs = documents(&p, &validating());
     assert_eq!(
         docs[1]["spec"]["validationActions"],
         json!(["Warn", "Audit"])
@@ -233,7 +241,7 @@ fn a_rule_turned_off_or_exempted_in_the_policy_is_not_exported_and_says_why() {
     let p = policy(Some(
         "rules:\n  gpu-startup-probe-missing: off\n  known-server-endpoint: off\nexemptions:\n  - rules: [readiness-port-open]\n    namespaces: [dev]\n    reason: r\n",
     ));
-    assert!(documents(&p, &Options::default()).is_empty());
+    assert!(documents(&p, &validating()).is_empty());
     let c = coverage(&p);
     let note = |id: &str| c.iter().find(|c| c.rule == id).map(|c| c.note.clone());
     assert_eq!(note(STARTUP).as_deref(), Some("turned off in the policy"));
@@ -269,7 +277,7 @@ fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
         &Options {
             controller_users: vec!["system:serviceaccount:kserve:kserve-controller-manager".into()],
             exclude_namespaces: vec!["ops".into()],
-            ..Options::default()
+            ..validating()
         },
     );
     let vap = &docs[0];
@@ -294,7 +302,7 @@ fn scope_is_the_charts_accelerators_namespaces_and_controllers() {
 #[test]
 fn annotation_exemptions_are_read_only_where_the_policy_allows_them() {
     let has_ignore =
-        |p: &Policy| failing(&documents(p, &Options::default())[0]).contains("probelint.io/ignore");
+        |p: &Policy| failing(&documents(p, &validating())[0]).contains("probelint.io/ignore");
     assert!(has_ignore(&policy(None)));
     assert!(!has_ignore(&policy(Some(
         "allowAnnotationExemptions: false\n"
@@ -316,7 +324,7 @@ fn the_text_searched_for_markers_joins_image_and_command_line_by_a_character_no_
 
 #[test]
 fn the_guard_warns_past_a_size_the_cost_arithmetic_allows_and_needs_no_server_table() {
-    let docs = documents(&policy(None), &Options::default());
+    let docs = documents(&policy(None), &validating());
     let guard = docs
         .iter()
         .find(|d| d["metadata"]["name"] == GUARD)
@@ -343,7 +351,7 @@ fn the_guard_warns_past_a_size_the_cost_arithmetic_allows_and_needs_no_server_ta
     let off = policy(Some(
         "rules:\n  gpu-startup-probe-missing: off\n  readiness-port-open: off\n  known-server-endpoint: off\n",
     ));
-    assert!(documents(&off, &Options::default()).is_empty());
+    assert!(documents(&off, &validating()).is_empty());
 }
 
 #[test]
@@ -363,5 +371,127 @@ fn the_curl_options_the_export_lets_through_take_no_value_and_do_not_fail_on_an_
             assert_eq!(call.url, "http://localhost:8000/health", "{command:?}");
             assert!(!call.fails_on_error, "{command:?}");
         }
+    }
+}
+
+fn mutating() -> Options {
+    Options {
+        documents: Documents::Mutating,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn each_exported_fix_is_a_mutating_policy_and_its_binding_on_the_kinds_the_engine_fixes() {
+    let docs = documents(&policy(None), &mutating());
+    assert_eq!(
+        kinds(&docs),
+        [
+            (
+                "MutatingAdmissionPolicy",
+                "probelint.io-gpu-startup-probe-missing-fix"
+            ),
+            (
+                "MutatingAdmissionPolicyBinding",
+                "probelint.io-gpu-startup-probe-missing-fix"
+            ),
+            (
+                "MutatingAdmissionPolicy",
+                "probelint.io-startup-budget-too-short-fix"
+            ),
+            (
+                "MutatingAdmissionPolicyBinding",
+                "probelint.io-startup-budget-too-short-fix"
+            ),
+        ]
+    );
+    for pair in docs.chunks(2) {
+        assert_eq!(pair[1]["spec"]["policyName"], pair[0]["metadata"]["name"]);
+        let spec = &pair[0]["spec"];
+        assert_eq!(spec["reinvocationPolicy"], "Never");
+        assert_eq!(spec["failurePolicy"], "Ignore");
+        assert_eq!(spec["mutations"][0]["patchType"], "JSONPatch");
+        // Batch kinds get no such finding from the engine: never mutated.
+        let rules = spec["matchConstraints"]["resourceRules"].to_string();
+        assert!(!rules.contains("jobs"), "{rules}");
+        let expression = spec["mutations"][0]["jsonPatch"]["expression"]
+            .as_str()
+            .expect("expression");
+        if let Err(why) = well_formed(expression) {
+            panic!("{why}\n{expression}");
+        }
+        // The controllers' objects are their controllers', as for the validating policies.
+        assert!(
+            spec["matchConditions"][0]["expression"]
+                .as_str()
+                .is_some_and(|e| e.contains("request.userInfo.username"))
+        );
+    }
+    // The default output has both.
+    let all = documents(&policy(None), &Options::default());
+    assert_eq!(
+        all.len(),
+        documents(&policy(None), &validating()).len() + docs.len()
+    );
+}
+
+#[test]
+fn the_mutations_compute_the_engines_numbers_with_the_policys_margin_and_floor() {
+    let expression = |p: &Policy| {
+        documents(p, &mutating())[0]["spec"]["mutations"][0]["jsonPatch"]["expression"]
+            .as_str()
+            .expect("expression")
+            .to_owned()
+    };
+    let builtin = expression(&policy(None));
+    assert!(
+        builtin.contains("double(variables.declared) * 1.25"),
+        "{builtin}"
+    );
+    assert!(builtin.contains(", 1200].max()"), "{builtin}");
+    let custom = expression(&policy(Some(
+        "startupMargin: 0.1\nmodelLoad:\n  startupFloorSeconds: 900.5\n",
+    )));
+    // The factor as the engine computes it (1.0 + 0.1 is not 1.1 in doubles), the floor rounded up.
+    assert!(
+        custom.contains(&format!("* {:?}", 1.0 + 0.1_f64)),
+        "{custom}"
+    );
+    assert!(custom.contains(", 901].max()"), "{custom}");
+}
+
+#[test]
+fn fixes_whose_result_cel_cannot_compute_are_not_exported_and_say_why() {
+    let c = fix_coverage(&policy(None));
+    let exported: Vec<&str> = c
+        .iter()
+        .filter(|c| c.policy.is_some())
+        .map(|c| c.rule)
+        .collect();
+    assert_eq!(exported, [STARTUP, "startup-budget-too-short"]);
+    for entry in &c {
+        assert!(!entry.note.is_empty(), "{}", entry.rule);
+    }
+    // Strict mode keeps the estimate over a short declared load; the helper's delivery is not
+    // exported; a rule turned off has no fix.
+    for (yaml, why) in [
+        (
+            "allowAnnotationExemptions: false\n",
+            "allowAnnotationExemptions",
+        ),
+        (
+            "rules:\n  gpu-startup-probe-missing: off\n  startup-budget-too-short: off\n",
+            "turned off",
+        ),
+    ] {
+        let p = policy(Some(yaml));
+        assert!(documents(&p, &mutating()).is_empty(), "{yaml}");
+        let c = fix_coverage(&p);
+        assert!(
+            c.iter()
+                .filter(|c| c.rule == STARTUP)
+                .all(|c| c.policy.is_none() && c.note.contains(why)),
+            "{yaml}: {c:?}"
+        );
     }
 }

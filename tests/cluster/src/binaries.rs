@@ -16,7 +16,7 @@ pub struct Binaries {
     pub apiserver: PathBuf,
     pub controller_manager: PathBuf,
     pub etcd: PathBuf,
-    /// `v1.34.4`, from `go/kube/go.mod`.
+    /// `v1.36.3`, from `go/kube/go.mod`.
     pub kube_version: String,
 }
 

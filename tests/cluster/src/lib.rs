@@ -383,7 +383,7 @@ pub fn require_tool(tool: &str, args: &[&str]) -> Result<(), String> {
             "`{tool}` is needed by this tier-2 suite and cannot be run ({e}): install {}",
             match tool {
                 "go" =>
-                    "Go 1.24 or later (https://go.dev/dl/; the build also needs the Go module \
+                    "Go 1.26 or later (https://go.dev/dl/; the build also needs the Go module \
                          proxy)",
                 "kubectl" => "kubectl (https://kubernetes.io/docs/tasks/tools/)",
                 other => other,

@@ -470,7 +470,7 @@ subjects:
         let config = format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# This machine's cgroups are v1; Kubernetes 1.34 still runs on them when told to.
+# This machine's cgroups are v1; Kubernetes 1.36 still runs on them when told to.
 failCgroupV1: false
 # No systemd: the kubelet and runc manage cgroups through the filesystem.
 cgroupDriver: cgroupfs
