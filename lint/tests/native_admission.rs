@@ -71,6 +71,11 @@ fn install(cluster: &Cluster, yaml: &str) {
 
 /// `kubectl create --dry-run=server`: runs admission, stores nothing.
 fn dry_run(cluster: &Cluster, ns: &str, object: &Value) -> Output {
+    create_dry_run(cluster, ns, object, "name")
+}
+
+/// `kubectl create --dry-run=server -o <output>` of `object` in `ns`.
+fn create_dry_run(cluster: &Cluster, ns: &str, object: &Value, output: &str) -> Output {
     use std::io::Write as _;
     let mut child = cluster
         .kubectl()
@@ -82,7 +87,7 @@ fn dry_run(cluster: &Cluster, ns: &str, object: &Value) -> Output {
             "-f",
             "-",
             "-o",
-            "name",
+            output,
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -930,31 +935,7 @@ fn exported_policies_warn_and_deny_as_the_engine_does_and_controller_pods_flow()
 /// `kubectl create --dry-run=server -o json`: the object as the apiserver would store it, after
 /// the mutating admission policies and defaulting; `None` when the apiserver refuses it.
 fn admitted(cluster: &Cluster, ns: &str, object: &Value) -> Option<Value> {
-    use std::io::Write as _;
-    let mut child = cluster
-        .kubectl()
-        .args([
-            "create",
-            "--dry-run=server",
-            "-n",
-            ns,
-            "-f",
-            "-",
-            "-o",
-            "json",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(object.to_string().as_bytes())
-        .expect("write");
-    let out = child.wait_with_output().expect("kubectl output");
+    let out = create_dry_run(cluster, ns, object, "json");
     out.status
         .success()
         .then(|| settled(serde_json::from_slice(&out.stdout).expect("the admitted object")))

@@ -393,16 +393,7 @@ fn fleet_of(
             Ok(Some(fleet::rollout(&r, &pod, horizon)))
         }
         ScenarioKind::Drain => {
-            let replicas = match object.pointer("/spec/replicas") {
-                // A Pod, or a workload whose replicas default to 1.
-                None | Some(Value::Null) => 1,
-                Some(v) => v
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| {
-                        Error::Scenario(format!("{}: spec.replicas: {v}", cx.workload.object_ref))
-                    })?,
-            };
+            let replicas = replicas(object, &cx.workload.object_ref)?;
             let labels = object
                 .pointer("/spec/template/metadata/labels")
                 .or_else(|| object.pointer("/metadata/labels"))
@@ -438,15 +429,7 @@ fn fleet_of(
                     }
                 )));
             }
-            let replicas = match object.pointer("/spec/replicas") {
-                None | Some(Value::Null) => 1,
-                Some(v) => v
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| {
-                        Error::Scenario(format!("{}: spec.replicas: {v}", cx.workload.object_ref))
-                    })?,
-            };
+            let replicas = replicas(object, &cx.workload.object_ref)?;
             let loss =
                 fleet::NodeLoss::from_pod_spec(cx.pod.value, req.model.node_monitor_grace_period);
             let on_node = req.model.pods_on_node.unwrap_or(replicas);
@@ -675,4 +658,15 @@ fn json_of(r: &Run, req: &Args) -> Value {
     }
     let _ = req;
     v
+}
+
+/// `spec.replicas` of a workload: 1 for a Pod, or a workload whose replicas default to 1.
+fn replicas(object: &Value, at: &probelint_policies::ObjectRef) -> Result<u32, Error> {
+    match object.pointer("/spec/replicas") {
+        None | Some(Value::Null) => Ok(1),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Error::Scenario(format!("{at}: spec.replicas: {v}"))),
+    }
 }

@@ -50,6 +50,14 @@ fn with_owner(mut object: Value, kind: &str, name: &str) -> Value {
     object
 }
 
+/// The judgement of a judged answer.
+fn judged(answer: Answer) -> Judgement {
+    match answer {
+        Answer::Judged(judgement) => judgement,
+        other => panic!("not judged: {other:?}"),
+    }
+}
+
 const DEPLOYMENT_CONTROLLER: &str = "system:serviceaccount:kube-system:deployment-controller";
 
 #[test]
@@ -94,9 +102,7 @@ fn who_sent_the_request_decides_whether_an_owner_is_a_controller() {
         &policy,
         &settings,
     );
-    let Answer::Judged(judgement) = answer else {
-        panic!("{answer:?}");
-    };
+    let judgement = judged(answer);
     assert!(judgement.refuses && judgement.controller.is_none());
     assert!(
         !judgement.partition().0.is_empty(),
@@ -127,9 +133,7 @@ fn who_sent_the_request_decides_whether_an_owner_is_a_controller() {
         &policy,
         &settings,
     );
-    let Answer::Judged(judgement) = answer else {
-        panic!("{answer:?}");
-    };
+    let judgement = judged(answer);
     assert!(!judgement.refuses);
     assert_eq!(
         judgement.controller.as_deref(),
@@ -189,9 +193,7 @@ fn the_opt_out_label_is_honoured_only_where_the_policy_lets_objects_exempt_thems
         &policy,
         &Settings::default(),
     );
-    let Answer::Judged(judgement) = answer else {
-        panic!("{answer:?}");
-    };
+    let judgement = judged(answer);
     assert_eq!(judgement.notes.len(), 1);
     assert!(judgement.notes[0].starts_with("the label probelint.io/ignore=true is not honoured"));
 }
@@ -339,9 +341,7 @@ fn the_namespace_of_the_request_reaches_an_object_that_lacks_one() {
         &policy(),
         &Settings::default(),
     );
-    let Answer::Judged(judgement) = answer else {
-        panic!("{answer:?}");
-    };
+    let judgement = judged(answer);
     assert_eq!(judgement.object.namespace.as_deref(), Some("serving"));
     assert!(
         judgement
