@@ -408,3 +408,12 @@ the URL with `path` appended. */}}
 {{- end }}
 {{- toYaml $config }}
 {{- end }}
+
+{{/*
+"true" where the chart runs the webhook in the cluster: not with webhook.external.url (it runs
+elsewhere), and not in admission.mode policies (the apiserver's admission policies judge; no
+webhook is called, so none is deployed, no certificate is made).
+*/}}
+{{- define "probelint.webhookInCluster" -}}
+{{- and (not .Values.webhook.external.url) (ne .Values.admission.mode "policies") | toString -}}
+{{- end }}

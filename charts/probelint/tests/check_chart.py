@@ -1379,6 +1379,8 @@ def _has_path(values: dict, path: str) -> bool:
 
 ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+# What the chart runs for the webhook (certificates in the default `helm` mode).
+WEBHOOK_RUNTIME_KINDS = ("Deployment", "Service", "Secret", "ConfigMap", "ServiceAccount")
 
 
 def _exported(probelint: Probelint, mode: str) -> list[dict]:
@@ -1415,6 +1417,13 @@ def check_admission(probelint: Probelint) -> None:
                 check(got[k] == names[k], f"{mode}/{hook_mode}: {k}: the chart renders {got[k]}, probelint export writes {names[k]}")
             webhooks = 0 if mode == "policies" else 1
             check(all(len(got[k]) == webhooks for k in WEBHOOK_KINDS), f"{mode}/{hook_mode}: webhook configurations {got}")
+            # Nothing of the webhook runs where none is called: no Deployment to keep up, no
+            # certificate to rotate, no Service, no policy ConfigMap for it.
+            running = {k: len(r.all(k)) for k in WEBHOOK_RUNTIME_KINDS}
+            if mode == "policies":
+                check(all(n == 0 for n in running.values()), f"policies/{hook_mode}: the webhook is still deployed: {running}")
+            else:
+                check(all(n >= 1 for n in running.values()), f"both/{hook_mode}: the webhook is not deployed: {running}")
             # The policies are the exporter's, in the chart's scope: the release namespace is
             # never judged and the operators the values trust are trusted.
             by_name = {(d["kind"], d["metadata"]["name"]): d for d in exported}
@@ -1436,7 +1445,7 @@ def check_admission(probelint: Probelint) -> None:
         r = Helm(api=FakeApiServer(mutating_policies=False)).install({"admission": {"mode": "policies"}, "webhook": {"mode": hook_mode}})
         got = kinds(r)
         check(got["MutatingAdmissionPolicy"] == [] and got["ValidatingAdmissionPolicy"] == names["ValidatingAdmissionPolicy"], f"before 1.36: {got}")
-    print("  webhook: the webhooks only; policies: probelint export's policies only, in the chart's scope; both: both; no MutatingAdmissionPolicy before 1.36")
+    print("  webhook: the webhooks only; policies: probelint export's policies only, in the chart's scope, and no webhook deployed; both: both; no MutatingAdmissionPolicy before 1.36")
     refusal = _render_refused({"admission": {"mode": "policies"}, "policy": {"modelLoadSeconds": 600}}, ["admission.mode policies", "probelint export --config"])
     print(f"  a custom policy in mode policies is refused: {refusal.splitlines()[0][:120]}")
 
