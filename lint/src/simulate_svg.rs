@@ -67,6 +67,24 @@ pub fn render(panels: &[Panel<'_>], duration: f64) -> Result<String, String> {
 
 type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
 
+/// The series labels of a chart, drawn the same way on every picture.
+fn draw_legend<'b>(
+    chart: &mut ChartContext<
+        'b,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    position: SeriesLabelPosition,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 10))
+        .draw()
+}
+
 fn timeline(
     area: &Area<'_>,
     panel: &Panel<'_>,
@@ -186,13 +204,7 @@ fn timeline(
         )?
         .label("restart")
         .legend(|(x, y)| TriangleMarker::new((x + 6, y), 4, BLACK.filled()));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 10))
-        .draw()?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -263,13 +275,7 @@ fn capacity(
         ))?
         .label("replicas")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK.mix(0.4)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 10))
-        .draw()?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }
 
@@ -435,13 +441,7 @@ fn block_chart(
         series
             .label("container started")
             .legend(|(x, y)| TriangleMarker::new((x + 6, y), 4, BLACK.filled()));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 10))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }
