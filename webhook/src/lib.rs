@@ -20,6 +20,8 @@ mod state;
 
 /// The most memory one review may take ([`cost::Shape::review_bytes`]); past it, 413.
 pub use server::MAX_REVIEW_MEMORY;
+/// The longest warning the webhook sends (kubectl prints each on one line).
+pub use messages::MAX_WARNING_CHARS;
 #[cfg(test)]
 mod testing;
 

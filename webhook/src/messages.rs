@@ -107,41 +107,155 @@ pub fn denial_message(
     text
 }
 
-/// One warning per finding, on one short line: severity, rule and the finding's message when it
-/// fits; otherwise the rule's one-line summary (a whole sentence beats a cut one) and the
-/// container. The full text is in the denial message and the audit annotation.
-pub fn finding_warning(f: &Finding) -> String {
+/// The warnings of one finding: first what is wrong, in which container
+/// (`error gpu-readiness-probe-missing in vllm: has no readinessProbe`), then what to change
+/// (`  fix in vllm: add a readinessProbe: httpGet /health on the server's port (…)`), each line
+/// within [`MAX_WARNING_CHARS`]. The change is never cut: one that does not fit goes on in
+/// lines of its own (`  fix in vllm: …`). Each line names the container because the apiserver
+/// drops a warning that repeats one already sent for the request (`filters/warning.go`,
+/// `AddWarning`): two containers' identical changes must stay two lines. The denial message
+/// and the audit annotation keep the full texts.
+pub fn finding_warnings(f: &Finding) -> Vec<String> {
+    let container = f.container.as_deref();
+    let mut lines = vec![what_is_wrong(f, container)];
+    if !f.help.trim().is_empty() {
+        let head = match container {
+            Some(c) => format!("  fix in {c}: "),
+            None => "  fix: ".to_owned(),
+        };
+        lines.extend(continued(&head, &head, &f.help));
+    }
+    lines
+}
+
+/// The first line of a finding's warnings: severity, rule, container, then the message without
+/// the `container "name" (why it is a GPU container)` it starts with when it fits; else its
+/// part before the first `: ` (the fault, without its consequence); else the rule's summary.
+fn what_is_wrong(f: &Finding, container: Option<&str>) -> String {
     let fits = |w: &String| w.chars().count() <= MAX_WARNING_CHARS && !w.contains(['\n', '\r']);
-    let full = format!("{} {}: {}", f.severity, f.rule, f.message);
+    let head = match container {
+        Some(c) => format!("{} {} in {c}: ", f.severity, f.rule),
+        None => format!("{} {}: ", f.severity, f.rule),
+    };
+    let message = container
+        .map_or(f.message.as_str(), |c| without_container(&f.message, c))
+        .trim();
+    let full = format!("{head}{message}");
     if fits(&full) {
         return full;
+    }
+    if let Some((fault, _)) = message.split_once(": ") {
+        let line = format!("{head}{fault}");
+        if fits(&line) {
+            return line;
+        }
     }
     let Some(rule) = probelint_policies::find(&f.rule) else {
         return shorten(&full);
     };
-    let container = f
-        .container
-        .as_deref()
-        .map(|c| format!(" in {c}"))
-        .unwrap_or_default();
     let summary = rule.meta().summary;
-    let with_summary = |summary: &str| format!("{} {}{container}: {summary}", f.severity, f.rule);
-    let long = with_summary(summary);
+    let long = format!("{head}{summary}");
     if fits(&long) {
         return long;
     }
     // Summaries may end in a parenthesised detail, the first thing to go.
     match summary.rsplit_once(" (") {
-        Some((head, _)) if summary.ends_with(')') && fits(&with_summary(head)) => {
-            with_summary(head)
+        Some((first, _)) if summary.ends_with(')') && fits(&format!("{head}{first}")) => {
+            format!("{head}{first}")
         }
         _ => shorten(&long),
     }
 }
 
+/// `message` without its leading `container "name"` and the parenthesis after it, which the
+/// warning's head already says: `container "vllm" (requests nvidia.com/gpu) has no …` is
+/// `has no …`. A message that does not start so (a custom rule's) is kept whole.
+fn without_container<'m>(message: &'m str, container: &str) -> &'m str {
+    let Some(rest) = message.strip_prefix(&format!("container {container:?}")) else {
+        return message;
+    };
+    let rest = rest.trim_start();
+    let Some(inner) = rest.strip_prefix('(') else {
+        return rest;
+    };
+    let mut depth = 1;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return inner[i + 1..].trim_start();
+                }
+            }
+            _ => {}
+        }
+    }
+    rest
+}
+
+/// `first` then `text`, in as many lines of at most [`MAX_WARNING_CHARS`] as it needs, cut at
+/// words; each further line starts with `further` and `…`. A word longer than a line is cut.
+fn continued(first: &str, further: &str, text: &str) -> Vec<String> {
+    let text = text.replace(['\n', '\r'], " ");
+    // A container name is at most 63 characters in a core pod spec, but a custom resource's
+    // may be anything: a continuation must leave room for the text.
+    let further = if further.chars().count() > MAX_WARNING_CHARS / 2 {
+        "  "
+    } else {
+        further
+    };
+    let mut lines = Vec::new();
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        let needed = line.chars().count() + usize::from(!empty) + word.chars().count();
+        if !empty && needed > MAX_WARNING_CHARS {
+            lines.push(std::mem::replace(&mut line, format!("{further}…")));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+        while line.chars().count() > MAX_WARNING_CHARS {
+            // One word longer than a line: cut it, the rest on the next.
+            let cut: String = line.chars().take(MAX_WARNING_CHARS).collect();
+            let rest: String = line.chars().skip(MAX_WARNING_CHARS).collect();
+            lines.push(cut);
+            line = format!("{further}…{rest}");
+        }
+    }
+    if !empty || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The warnings of each finding ([`finding_warnings`]), for at most [`MAX_LISTED`] findings,
+/// the rest counted in a last line.
+pub fn findings_warnings<'f>(findings: impl ExactSizeIterator<Item = &'f Finding>) -> Vec<String> {
+    let total = findings.len();
+    let shown = if total > MAX_LISTED {
+        MAX_LISTED - 1
+    } else {
+        total
+    };
+    let mut warnings: Vec<String> = findings.take(shown).flat_map(finding_warnings).collect();
+    if total > shown {
+        warnings.push(format!(
+            "and {} more findings like these (every finding is in the audit annotation {FINDINGS_AUDIT_KEY:?})",
+            total - shown
+        ));
+    }
+    warnings
+}
+
 /// One warning per distinct change, so that whoever applied the object learns it was changed:
 /// `probelint fixed gpu-startup-probe-missing, liveness-restart-loop in vllm: add a startupProbe…`
-/// (one operation often fixes several rules).
+/// (one operation often fixes several rules). A change that does not fit goes on in lines of
+/// its own (`  fixed in vllm: …`), never cut.
 pub fn fix_warnings(applied: &[AppliedFix]) -> Vec<String> {
     let mut groups: Vec<(Option<&str>, &str, Vec<&str>)> = Vec::new();
     // Index of each (container, description) in `groups`, which keeps the first-seen order.
@@ -158,12 +272,13 @@ pub fn fix_warnings(applied: &[AppliedFix]) -> Vec<String> {
     }
     groups
         .into_iter()
-        .map(|(container, description, rules)| {
-            let container = container.map(|c| format!(" in {c}")).unwrap_or_default();
-            shorten(&format!(
-                "probelint fixed {}{container}: {description}",
-                rules.join(", ")
-            ))
+        .flat_map(|(container, description, rules)| {
+            let within = container.map(|c| format!(" in {c}")).unwrap_or_default();
+            continued(
+                &format!("probelint fixed {}{within}: ", rules.join(", ")),
+                &format!("  fixed{within}: "),
+                description,
+            )
         })
         .collect()
 }
@@ -207,6 +322,155 @@ mod tests {
                 "probelint fixed gpu-startup-probe-missing, liveness-restart-loop in vllm: added a startupProbe",
                 "probelint fixed gpu-startup-probe-missing in sidecar: added a startupProbe",
             ]
+        );
+    }
+
+    fn finding(container: Option<&str>, message: &str, help: &str) -> Finding {
+        Finding {
+            rule: "gpu-readiness-probe-missing".into(),
+            severity: Severity::Error,
+            message: message.into(),
+            help: help.into(),
+            object: ObjectRef {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                namespace: Some("default".into()),
+                name: Some("p".into()),
+            },
+            object_index: 0,
+            container: container.map(Into::into),
+            pointer: "/spec/containers/0".into(),
+            suppressed: None,
+            fix: None,
+            load: None,
+            evidence: None,
+        }
+    }
+
+    fn within_limit(lines: &[String]) {
+        for line in lines {
+            assert!(line.chars().count() <= MAX_WARNING_CHARS, "{line:?}");
+            assert!(!line.contains(['\n', '\r']), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_findings_warnings_say_what_is_wrong_in_which_container_then_the_whole_change() {
+        let help = "add a readinessProbe: httpGet /v2/health/ready on the server's port (Triton \
+                    serves it on 8000 by default), with periodSeconds 5 and failureThreshold 3, so \
+                    that the pod leaves the Service's endpoints while the model reloads";
+        let lines = finding_warnings(&finding(
+            Some("triton"),
+            "container \"triton\" (requests nvidia.com/gpu) has no readinessProbe: it receives \
+             traffic before its model is loaded",
+            help,
+        ));
+        within_limit(&lines);
+        assert_eq!(
+            lines[0],
+            "error gpu-readiness-probe-missing in triton: has no readinessProbe: it receives \
+             traffic before its model is loaded"
+        );
+        assert!(lines[1].starts_with("  fix in triton: add a readinessProbe"), "{lines:#?}");
+        assert!(lines.len() > 2, "{lines:#?}");
+        assert!(lines[2].starts_with("  fix in triton: …"), "{lines:#?}");
+        // Nothing of the change is cut: its words, in order, are the lines' words.
+        let words: Vec<String> = lines[1..]
+            .iter()
+            .flat_map(|l| {
+                l.trim_start_matches("  fix in triton: ")
+                    .trim_start_matches('…')
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(words.join(" "), help.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+
+    #[test]
+    fn a_message_too_long_for_a_line_keeps_its_fault_and_drops_its_consequence() {
+        let lines = finding_warnings(&finding(
+            Some("probelint-smoke-test"),
+            "container \"probelint-smoke-test\" (requests nvidia.com/gpu) has no readinessProbe: \
+             it receives traffic before its model is loaded",
+            "add a readinessProbe",
+        ));
+        assert_eq!(
+            lines,
+            [
+                "error gpu-readiness-probe-missing in probelint-smoke-test: has no readinessProbe",
+                "  fix in probelint-smoke-test: add a readinessProbe",
+            ]
+        );
+        // A custom rule's message, which does not start with the container, is kept whole.
+        let custom = finding_warnings(&finding(Some("vllm"), "no GPU memory limit", "set one"));
+        assert_eq!(custom[0], "error gpu-readiness-probe-missing in vllm: no GPU memory limit");
+        assert_eq!(custom[1], "  fix in vllm: set one");
+    }
+
+    #[test]
+    fn two_containers_with_the_same_change_get_lines_of_their_own() {
+        // The apiserver drops a warning identical to one it already sent for the request.
+        let help = "add lifecycle.preStop (e.g. sleep 10 s while endpoints update) and raise \
+                    terminationGracePeriodSeconds to cover your longest generation";
+        let mut lines = findings_warnings(
+            [
+                finding(Some("leader"), "container \"leader\" has no preStop hook", help),
+                finding(Some("worker"), "container \"worker\" has no preStop hook", help),
+            ]
+            .iter(),
+        );
+        within_limit(&lines);
+        let count = lines.len();
+        lines.sort();
+        lines.dedup();
+        assert_eq!(lines.len(), count, "{lines:#?}");
+    }
+
+    #[test]
+    fn warnings_end_even_for_names_and_words_longer_than_a_line() {
+        let name = "c".repeat(300);
+        let word = "w".repeat(500);
+        let lines = finding_warnings(&finding(Some(&name), &word, &format!("do {word} now")));
+        within_limit(&lines);
+        assert!(lines.len() < 12, "{lines:#?}");
+        let fixes = fix_warnings(&[AppliedFix {
+            rule: "gpu-startup-probe-missing".into(),
+            container: Some(name.clone()),
+            description: word.clone(),
+        }]);
+        within_limit(&fixes);
+    }
+
+    #[test]
+    fn a_fix_too_long_for_a_line_goes_on_in_lines_of_its_own() {
+        let fixes = fix_warnings(&[AppliedFix {
+            rule: "gpu-startup-probe-missing".into(),
+            container: Some("probelint-smoke-test".into()),
+            description: "add a startupProbe on vLLM's /health with failureThreshold 120 and \
+                          periodSeconds 10 (1,200 s: the startup floor, above the estimated load)"
+                .into(),
+        }]);
+        within_limit(&fixes);
+        assert!(
+            fixes[0].starts_with("probelint fixed gpu-startup-probe-missing in probelint-smoke-test: add"),
+            "{fixes:#?}"
+        );
+        assert!(fixes[1].starts_with("  fixed in probelint-smoke-test: …"), "{fixes:#?}");
+        assert!(fixes[1].ends_with("above the estimated load)"), "{fixes:#?}");
+    }
+
+    #[test]
+    fn past_the_listed_findings_the_rest_are_counted() {
+        let many: Vec<Finding> = (0..MAX_LISTED + 5)
+            .map(|i| finding(Some(&format!("c{i}")), "container has a problem", "fix it"))
+            .collect();
+        let lines = findings_warnings(many.iter());
+        assert_eq!(lines.len(), (MAX_LISTED - 1) * 2 + 1);
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("and 6 more findings like these (every finding is in the audit annotation \"findings\")")
         );
     }
 

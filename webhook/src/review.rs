@@ -8,7 +8,7 @@ use crate::admission::{
     self, Operation as WireOperation, Request, Response, ReviewError, ReviewOut, Status,
 };
 use crate::messages::{
-    at_most_listed, audit_annotations, denial_message, finding_warning, fix_warnings, shorten,
+    at_most_listed, audit_annotations, denial_message, findings_warnings, fix_warnings, shorten,
 };
 use probelint_policies::admission::{self as engine, Answer, Judgement, Mutated, Operation};
 use probelint_policies::{Finding, MutationPatch, Policy, Severity};
@@ -222,7 +222,7 @@ fn verdict(answer: Answer, mut response: Response, mode: Mode, policy: &Policy) 
 fn validate(mut response: Response, judgement: Judgement, mode: Mode, policy: &Policy) -> Verdict {
     let (errors, rest) = judgement.partition();
     response.audit_annotations = audit_annotations(&judgement.findings);
-    response.warnings = at_most_listed(rest.iter().map(|f| finding_warning(f)).collect());
+    response.warnings = findings_warnings(rest.iter().copied());
     if let Some(controller) = &judgement.controller
         && mode == Mode::Validate
         && rest.iter().any(|f| f.severity == Severity::Error)

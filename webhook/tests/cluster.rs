@@ -169,11 +169,23 @@ fn warn_mode_admits_with_one_warning_per_finding_and_the_documented_smoke_test_p
                 "the NOTES say {line:?}; kubectl printed {warnings:#?}"
             );
         }
-        // What the documents say kubectl prints: the fix the mutating webhook made, then one
-        // line per finding of the validating webhook.
+        // What the documents say kubectl prints: the fix the mutating webhook made, then for
+        // each finding of the validating webhook what is wrong, followed by what to change in
+        // that container (the indented lines).
+        for (i, line) in warnings.iter().enumerate() {
+            if line.starts_with("error ") || line.starts_with("info ") {
+                assert!(
+                    warnings
+                        .get(i + 1)
+                        .is_some_and(|next| next.starts_with("  fix in probelint-smoke-test: ")),
+                    "{source}: no change follows {line:?}: {warnings:#?}"
+                );
+            }
+        }
         assert_eq!(
             warnings
                 .iter()
+                .filter(|w| !w.starts_with("  "))
                 .map(|w| w.split(':').next().unwrap_or("").to_owned())
                 .collect::<Vec<_>>(),
             [
@@ -225,7 +237,7 @@ fn warn_mode_admits_with_one_warning_per_finding_and_the_documented_smoke_test_p
     let lines = warnings(&out);
     let from_validation: Vec<&String> = lines
         .iter()
-        .filter(|w| !w.starts_with("probelint "))
+        .filter(|w| !w.starts_with("probelint ") && !w.starts_with("  "))
         .collect();
     assert!(from_validation.len() >= 4, "{lines:#?}");
     for line in &from_validation {

@@ -175,6 +175,88 @@ pub fn promtool() -> Result<PathBuf, String> {
     Ok(binary)
 }
 
+/// kube-scheduler at the apiserver's version (`go/kube`, the module the apiserver is built
+/// from), built first when this machine has not built it, into
+/// `<target>/k8s/scheduler-kube-<version>-<recipe>/`: a cache of its own, so that adding it left
+/// the control plane's cache key (and its cold build) as it was. The node suite's in-cluster
+/// install runs it: the chart's Deployment names no node, as users' never do.
+pub fn kube_scheduler() -> Result<PathBuf, String> {
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(KUBE_MODULE);
+    let version = required_version(&module, "k8s.io/kubernetes")?;
+    let cache = target_dir().join("k8s");
+    let binary = cache
+        .join(format!("scheduler-kube-{version}-{BUILD_RECIPE}"))
+        .join("kube-scheduler");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    let _lock = build_lock(&cache, ".scheduler.lock")?;
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    super::require_tool("go", &["version"])?;
+    let started = Instant::now();
+    eprintln!("probelint-cluster: building kube-scheduler {version} with Go (once per machine)…");
+    let staging = cache.join(format!(".scheduler-{}", std::process::id()));
+    go_build(
+        &module,
+        &staging.display().to_string(),
+        &version_ldflags(&version),
+        &["k8s.io/kubernetes/cmd/kube-scheduler"],
+    )?;
+    let dir = binary.parent().unwrap_or(&cache);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    install_staged(&staging, &binary)?;
+    eprintln!(
+        "probelint-cluster: built kube-scheduler in {:.0?}, cached in {}",
+        started.elapsed(),
+        dir.display()
+    );
+    Ok(binary)
+}
+
+/// The Go module that pins the Helm CLI.
+pub const HELM_MODULE: &str = "go/helm";
+
+/// The `helm` CLI at the version `go/helm/go.mod` pins, built first when this machine has not
+/// built it, into `<target>/tools/helm-<version>/`, stamped with its version as Helm's own
+/// Makefile does (`helm version` names the release).
+pub fn helm() -> Result<PathBuf, String> {
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join(HELM_MODULE);
+    let version = required_version(&module, "helm.sh/helm/v4")?;
+    let cache = target_dir().join("tools");
+    let binary = cache.join(format!("helm-{version}")).join("helm");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    let _lock = build_lock(&cache, ".helm.lock")?;
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    super::require_tool("go", &["version"])?;
+    let started = Instant::now();
+    eprintln!(
+        "probelint-cluster: building helm {version} with Go (once per machine; a few minutes \
+         cold)…"
+    );
+    let staging = cache.join(format!(".helm-{}", std::process::id()));
+    go_build(
+        &module,
+        &staging.display().to_string(),
+        &format!(" -X helm.sh/helm/v4/internal/version.version={version}"),
+        &["helm.sh/helm/v4/cmd/helm"],
+    )?;
+    let dir = binary.parent().unwrap_or(&cache);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    install_staged(&staging, &binary)?;
+    eprintln!(
+        "probelint-cluster: built helm in {:.0?}, cached in {}",
+        started.elapsed(),
+        dir.display()
+    );
+    Ok(binary)
+}
+
 /// The Prometheus release of its Go module's version: `v0.316.0` is `3.16.0` (Prometheus 3 is
 /// tagged `v0.3MM.P` in Go, as its module path has no `/v3`).
 pub fn prometheus_release(module_version: &str) -> String {

@@ -37,8 +37,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use binaries::{
-    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, KUBE_MODULE, PROMTOOL_MODULE, actionlint, build_lock,
-    go_build_with, install_staged, prometheus_release, promtool, required_version, target_dir,
+    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, HELM_MODULE, KUBE_MODULE, PROMTOOL_MODULE, actionlint,
+    build_lock, go_build_with, helm, install_staged, kube_scheduler, prometheus_release, promtool,
+    required_version, target_dir,
 };
 pub use image::{Image, multi_platform_archive};
 pub use node::{Node, NodeError};
@@ -63,12 +64,39 @@ pub struct Cluster {
     namespaces: AtomicU32,
 }
 
+/// What a control plane runs beyond etcd, the apiserver and the controller manager's default
+/// controllers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// What an in-cluster webhook needs with no kube-proxy in front of it: the apiserver calls a
+    /// webhook Service at one of its ready endpoints (`--enable-aggregator-routing=true`: in
+    /// Kubernetes 1.36 the webhook service resolver then reads the Service's EndpointSlices,
+    /// `kube-aggregator/pkg/apiserver/resolvers.go`, rather than dialling its ClusterIP, which
+    /// only kube-proxy would route), and the controller manager writes those EndpointSlices.
+    pub service_endpoints: bool,
+    /// Runs kube-scheduler ([`kube_scheduler`]), so that pods whose manifests name no node (a
+    /// chart's Deployment) are bound to the test node as in a real cluster.
+    pub scheduler: bool,
+}
+
 /// The control plane of this test binary, started on first use. Panics with the reason (and,
 /// for a missing tool, what to install) when it cannot start: a test that asked for a cluster
 /// never passes without one.
 pub fn shared(test: &str) -> &'static Cluster {
-    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    match CLUSTER.get_or_init(start_in_keeper_thread) {
+    shared_with(test, Options::default())
+}
+
+/// [`shared`], started with `options`. One control plane per test binary: asking for it with
+/// other options than it was started with panics.
+pub fn shared_with(test: &str, options: Options) -> &'static Cluster {
+    static CLUSTER: OnceLock<(Options, Result<Cluster, String>)> = OnceLock::new();
+    let (started_with, cluster) =
+        CLUSTER.get_or_init(|| (options, start_in_keeper_thread(options)));
+    assert_eq!(
+        *started_with, options,
+        "{test}: this test binary's control plane was started with other options"
+    );
+    match cluster {
         Ok(cluster) => cluster,
         Err(error) => panic!("{test}: the test control plane could not start: {error}"),
     }
@@ -77,12 +105,12 @@ pub fn shared(test: &str) -> &'static Cluster {
 /// Starts the control plane from a thread that lives as long as the test binary:
 /// `PR_SET_PDEATHSIG` fires when the *thread* that forked a child ends, and each test runs on a
 /// thread of its own that ends with the test.
-fn start_in_keeper_thread() -> Result<Cluster, String> {
+fn start_in_keeper_thread(options: Options) -> Result<Cluster, String> {
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("probelint-cluster".into())
         .spawn(move || {
-            let _ = send.send(Cluster::start());
+            let _ = send.send(Cluster::start(options));
             loop {
                 std::thread::park();
             }
@@ -94,9 +122,14 @@ fn start_in_keeper_thread() -> Result<Cluster, String> {
 }
 
 impl Cluster {
-    fn start() -> Result<Cluster, String> {
+    fn start(options: Options) -> Result<Cluster, String> {
         require_tool("kubectl", &["version", "--client"])?;
         let binaries = Binaries::ensure()?;
+        let scheduler = if options.scheduler {
+            Some(kube_scheduler()?)
+        } else {
+            None
+        };
         let started = Instant::now();
         let dir = process::run_dir()?;
         let ca = Ca::new("probelint-test-cluster-ca");
@@ -182,6 +215,11 @@ impl Cluster {
                 // judged by admission, not refused by a flag no cluster sets.
                 "--allow-privileged=true",
                 &format!("--cert-dir={}", dir.join("apiserver-certs").display()),
+                if options.service_endpoints {
+                    "--enable-aggregator-routing=true"
+                } else {
+                    "--enable-aggregator-routing=false"
+                },
             ],
         )?);
         let kubeconfig = file(
@@ -202,6 +240,15 @@ impl Cluster {
             || kubectl(&["get", "--raw", "/readyz"]).is_ok_and(|o| o.status.success()),
         )?;
 
+        let mut controllers = "deployment-controller,replicaset-controller,job-controller,\
+             cronjob-controller,namespace-controller,garbage-collector-controller,\
+             serviceaccount-controller,serviceaccount-token-controller,\
+             root-ca-certificate-publisher-controller,\
+             validatingadmissionpolicy-status-controller"
+            .to_owned();
+        if options.service_endpoints {
+            controllers.push_str(",endpointslice-controller");
+        }
         components.push(Component::spawn(
             "kube-controller-manager",
             &binaries.controller_manager,
@@ -212,12 +259,9 @@ impl Cluster {
                 // Pods, cleans up namespaces, gives each namespace its `default`
                 // ServiceAccount (without which the apiserver refuses every Pod) and its
                 // `kube-root-ca.crt` ConfigMap (which every real namespace has), and writes
-                // each ValidatingAdmissionPolicy's type checking into its status.
-                "--controllers=deployment-controller,replicaset-controller,job-controller,\
-                 cronjob-controller,namespace-controller,garbage-collector-controller,\
-                 serviceaccount-controller,serviceaccount-token-controller,\
-                 root-ca-certificate-publisher-controller,\
-                 validatingadmissionpolicy-status-controller",
+                // each ValidatingAdmissionPolicy's type checking into its status (with
+                // `Options::service_endpoints`, also the Services' EndpointSlices).
+                &format!("--controllers={controllers}"),
                 "--leader-elect=false",
                 // Each controller acts under its own service account, as kubeadm, GKE, EKS and
                 // AKS run it: admission then sees `system:serviceaccount:kube-system:
@@ -238,6 +282,27 @@ impl Cluster {
                     .is_ok_and(|o| o.status.success())
             },
         )?;
+        if let Some(scheduler) = scheduler {
+            // Under its own identity, which the apiserver's bootstrap RBAC binds to the
+            // system:kube-scheduler ClusterRole, as kubeadm runs it.
+            let identity = ca.client("system:kube-scheduler", None);
+            let cert = file("scheduler.crt", &identity.cert_pem)?;
+            let key = file("scheduler.key", &identity.key_pem)?;
+            let config = file(
+                "scheduler.kubeconfig",
+                &kubeconfig_text(&server, &ca_file, &cert, &key),
+            )?;
+            components.push(Component::spawn(
+                "kube-scheduler",
+                &scheduler,
+                &dir,
+                &[
+                    &format!("--kubeconfig={}", config.display()),
+                    "--leader-elect=false",
+                    "--secure-port=0",
+                ],
+            )?);
+        }
         eprintln!(
             "probelint-cluster: Kubernetes {} control plane up at {server} in {:.1?} (files in {})",
             binaries.kube_version,
