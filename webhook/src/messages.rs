@@ -371,7 +371,10 @@ mod tests {
             "error gpu-readiness-probe-missing in triton: has no readinessProbe: it receives \
              traffic before its model is loaded"
         );
-        assert!(lines[1].starts_with("  fix in triton: add a readinessProbe"), "{lines:#?}");
+        assert!(
+            lines[1].starts_with("  fix in triton: add a readinessProbe"),
+            "{lines:#?}"
+        );
         assert!(lines.len() > 2, "{lines:#?}");
         assert!(lines[2].starts_with("  fix in triton: …"), "{lines:#?}");
         // Nothing of the change is cut: its words, in order, are the lines' words.
@@ -385,7 +388,10 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        assert_eq!(words.join(" "), help.split_whitespace().collect::<Vec<_>>().join(" "));
+        assert_eq!(
+            words.join(" "),
+            help.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
     }
 
     #[test]
@@ -405,7 +411,10 @@ mod tests {
         );
         // A custom rule's message, which does not start with the container, is kept whole.
         let custom = finding_warnings(&finding(Some("vllm"), "no GPU memory limit", "set one"));
-        assert_eq!(custom[0], "error gpu-readiness-probe-missing in vllm: no GPU memory limit");
+        assert_eq!(
+            custom[0],
+            "error gpu-readiness-probe-missing in vllm: no GPU memory limit"
+        );
         assert_eq!(custom[1], "  fix in vllm: set one");
     }
 
@@ -416,8 +425,16 @@ mod tests {
                     terminationGracePeriodSeconds to cover your longest generation";
         let mut lines = findings_warnings(
             [
-                finding(Some("leader"), "container \"leader\" has no preStop hook", help),
-                finding(Some("worker"), "container \"worker\" has no preStop hook", help),
+                finding(
+                    Some("leader"),
+                    "container \"leader\" has no preStop hook",
+                    help,
+                ),
+                finding(
+                    Some("worker"),
+                    "container \"worker\" has no preStop hook",
+                    help,
+                ),
             ]
             .iter(),
         );
@@ -454,11 +471,19 @@ mod tests {
         }]);
         within_limit(&fixes);
         assert!(
-            fixes[0].starts_with("probelint fixed gpu-startup-probe-missing in probelint-smoke-test: add"),
+            fixes[0].starts_with(
+                "probelint fixed gpu-startup-probe-missing in probelint-smoke-test: add"
+            ),
             "{fixes:#?}"
         );
-        assert!(fixes[1].starts_with("  fixed in probelint-smoke-test: …"), "{fixes:#?}");
-        assert!(fixes[1].ends_with("above the estimated load)"), "{fixes:#?}");
+        assert!(
+            fixes[1].starts_with("  fixed in probelint-smoke-test: …"),
+            "{fixes:#?}"
+        );
+        assert!(
+            fixes[1].ends_with("above the estimated load)"),
+            "{fixes:#?}"
+        );
     }
 
     #[test]
@@ -470,7 +495,9 @@ mod tests {
         assert_eq!(lines.len(), (MAX_LISTED - 1) * 2 + 1);
         assert_eq!(
             lines.last().map(String::as_str),
-            Some("and 6 more findings like these (every finding is in the audit annotation \"findings\")")
+            Some(
+                "and 6 more findings like these (every finding is in the audit annotation \"findings\")"
+            )
         );
     }
 

@@ -37,9 +37,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use binaries::{
-    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, HELM_MODULE, KUBE_MODULE, PROMTOOL_MODULE, actionlint,
-    build_lock, go_build_with, helm, install_staged, kube_scheduler, prometheus_release, promtool,
-    required_version, target_dir,
+    ACTIONLINT_MODULE, Binaries, ETCD_MODULE, HELM_MODULE, KUBE_MODULE, PROMTOOL_MODULE,
+    actionlint, build_lock, go_build_with, helm, install_staged, kube_scheduler,
+    prometheus_release, promtool, required_version, target_dir,
 };
 pub use image::{Image, multi_platform_archive};
 pub use node::{Node, NodeError};

@@ -42,8 +42,9 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
     let shell = Shell::new(cluster, &helm);
 
     // The release image, under the reference the chart's default values name.
-    let chart = std::fs::read_to_string(probelint_testkit::repo_path("charts/probelint/Chart.yaml"))
-        .expect("Chart.yaml");
+    let chart =
+        std::fs::read_to_string(probelint_testkit::repo_path("charts/probelint/Chart.yaml"))
+            .expect("Chart.yaml");
     let app_version = probelint_testkit::yaml::objects(&chart)[0]["appVersion"]
         .as_str()
         .expect("Chart.yaml has an appVersion")
@@ -57,7 +58,8 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
 
     // 1. The README's install, with the chart from the tree in place of its OCI reference (the
     // chart README: "From a clone: `charts/probelint` in place of the OCI reference").
-    let readme = std::fs::read_to_string(probelint_testkit::repo_path("README.md")).expect("README");
+    let readme =
+        std::fs::read_to_string(probelint_testkit::repo_path("README.md")).expect("README");
     let install = command_at(&readme, "helm install probelint ").replace(
         "oci://ghcr.io/probelint/charts/probelint",
         "charts/probelint",
@@ -176,9 +178,15 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
     // must be admitted and every bad one refused by the webhook itself.
     let ns = cluster.namespace("helm-install");
     let good = deployment("good", good_container());
-    let bad = deployment("bad", json!({"name": "server", "image": CUSTOM_IMAGE,
-        "resources": {"limits": {"nvidia.com/gpu": "1"}}}));
-    let victim = pods[0]["metadata"]["name"].as_str().expect("a pod name").to_owned();
+    let bad = deployment(
+        "bad",
+        json!({"name": "server", "image": CUSTOM_IMAGE,
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}}),
+    );
+    let victim = pods[0]["metadata"]["name"]
+        .as_str()
+        .expect("a pod name")
+        .to_owned();
     let stop = AtomicBool::new(false);
     let rounds = AtomicUsize::new(0);
     let applies = std::thread::scope(|scope| {
@@ -193,9 +201,11 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
             }
             answered
         });
-        probelint_cluster::wait_for("the first round of applies", Duration::from_secs(60), || {
-            (rounds.load(Ordering::SeqCst) > 0).then_some(())
-        });
+        probelint_cluster::wait_for(
+            "the first round of applies",
+            Duration::from_secs(60),
+            || (rounds.load(Ordering::SeqCst) > 0).then_some(()),
+        );
         let before = rounds.load(Ordering::SeqCst);
         // kubectl waits until the pod is gone: its preStop sleep, then the webhook's drain.
         ok(
@@ -209,7 +219,9 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
                 let pods = webhook_pods(cluster);
                 (pods.len() == 2
                     && pods.iter().all(ready)
-                    && pods.iter().all(|p| p["metadata"]["name"] != victim.as_str()))
+                    && pods
+                        .iter()
+                        .all(|p| p["metadata"]["name"] != victim.as_str()))
                 .then_some(())
             },
         );
@@ -239,7 +251,8 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
         let refusal = String::from_utf8_lossy(&bad.stderr);
         assert!(
             !bad.status.success()
-                && refusal.contains("admission webhook \"validate.probelint.io\" denied the request"),
+                && refusal
+                    .contains("admission webhook \"validate.probelint.io\" denied the request"),
             "round {i} of {during}: the bad Deployment was not refused by the webhook:\n{}",
             text(bad)
         );
@@ -293,7 +306,13 @@ fn import_release_image(node: &probelint_cluster::Node, reference: &str, binary:
     std::fs::write(&file, archive).expect("write the image archive");
     let out = node
         .ctr()
-        .args(["images", "import", "--all-platforms", "--snapshotter", "overlayfs"])
+        .args([
+            "images",
+            "import",
+            "--all-platforms",
+            "--snapshotter",
+            "overlayfs",
+        ])
         .arg(&file)
         .output()
         .expect("ctr");
