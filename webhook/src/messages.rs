@@ -174,7 +174,7 @@ fn without_container<'m>(message: &'m str, container: &str) -> &'m str {
     let Some(rest) = message.strip_prefix(&format!("container {container:?}")) else {
         return message;
     };
-    let rest = rest.trim_start();
+    let rest = rest.trim_start_matches([':', ' ']);
     let Some(inner) = rest.strip_prefix('(') else {
         return rest;
     };
@@ -185,7 +185,7 @@ fn without_container<'m>(message: &'m str, container: &str) -> &'m str {
             ')' => {
                 depth -= 1;
                 if depth == 0 {
-                    return inner[i + 1..].trim_start();
+                    return inner[i + 1..].trim_start_matches([':', ' ']);
                 }
             }
             _ => {}
@@ -194,8 +194,9 @@ fn without_container<'m>(message: &'m str, container: &str) -> &'m str {
     rest
 }
 
-/// `first` then `text`, in as many lines of at most [`MAX_WARNING_CHARS`] as it needs, cut at
-/// words; each further line starts with `further` and `…`. A word longer than a line is cut.
+/// `first` then `text`, in as few lines of at most [`MAX_WARNING_CHARS`] as it needs, cut at
+/// words and balanced (no last line of one word); each further line starts with `further` and
+/// `…`. A word longer than a line is cut.
 fn continued(first: &str, further: &str, text: &str) -> Vec<String> {
     let text = text.replace(['\n', '\r'], " ");
     // A container name is at most 63 characters in a core pod spec, but a custom resource's
@@ -205,12 +206,27 @@ fn continued(first: &str, further: &str, text: &str) -> Vec<String> {
     } else {
         further
     };
+    let widest = wrapped(first, further, &text, MAX_WARNING_CHARS);
+    // The narrowest width that needs no more lines, found from the widest down.
+    let mut best = widest;
+    for width in (MAX_WARNING_CHARS / 2..MAX_WARNING_CHARS).rev() {
+        let lines = wrapped(first, further, &text, width);
+        if lines.len() > best.len() {
+            break;
+        }
+        best = lines;
+    }
+    best
+}
+
+/// [`continued`] at lines of at most `width` characters, filled word by word.
+fn wrapped(first: &str, further: &str, text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = first.to_owned();
     let mut empty = true;
     for word in text.split_whitespace() {
         let needed = line.chars().count() + usize::from(!empty) + word.chars().count();
-        if !empty && needed > MAX_WARNING_CHARS {
+        if !empty && needed > width {
             lines.push(std::mem::replace(&mut line, format!("{further}…")));
             empty = true;
         }
@@ -481,7 +497,9 @@ mod tests {
             "{fixes:#?}"
         );
         assert!(
-            fixes[1].ends_with("above the estimated load)"),
+            fixes
+                .last()
+                .is_some_and(|l| l.ends_with("above the estimated load)")),
             "{fixes:#?}"
         );
     }

@@ -199,11 +199,16 @@ fn warn_mode_never_denies_and_warns_about_errors_too() {
     let response = &out.review.response;
     assert!(response.allowed);
     assert!(response.status.is_none());
+    // Each finding: what is wrong in which container, then the whole change, in that container.
     assert_eq!(
         response.warnings,
         [
-            "error gpu-readiness-probe-missing in vllm: A serving GPU container has no readinessProbe",
-            "error gpu-startup-probe-missing in vllm: A serving GPU container has no startupProbe",
+            "error gpu-readiness-probe-missing in vllm: has no readinessProbe: it receives traffic before its model is loaded",
+            "  fix in vllm: add a readinessProbe: httpGet /health on the server's port (vLLM serves it on 8000 by default)",
+            "error gpu-startup-probe-missing in vllm: has no startupProbe",
+            "  fix in vllm: add a startupProbe on the server's health check with a budget beyond",
+            "  fix in vllm: …the slowest plausible load: it holds liveness and readiness off until",
+            "  fix in vllm: …the model is loaded, and lets liveness stay quick to catch real hangs",
         ]
     );
     assert!(response.audit_annotations.contains_key(FINDINGS_AUDIT_KEY));
@@ -215,11 +220,16 @@ fn warnings_alone_are_allowed_with_short_warnings() {
     assert_eq!(out.decision, Decision::Warned);
     let response = &out.review.response;
     assert!(response.allowed);
-    assert_eq!(response.warnings.len(), 1);
-    let warning = &response.warnings[0];
-    assert_eq!(
-        warning,
-        "warning exec-probe-heavy in vllm: An exec probe on a GPU container runs nvidia-smi, Python or a shell pipeline"
+    assert_eq!(response.warnings.len(), 2, "{:#?}", response.warnings);
+    assert!(
+        response.warnings[0].starts_with("warning exec-probe-heavy in vllm: "),
+        "{:#?}",
+        response.warnings
+    );
+    assert!(
+        response.warnings[1].starts_with("  fix in vllm: "),
+        "{:#?}",
+        response.warnings
     );
 }
 
