@@ -18,10 +18,10 @@ pub mod review;
 mod server;
 mod state;
 
-/// The most memory one review may take ([`cost::Shape::review_bytes`]); past it, 413.
-pub use server::MAX_REVIEW_MEMORY;
 /// The longest warning the webhook sends (kubectl prints each on one line).
 pub use messages::MAX_WARNING_CHARS;
+/// The most memory one review may take ([`cost::Shape::review_bytes`]); past it, 413.
+pub use server::MAX_REVIEW_MEMORY;
 #[cfg(test)]
 mod testing;
 

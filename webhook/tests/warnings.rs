@@ -132,7 +132,10 @@ fn a_deployment_of_two_gpu_containers_without_probes() {
             pair[0]
         );
     }
-    for rule in ["gpu-readiness-probe-missing", "gpu-graceful-shutdown-missing"] {
+    for rule in [
+        "gpu-readiness-probe-missing",
+        "gpu-graceful-shutdown-missing",
+    ] {
         for container in ["a", "b"] {
             assert!(
                 warnings.contains(&format!("{rule} in {container}: ")),
