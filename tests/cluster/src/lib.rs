@@ -249,6 +249,12 @@ impl Cluster {
         if options.service_endpoints {
             controllers.push_str(",endpointslice-controller");
         }
+        if options.scheduler {
+            // A kubelet registers its Node tainted `node.kubernetes.io/not-ready:NoSchedule`;
+            // this controller lifts the taint once the Node is Ready, as in any cluster. (Pods
+            // bound by `nodeName` never meet the scheduler's taint check.)
+            controllers.push_str(",node-lifecycle-controller");
+        }
         components.push(Component::spawn(
             "kube-controller-manager",
             &binaries.controller_manager,

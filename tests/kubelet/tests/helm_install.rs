@@ -181,7 +181,8 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
     let bad = deployment(
         "bad",
         json!({"name": "server", "image": CUSTOM_IMAGE,
-        "resources": {"limits": {"nvidia.com/gpu": "1"}}}),
+            "ports": [{"name": "http", "containerPort": 8080}],
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}}),
     );
     let victim = pods[0]["metadata"]["name"]
         .as_str()
