@@ -173,7 +173,7 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
         "{stderr}"
     );
 
-    // 4. One replica deleted while applies go on: with failurePolicy Fail, an apply that no
+    // 4. One replica killed while applies go on: with failurePolicy Fail, an apply that no
     // replica answered would be refused ("failed calling webhook"), so every good Deployment
     // must be admitted and every bad one refused by the webhook itself.
     let ns = cluster.namespace("helm-install");
@@ -208,9 +208,21 @@ fn the_chart_installs_in_cluster_warns_enforces_survives_a_replica_loss_and_unin
             || (rounds.load(Ordering::SeqCst) > 0).then_some(()),
         );
         let before = rounds.load(Ordering::SeqCst);
-        // kubectl waits until the pod is gone: its preStop sleep, then the webhook's drain.
+        // Deleted at once (no grace period, as a crash or a lost node would take it), so that
+        // only the other replica can answer: with one replica the apiserver then refuses
+        // applies ("no endpoints available for service"; checked with `replicaCount=1`), while a
+        // graceful delete was carried by the dying pod's preStop sleep and its fast replacement
+        // even with one replica, and proved nothing about the second.
         ok(
-            &cluster.kubectl_output(&["-n", NAMESPACE, "delete", "pod", &victim]),
+            &cluster.kubectl_output(&[
+                "-n",
+                NAMESPACE,
+                "delete",
+                "pod",
+                &victim,
+                "--grace-period=0",
+                "--force",
+            ]),
             "kubectl delete pod",
         );
         probelint_cluster::wait_for(
