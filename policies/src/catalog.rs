@@ -17,6 +17,7 @@ static REGISTRY: &[&Rule] = &[
     &rules::startup_shorter_than_operator::RULE,
     &rules::liveness_restart_loop::RULE,
     &rules::liveness_checks_readiness::RULE,
+    &rules::liveness_restarts_busy_server::RULE,
     &rules::probe_port_undeclared::RULE,
     &rules::probe_threshold_invalid::RULE,
     &rules::pod_spec_invalid::RULE,

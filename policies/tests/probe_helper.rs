@@ -282,3 +282,114 @@ fn two_servers_in_one_pod_share_one_copy_of_the_volumes() {
     assert_eq!(ready[5], "8001");
     assert!(mutate(&doc, &policy).patch.0.is_empty());
 }
+
+#[test]
+fn a_liveness_that_cannot_tell_busy_from_wedged_becomes_live_and_keeps_its_deadline() {
+    // (server id, image, port, the liveness path users give it, progress or endpoint)
+    let servers: &[(&str, &str, i64, &str, bool)] = &[
+        ("vllm", "vllm/vllm-openai:v0.10.1", 8000, "/health", true),
+        (
+            "tgi",
+            "ghcr.io/huggingface/text-generation-inference:3.0.1",
+            80,
+            "/health",
+            true,
+        ),
+        ("sglang", "lmsysorg/sglang:v0.4.6", 30000, "/health", false),
+        (
+            "triton",
+            "nvcr.io/nvidia/tritonserver:24.08-py3",
+            8000,
+            "/v2/health/ready",
+            false,
+        ),
+    ];
+    for mode in ["initContainer", "imageVolume"] {
+        let policy = policy(mode);
+        for &(id, image, port, path, progress) in servers {
+            let what = format!("{id} ({mode})");
+            let mut object = deployment(image, port, json!([]));
+            let c = &mut object["spec"]["template"]["spec"]["containers"][0];
+            c["livenessProbe"] = json!({"httpGet": {"path": path, "port": port},
+                "initialDelaySeconds": 5, "periodSeconds": 10, "failureThreshold": 3});
+            let findings = evaluate_one(&object, &policy);
+            let busy: Vec<_> = findings
+                .iter()
+                .filter(|f| f.rule == "liveness-restarts-busy-server")
+                .collect();
+            assert_eq!(busy.len(), 1, "{what}: {findings:?}");
+            assert!(
+                findings
+                    .iter()
+                    .all(|f| f.rule != "liveness-checks-readiness"),
+                "{what}: one finding per probe"
+            );
+            let doc = mutated(&object, &policy);
+            let pod = &doc["spec"]["template"]["spec"];
+            let c = &pod["containers"][0];
+            let live = &c["livenessProbe"];
+            let words = command(live);
+            let p = port.to_string();
+            assert_eq!(
+                &words[..6],
+                [
+                    "/probelint/bin/probelint-probe",
+                    "live",
+                    "--server",
+                    id,
+                    "--port",
+                    p.as_str()
+                ],
+                "{what}"
+            );
+            assert_eq!(
+                words.windows(2).any(|w| w == ["--by", "endpoint"]),
+                !progress,
+                "{what}: {words:?}"
+            );
+            assert!(words.ends_with(&["--cache".into(), "/probelint-state/live".into()]));
+            // The kill deadline it had: 5 + 3 × 10 s; the timeout covers the helper's calls.
+            assert_eq!(live["initialDelaySeconds"], 5, "{what}");
+            assert_eq!(live["periodSeconds"], 10, "{what}");
+            assert_eq!(live["failureThreshold"], 3, "{what}");
+            assert_eq!(
+                live["timeoutSeconds"],
+                if progress { 7 } else { 4 },
+                "{what}"
+            );
+            assert!(live.get("httpGet").is_none(), "{what}");
+            // No startupProbe before: the one gpu-startup-probe-missing adds gates it.
+            assert_eq!(command(&c["startupProbe"])[1], "startup", "{what}");
+            assert_eq!(
+                pod["volumes"].as_array().map(Vec::len),
+                Some(2),
+                "{what}: one copy of the volumes"
+            );
+            for f in evaluate_one(&doc, &policy) {
+                assert!(f.fix.is_none(), "{what}: a fix is left: {f:?}");
+                assert_ne!(f.rule, "liveness-restarts-busy-server", "{what}");
+            }
+            assert!(
+                mutate(&doc, &policy).patch.0.is_empty(),
+                "{what}: not idempotent"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cheap_liveness_is_left_alone_and_without_the_helper_the_rule_is_silent() {
+    let mut object = deployment("nvcr.io/nvidia/tritonserver:24.08-py3", 8000, json!([]));
+    object["spec"]["template"]["spec"]["containers"][0]["livenessProbe"] =
+        json!({"httpGet": {"path": "/v2/health/live", "port": 8000}});
+    let fired = |object: &Value, policy: &Policy| {
+        evaluate_one(object, policy)
+            .iter()
+            .any(|f| f.rule == "liveness-restarts-busy-server")
+    };
+    assert!(!fired(&object, &policy("initContainer")));
+    object["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"]["path"] =
+        json!("/v2/health/ready");
+    assert!(fired(&object, &policy("initContainer")));
+    assert!(!fired(&object, &Policy::default()));
+}

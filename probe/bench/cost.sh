@@ -1,5 +1,6 @@
 #!/bin/sh
-# Cost of one probe run beside a plain GET by curl, against the same loopback server:
+# Cost of one probe run beside a plain GET by curl, against the same loopback server, and beside
+# a trivial exec (/bin/true), the floor of any exec probe:
 #   probe/bench/cost.sh [RUNS]   (after `cargo build --release -p probelint-probe`; needs
 #   python3, curl and GNU time). Prints wall and CPU seconds per run and the peak RSS of one run.
 set -eu
@@ -36,3 +37,5 @@ measure() { # name, command...
 measure "probelint-probe" "$probe startup --server vllm --port $port"
 measure "probelint-probe live (progress)" "$probe live --server vllm --port $port --cache $dir/live"
 measure "curl -sf" "curl -sf http://127.0.0.1:$port/health"
+# The floor of any exec probe: a process that does nothing (a path, so the shell forks it).
+measure "/bin/true (trivial exec)" "/bin/true"

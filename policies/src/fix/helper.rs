@@ -42,6 +42,16 @@ pub const SMOKE_INTERVAL_SECONDS: i64 = 60;
 /// flags only a person can choose, so they keep httpGet.
 pub const HELPER_SERVERS: &[&str] = &["vllm", "tgi", "sglang", "triton"];
 
+/// The servers whose liveness the helper judges by progress: their Prometheus counters advance
+/// every engine step (vLLM, TGI; probe/src/servers.rs `progress_metrics` cites where each is
+/// set), so a default window of 30 s × 2 is far above the longest step. SGLang's counters move
+/// only when a request finishes (the same file): a 30 s window would count a long answer as a
+/// stall, so its liveness is its cheap endpoint (`/ping`); Triton's is `/v2/health/live`.
+pub const PROGRESS_SERVERS: &[&str] = &["vllm", "tgi"];
+/// `live`'s defaults (probe/src/main.rs): a stall is this many windows of this many seconds.
+pub const LIVE_WINDOW_SECONDS: i64 = 30;
+pub const LIVE_WINDOWS: i64 = 2;
+
 /// One helper probe: its `exec` handler, the timeout its work needs, and what it does, in words.
 pub struct HelperProbe {
     pub exec: Value,
@@ -50,6 +60,8 @@ pub struct HelperProbe {
     pub describe: String,
     /// Whether the probe sends a smoke inference (once per interval).
     pub smoke: bool,
+    /// The port it asks (`--port`).
+    pub port: i64,
 }
 
 /// Whether this run of `ready` should send a smoke inference: only where the server's ready
@@ -84,7 +96,9 @@ fn calls(kind: ProbeKind, server: &KnownServer, smoke: bool) -> i64 {
         ProbeKind::Readiness if smoke && server.id == "vllm" => 4,
         ProbeKind::Readiness if smoke => 2,
         ProbeKind::Readiness => 1,
-        ProbeKind::Liveness => 2,
+        // `/metrics`, and the cheap path where metrics are off; or the cheap path alone.
+        ProbeKind::Liveness if PROGRESS_SERVERS.contains(&server.id) => 2,
+        ProbeKind::Liveness => 1,
     }
 }
 
@@ -142,6 +156,9 @@ pub fn probe(
             json!(SMOKE_INTERVAL_SECONDS.to_string()),
         ]);
     }
+    if kind == ProbeKind::Liveness && !PROGRESS_SERVERS.contains(&server.id) {
+        command.extend([json!("--by"), json!("endpoint")]);
+    }
     // `ready` and `live` keep their state apart (they run at the same time).
     if kind != ProbeKind::Startup {
         let file = if kind == ProbeKind::Liveness {
@@ -152,7 +169,13 @@ pub fn probe(
         command.extend([json!("--cache"), json!(format!("{STATE_MOUNT}/{file}"))]);
     }
     let n = calls(kind, server, smoke);
-    let describe = if smoke {
+    let describe = if kind == ProbeKind::Liveness {
+        format!(
+            "probelint-probe live for {} on port {port} ({})",
+            server.name,
+            live_criterion(server)
+        )
+    } else if smoke {
         format!(
             "probelint-probe {sub} for {} on port {port}, with a smoke inference at most every {SMOKE_INTERVAL_SECONDS} s",
             server.name
@@ -165,6 +188,7 @@ pub fn probe(
         timeout_seconds: n * CALL_TIMEOUT_SECONDS + 1,
         describe,
         smoke,
+        port,
     })
 }
 
@@ -256,4 +280,119 @@ fn append_named<const N: usize>(
         }
     }
     Some(())
+}
+
+/// When `live` fails, for this server, in words.
+pub fn live_criterion(server: &KnownServer) -> String {
+    if PROGRESS_SERVERS.contains(&server.id) {
+        format!(
+            "fails only when requests are in flight and {}'s progress counters have not moved \
+             for {LIVE_WINDOWS} windows of {LIVE_WINDOW_SECONDS} s",
+            server.name
+        )
+    } else {
+        let path = if server.id == "sglang" {
+            "/ping"
+        } else {
+            server.live_path
+        };
+        format!("fails only when GET {path}, which never generates, fails")
+    }
+}
+
+/// Why an httpGet liveness on `path` cannot tell this busy server from a wedged one, with the
+/// source; `None` where the path is the server's cheap liveness (Triton's `/v2/health/live`).
+pub fn shared_liveness_evidence(server: &KnownServer, path: &str) -> Option<&'static str> {
+    match (server.id, path) {
+        ("vllm", "/health") => Some(
+            "vLLM's /health times out on a busy engine and answers 200 while the engine is hung \
+             (8+ false restarts a day, and stalls it missed, in gonka-ai/gonka#1421)",
+        ),
+        ("tgi", "/health") => Some(
+            "TGI's /health goes unhealthy when its queue is full, so a busy server is restarted \
+             (huggingface/text-generation-inference#3241)",
+        ),
+        ("sglang", "/health" | "/health_generate") => Some(
+            "SGLang's /health is /health_generate: a generation that takes at least 1 s and \
+             answers 503 when it does not finish within SGLANG_HEALTH_CHECK_TIMEOUT \
+             (sgl-project/sglang@0025436e python/sglang/srt/entrypoints/http_server.py)",
+        ),
+        ("triton", "/v2/health/ready") => Some(
+            "Triton's /v2/health/ready fails while any model is not ready, which is readiness's \
+             question, not whether the process is wedged",
+        ),
+        _ => None,
+    }
+}
+
+/// Liveness on the helper's `live` in place of an httpGet liveness on the server's own port,
+/// held to the invariant of every fix: the kill deadline never shrinks. The period,
+/// failureThreshold and initialDelaySeconds stay; timeoutSeconds only grows (to cover the
+/// helper's calls); `live` itself waits its windows before it fails, so a wedged server is
+/// killed later than before, never sooner. It fails during the load exactly where the httpGet
+/// did (the port is closed: vLLM, TGI, Triton) or less (SGLang's `/ping` answers once the port
+/// is open), and is written only behind a startupProbe that waits for the model: the one the
+/// container has (not a tcpSocket on a port that opens before the model is loaded), its
+/// operator's, or, where it has none, the startupProbe gpu-startup-probe-missing adds (the same
+/// operations, which [`crate::mutate::merge_fixes`] applies once). `None` when any of it cannot
+/// be had: the finding then keeps its help.
+pub fn liveness(
+    cx: &ContainerContext<'_, '_>,
+    probe: &crate::model::probe::Probe<'_>,
+    policy: &Policy,
+) -> Option<crate::fix::Change> {
+    use crate::fix::patch::{remove, replace};
+    use crate::model::probe::Handler;
+    let helper = self::probe(cx, policy, ProbeKind::Liveness)?;
+    let server = cx.container.server?;
+    if !matches!(probe.handler, Handler::HttpGet { .. }) || !probe.value.is_object() {
+        return None;
+    }
+    probe.value.get("httpGet")?;
+    let mut ops = Vec::new();
+    let mut gate = String::new();
+    match cx.container.probe(ProbeKind::Startup) {
+        Some(startup) => {
+            let waits = match startup.handler {
+                Handler::TcpSocket { .. } => {
+                    server.during_load == crate::model::servers::DuringLoad::PortClosed
+                }
+                Handler::Invalid => false,
+                _ => true,
+            };
+            if !waits {
+                return None;
+            }
+        }
+        None if cx.container.runs_probe(ProbeKind::Startup) => {}
+        None => {
+            let startup = crate::fix::probes::startup_probe(cx, policy)?;
+            gate = format!("{}, then ", startup.description);
+            ops.extend(startup.ops);
+        }
+    }
+    ops.push(remove(pointer::join(&probe.pointer, "httpGet")));
+    ops.push(add(pointer::join(&probe.pointer, "exec"), helper.exec));
+    if probe.timeout() < helper.timeout_seconds {
+        let path = pointer::join(&probe.pointer, "timeoutSeconds");
+        let value = json!(helper.timeout_seconds);
+        ops.push(if probe.value.get("timeoutSeconds").is_some() {
+            replace(path, value)
+        } else {
+            add(path, value)
+        });
+    }
+    // The startupProbe's operations already bring the binary.
+    if gate.is_empty() {
+        ops.extend(delivery(cx, policy.probe_helper.as_ref()?)?);
+    }
+    Some(crate::fix::Change::new(
+        format!(
+            "{gate}use {} for liveness, keeping its {} kill deadline (timeoutSeconds {})",
+            helper.describe,
+            probe.budget_arithmetic(),
+            probe.timeout().max(helper.timeout_seconds)
+        ),
+        ops,
+    ))
 }

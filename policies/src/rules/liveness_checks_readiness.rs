@@ -246,6 +246,10 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let Some(liveness) = cx.container.probe(ProbeKind::Liveness) else {
             continue;
         };
+        // With probeHelper on, liveness-restarts-busy-server judges this probe and fixes it.
+        if super::liveness_restarts_busy_server::applies(&cx, analysis.policy).is_some() {
+            continue;
+        }
         let readiness = cx.container.probe(ProbeKind::Readiness);
         // Built only for a finding.
         let live_help = || match cx.container.server {

@@ -20,6 +20,7 @@ pub(crate) mod hpa_scale_up_outpaces_load;
 pub(crate) mod known_server_endpoint;
 pub(crate) mod liveness_checks_readiness;
 pub(crate) mod liveness_restart_loop;
+pub(crate) mod liveness_restarts_busy_server;
 pub(crate) mod lws_kill_recreates_group;
 pub(crate) mod lws_leader_ready_needs_workers;
 pub(crate) mod model_exceeds_storage_limit;

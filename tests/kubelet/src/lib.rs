@@ -8,10 +8,15 @@
 //! of seconds to a minute, so that all of them, run at once on the node, take a few minutes.
 //! The compressed in-process harness (`tests/conformance`) keeps the long cases.
 
+mod helper;
 mod observe;
 mod predict;
 mod webhook;
 
+pub use helper::{
+    HELPER_PATH, PROBE_HELPER_IMAGE, helper_exec, helper_mounts, helper_volumes,
+    probe_helper_image, run_with_volumes,
+};
 pub use observe::{Observed, Observer};
 pub use predict::{Predicted, simulate};
 pub use webhook::Webhook;
