@@ -250,11 +250,13 @@ fn simulate_predicts_the_restart_storm_and_its_fix() {
         .arg(&path)
         .output()
         .unwrap();
-    // The fixed startup probe passes at 30 s, the end of the load; the pod sync that follows runs
-    // readiness at once (prober_manager.go UpdatePodStatus), so Ready at 30 s too.
+    // The fixed startup probe passes at its first tick after the 30 s load (ticks fall 0.5 s
+    // before each 10 s period: 39.5 s); the pod sync that follows runs readiness at once
+    // (prober_manager.go UpdatePodStatus), so Ready at 39.5 s too.
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("0 restarts (restartCount), first Ready at 30 s")
+        text.contains("0 restarts (restartCount), first Ready at 39.5 s"),
+        "{text}"
     );
 }
 

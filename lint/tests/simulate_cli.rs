@@ -74,9 +74,11 @@ fn restart_storm_counts_restarts_as_kubectl_shows_them() {
         "storm.yaml",
         &["--duration", "800", "--loading-server", "refuses"],
     );
-    // Killed 30 s after each start; restarts at once until the back-off (10, 20, 40 s) is
-    // longer than the 30 s since the previous instance finished: 30, 60, 90, 120, then 190,
-    // 300, 490; the next waits until 820.
+    // The probes tick 0.5 s before each period of the container's life (the node's measured
+    // lead), so the tick 9.5 s after a start is inside initialDelaySeconds: killed 39.5 s after
+    // each start, restarted 0.5 s later. Restarts at once until the back-off (10, 20, 40, 80 s)
+    // is longer than the 40 s since the previous instance finished: 40, 80, 120, 160, 200,
+    // then 320 and 520; the next waits until 859.5.
     assert_eq!(c["restarts"], 7, "{c:#}");
     assert_eq!(
         c["object"]["kind"], "Deployment",
@@ -89,15 +91,23 @@ fn restart_storm_counts_restarts_as_kubectl_shows_them() {
         .filter(|t| t["event"].as_str().unwrap().starts_with("CrashLoopBackOff"))
         .map(|t| t["t"].as_f64().unwrap())
         .collect();
-    assert_eq!(waits, [150.0, 220.0, 330.0, 520.0]);
+    assert_eq!(waits, [239.5, 359.5, 559.5]);
     let spread = &c["spread"];
     assert!(spread["restarts_min"].as_u64().unwrap() <= 7);
     assert!(spread["restarts_max"].as_u64().unwrap() >= 7);
-    assert_eq!(spread["first_kill_earliest"], 30.0);
-    assert!(spread["first_kill_latest"].as_f64().unwrap() < 40.0);
-    // probelint's mutation adds a startupProbe: no restart, Ready right when the load ends.
+    // Over every phase the first kill is the third counted tick: 30 to 40 s after the start,
+    // or up to a second sooner where `startedAt`'s truncation to its second counts a tick
+    // just before 10 s as past the delay.
+    let earliest = spread["first_kill_earliest"].as_f64().unwrap();
+    let latest = spread["first_kill_latest"].as_f64().unwrap();
+    assert!(
+        (29.0..=39.5).contains(&earliest) && (38.0..40.0).contains(&latest),
+        "{spread:#}"
+    );
+    // probelint's mutation adds a startupProbe: no restart, Ready at the first startup tick
+    // after the load (309.5 s: ticks fall 0.5 s before each period).
     assert_eq!(c["mutated"]["restarts"], 0);
-    assert_eq!(c["mutated"]["first_ready_seconds"], 300.0);
+    assert_eq!(c["mutated"]["first_ready_seconds"], 309.5);
     assert_eq!(c["kubelet"]["backoff"]["initial"], 10.0);
     assert_eq!(c["kubelet"]["loading_server"], "refuses");
 }
@@ -108,7 +118,9 @@ fn rollout_of_four_replicas_one_at_a_time_takes_four_loads() {
     write(dir.path(), "good.yaml", covered());
     let c = simulate(dir.path(), "good.yaml", &["--scenario", "rollout"]);
     let r = &c["rollout"];
-    assert_eq!(r["done_seconds"], 1200.0, "{r:#}");
+    // One pod at a time, each Ready 309.5 s after its start (the first startup tick after the
+    // 300 s load).
+    assert_eq!(r["done_seconds"], 1238.0, "{r:#}");
     assert_eq!(r["lowest_serving"], 4);
     assert_eq!(r["progress_deadline_exceeded_seconds"], Value::Null);
     // The storm never gets a new pod Ready: the rollout stalls past its 600 s deadline.
@@ -116,7 +128,7 @@ fn rollout_of_four_replicas_one_at_a_time_takes_four_loads() {
     let c = simulate(dir.path(), "storm.yaml", &["--scenario", "rollout"]);
     assert_eq!(c["rollout"]["done_seconds"], Value::Null);
     assert_eq!(c["rollout"]["progress_deadline_exceeded_seconds"], 600.0);
-    assert_eq!(c["mutated"]["rollout_or_drain"]["done_seconds"], 1200.0);
+    assert_eq!(c["mutated"]["rollout_or_drain"]["done_seconds"], 1238.0);
     // Human output says it in words.
     let out = probelint()
         .current_dir(dir.path())
@@ -125,7 +137,7 @@ fn rollout_of_four_replicas_one_at_a_time_takes_four_loads() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("=> rollout done in 1200 s; serving capacity never below 4 pods"),
+        text.contains("=> rollout done in 1238 s; serving capacity never below 4 pods"),
         "{text}"
     );
 }
@@ -141,7 +153,9 @@ fn drain_waits_for_each_replacement_under_the_pdb() {
         &["--scenario", "drain", "--pods-on-node", "2"],
     );
     let d = &c["drain"];
-    assert_eq!(d["done_seconds"], 600.0, "{d:#}");
+    // The second eviction waits for the first replacement (Ready at 309.5 s) and kubectl's next
+    // retry (every 5 s: 310 s); its replacement is Ready 309.5 s later.
+    assert_eq!(d["done_seconds"], 619.5, "{d:#}");
     assert_eq!(d["lowest_serving"], 3);
     assert!(d["evictions_refused"].as_u64().unwrap() > 0);
     // Without the PDB both pods go at once.
@@ -151,7 +165,7 @@ fn drain_waits_for_each_replacement_under_the_pdb() {
         "nopdb.yaml",
         &["--scenario", "drain", "--pods-on-node", "2"],
     );
-    assert_eq!(c["drain"]["done_seconds"], 300.0);
+    assert_eq!(c["drain"]["done_seconds"], 309.5);
     assert_eq!(c["drain"]["lowest_serving"], 2);
 }
 
@@ -180,7 +194,7 @@ fn drain_and_the_pdb_rule_agree_on_a_selector_of_expressions() {
     let by_labels = drain("labels.yaml", covered() + &pdb(1, labels));
     let by_expressions = drain("expressions.yaml", covered() + &pdb(1, expressions));
     assert_eq!(by_expressions, by_labels);
-    assert_eq!(by_expressions["done_seconds"], 600.0, "{by_expressions:#}");
+    assert_eq!(by_expressions["done_seconds"], 619.5, "{by_expressions:#}");
 
     let blocking = covered() + &pdb(0, expressions);
     write(dir.path(), "blocking.yaml", blocking);
@@ -239,7 +253,7 @@ fn a_list_is_simulated_item_by_item() {
         "drain-list.yaml",
         &["--scenario", "drain", "--pods-on-node", "2"],
     );
-    assert_eq!(c["drain"]["done_seconds"], 600.0, "the PDB among the items");
+    assert_eq!(c["drain"]["done_seconds"], 619.5, "the PDB among the items");
     assert!(c["drain"]["evictions_refused"].as_u64().unwrap() > 0);
 }
 

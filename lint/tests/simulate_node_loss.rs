@@ -62,15 +62,16 @@ fn node_loss(dir: &std::path::Path, file: &str, args: &[&str]) -> Value {
 }
 
 /// Two of four pods on the lost node: they stop serving at once, the controller marks them
-/// NotReady at 50 s, evicts them at 50 + 300 s, and their replacements serve 300 s later.
+/// NotReady at 50 s, evicts them at 50 + 300 s, and their replacements serve 309.5 s later (the
+/// first startup tick after the 300 s load: ticks fall 0.5 s before each period).
 #[test]
 fn a_lost_node_costs_the_grace_period_the_toleration_and_one_load() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "server.yaml", SERVER);
     let n = node_loss(dir.path(), "server.yaml", &["--pods-on-node", "2"]);
-    assert_eq!(n["done_seconds"], 650.0, "{n:#}");
+    assert_eq!(n["done_seconds"], 659.5, "{n:#}");
     assert_eq!(n["lowest_serving"], 2);
-    assert_eq!(n["lowest_serving_seconds"], 650.0);
+    assert_eq!(n["lowest_serving_seconds"], 659.5);
     // A shorter grace period and the pod's own toleration move the eviction.
     let tolerant = SERVER.replace(
         "      containers:\n",
@@ -82,14 +83,14 @@ fn a_lost_node_costs_the_grace_period_the_toleration_and_one_load() {
         "tolerant.yaml",
         &["--pods-on-node", "2", "--node-monitor-grace-period", "40"],
     );
-    assert_eq!(n["done_seconds"], 400.0, "{n:#}");
+    assert_eq!(n["done_seconds"], 409.5, "{n:#}");
     // The human output shows the arithmetic and the same figure as mutated.
     let out = simulate(dir.path(), "server.yaml", &["--pods-on-node", "2"]);
     let text = String::from_utf8_lossy(&out.stdout);
     for part in [
         "node-monitor-grace-period (50 s)",
         "2 pod(s) evicted (50 + 300 s)",
-        "=> node-loss done in 650 s; lowest serving capacity 2 of 4 pods, for 650 s",
+        "=> node-loss done in 659.5 s; lowest serving capacity 2 of 4 pods, for 659.5 s",
     ] {
         assert!(text.contains(part), "{part:?} not in:\n{text}");
     }

@@ -4,7 +4,9 @@
 
 use super::ConfigArgs;
 use crate::error::{Error, UsageError};
-use probelint_policies::simulate::backoff::NodeSettings;
+use probelint_policies::simulate::backoff::{
+    MEASURED_PROBE_LEAD_SECONDS, MEASURED_RESTART_LATENCY_SECONDS, NodeSettings,
+};
 use probelint_policies::simulate::fleet::{self, Budget, FleetOutcome, PodStartup, Rollout};
 use probelint_policies::simulate::{
     LoadingServer, Outcome, Scenario, Spread, assumptions, scenario_for_pod, secs, simulate, spread,
@@ -96,6 +98,15 @@ pub struct ModelArgs {
     /// The node runs the ReduceDefaultCrashLoopBackOffDecay gate (back-off 1 s doubling to 60 s).
     #[arg(long)]
     pub reduced_crashloop_decay: bool,
+    /// Seconds from the pod's probe workers' start to its container's start: the probes tick
+    /// this long before each period of the container's life (default: as measured on a real
+    /// node).
+    #[arg(long, value_name = "SECONDS", default_value_t = MEASURED_PROBE_LEAD_SECONDS)]
+    pub probe_lead: f64,
+    /// Seconds from a killed container's stop to its next start, when no back-off holds it
+    /// (default: as measured on a real node).
+    #[arg(long, value_name = "SECONDS", default_value_t = MEASURED_RESTART_LATENCY_SECONDS)]
+    pub restart_latency: f64,
     /// Drain, node-loss: how many of the workload's pods run on the node (default: all).
     #[arg(long, value_name = "N")]
     pub pods_on_node: Option<u32>,
@@ -117,6 +128,8 @@ impl Default for ModelArgs {
             exit_seconds: 0.0,
             max_container_restart_period: None,
             reduced_crashloop_decay: false,
+            probe_lead: MEASURED_PROBE_LEAD_SECONDS,
+            restart_latency: MEASURED_RESTART_LATENCY_SECONDS,
             pods_on_node: None,
             node_monitor_grace_period: fleet::NODE_MONITOR_GRACE_SECONDS,
             svg: None,
@@ -135,6 +148,8 @@ impl ModelArgs {
         };
         seconds("--start-offset", self.start_offset)?;
         seconds("--exit-seconds", self.exit_seconds)?;
+        seconds("--probe-lead", self.probe_lead)?;
+        seconds("--restart-latency", self.restart_latency)?;
         seconds(
             "--node-monitor-grace-period",
             self.node_monitor_grace_period,
@@ -149,7 +164,11 @@ impl ModelArgs {
     }
 
     fn node(&self) -> NodeSettings {
-        let mut node = NodeSettings::default();
+        let mut node = NodeSettings {
+            probe_lead: self.probe_lead,
+            restart_latency: self.restart_latency,
+            ..NodeSettings::default()
+        };
         if self.reduced_crashloop_decay {
             node = node.reduced_decay();
         }
@@ -440,6 +459,15 @@ fn fleet_of(
     }
 }
 
+/// Where a node timing comes from: the default is what the node suite measured.
+fn measured(value: f64, default: f64) -> &'static str {
+    if value == default {
+        ", as measured on a real node"
+    } else {
+        ""
+    }
+}
+
 fn kubelet_assumed(s: &Scenario) -> Vec<String> {
     vec![
         format!(
@@ -451,8 +479,18 @@ fn kubelet_assumed(s: &Scenario) -> Vec<String> {
                 " is 0 (--start-offset to add pull and init time)".to_owned()
             }
         ),
-        "probe ticks fall at the container's start (phase 0); the range below runs other phases"
-            .to_owned(),
+        format!(
+            "probe ticks fall {} s before each period from the container's first start \
+             (--probe-lead{}); the range below runs other phases",
+            secs(s.node.probe_lead),
+            measured(s.node.probe_lead, MEASURED_PROBE_LEAD_SECONDS)
+        ),
+        format!(
+            "a restart starts {} s after the container stops or its back-off ends \
+             (--restart-latency{})",
+            secs(s.node.restart_latency),
+            measured(s.node.restart_latency, MEASURED_RESTART_LATENCY_SECONDS)
+        ),
         s.node.describe(),
         format!("the server {}", s.server.describe()),
         format!(
@@ -568,7 +606,7 @@ fn human(out: &mut String, r: &Run, req: &Args) {
 fn fleet_line(f: &FleetOutcome) -> String {
     let done = match f.done_seconds {
         Some(t) => format!("done in {} s", secs(t)),
-        None => "not done within the simulated time".to_owned(),
+        None => format!("not done within {} s", secs(f.horizon_seconds)),
     };
     let mut line = if f.lowest_serving >= f.replicas {
         format!("{done}; serving capacity never below {} pods", f.replicas)
@@ -596,9 +634,10 @@ fn fleet_line(f: &FleetOutcome) -> String {
 fn fleet_human(out: &mut String, f: &FleetOutcome, mutated: Option<&FleetOutcome>) {
     let _ = writeln!(
         out,
-        "  {} (seconds since it began; a new pod not Ready within the simulated time of one pod \
-         counts as never Ready):",
-        f.scenario
+        "  {} (seconds since it began, {} s simulated; a new pod not Ready within the simulated \
+         time of one pod counts as never Ready):",
+        f.scenario,
+        secs(f.horizon_seconds)
     );
     for (t, e) in &f.events {
         let _ = writeln!(out, "  {:>5} s  {e}", secs(*t));
@@ -635,8 +674,11 @@ fn json_of(r: &Run, req: &Args) -> Value {
             "backoff": r.scenario.node,
             "loading_server": r.scenario.server,
             "kill": r.scenario.kill,
-            "probe_phase": "0 (ticks at the container's first start); see spread",
+            "probe_phase": "0: the probe workers' first tick, backoff.probe_lead seconds \
+                            before the container's first start, on a whole second of the wall \
+                            clock; see spread",
         },
+        "duration_seconds": r.scenario.duration,
         "assumptions": r.notes,
         "warnings": r.warnings,
         "restarts": o.restarts,

@@ -228,6 +228,8 @@ pub struct FleetOutcome {
     /// `rollout`, `drain` or `node-loss`.
     pub scenario: &'static str,
     pub replicas: u32,
+    /// How long the scenario was simulated, in seconds from its start.
+    pub horizon_seconds: f64,
     /// When the rollout (or drain) was complete at full capacity; `None`: not within the horizon.
     pub done_seconds: Option<f64>,
     pub lowest_serving: u32,
@@ -308,6 +310,7 @@ fn count(pods: &[NewPod], t: f64, at: impl Fn(&NewPod) -> Option<f64>) -> u32 {
 }
 
 fn finish(mut o: FleetOutcome, until: f64) -> FleetOutcome {
+    o.horizon_seconds = until;
     let end = o.done_seconds.unwrap_or(until);
     let lowest = o
         .points
@@ -342,6 +345,7 @@ pub fn rollout(r: &Rollout, pod: &PodStartup, horizon: f64) -> FleetOutcome {
         done_seconds: None,
         lowest_serving: n,
         lowest_serving_seconds: 0.0,
+        horizon_seconds: horizon,
         progress_deadline_exceeded_seconds: None,
         evictions_refused: 0,
         points: Vec::new(),
@@ -479,6 +483,7 @@ pub fn drain(
         done_seconds: None,
         lowest_serving: replicas,
         lowest_serving_seconds: 0.0,
+        horizon_seconds: horizon,
         progress_deadline_exceeded_seconds: None,
         evictions_refused: 0,
         points: Vec::new(),
@@ -600,6 +605,7 @@ pub fn node_loss(
         done_seconds: None,
         lowest_serving: replicas,
         lowest_serving_seconds: 0.0,
+        horizon_seconds: horizon,
         progress_deadline_exceeded_seconds: None,
         evictions_refused: 0,
         points: Vec::new(),

@@ -17,8 +17,10 @@
 //!   passes whenever the port accepts. Exec checks behave as HTTP ones.
 //! - Time 0 is the container's first start, plus `start_offset` (scheduling, image pull, volume
 //!   attach and init containers are not modelled: the user says how long they take).
-//! - The tick phase of each probe is an input (0 by default: the first tick at the container's
-//!   start); [`spread`] reruns the model over many phases and reports the range.
+//! - The tick phase of each probe is an input (0 by default: the workers' first tick, which is
+//!   `probe_lead` before the container's first start, as measured on a real node); [`spread`]
+//!   reruns the model over many phases and reports the range. A restart starts
+//!   `restart_latency` after the stop (or the back-off's end).
 
 pub mod backoff;
 pub mod fleet;
@@ -151,11 +153,13 @@ impl KillTiming {
 }
 
 /// Where the probes' ticks fall and how the pod worker's retries are jittered: fractions in
-/// [0, 1) of each probe's period (startup, readiness, liveness) and of the retry jitter.
+/// [0, 1) of each probe's period (startup, readiness, liveness) and of the retry jitter, and
+/// where in its second the wall clock is at time 0 (`startedAt` is truncated to it).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Phases {
     pub probes: [f64; 3],
     pub sync: f64,
+    pub wall: f64,
 }
 
 /// What to simulate.
@@ -266,7 +270,10 @@ pub fn simulate(s: &Scenario) -> Outcome {
         transitions: Vec::new(),
         trace: Trace::default(),
     };
-    let mut prober = Prober::new(s.startup, s.readiness, s.liveness, s.phases.probes);
+    // The workers start before the container does (`NodeSettings::probe_lead`).
+    let mut prober = Prober::new(s.startup, s.readiness, s.liveness, s.phases.probes)
+        .ticking_from(-s.node.probe_lead.max(0.0))
+        .on_wall_clock(s.phases.wall);
     let mut crash_loop = CrashLoop::new(s.node);
     let mut start = s.start_offset.max(0.0);
     // Guards against pathological inputs: a run cannot produce more than this many events.
@@ -425,7 +432,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
             break 'container;
         }
         let restart = crash_loop.after_kill(stop, s.phases.sync);
-        let next = CrashLoop::restart_time(restart, stop);
+        let next = CrashLoop::restart_time(restart, stop) + s.node.restart_latency.max(0.0);
         let why = match restart {
             Restart::Immediate {
                 previous_finished: None,
@@ -506,6 +513,7 @@ pub fn phase_samples(n: usize) -> Vec<Phases> {
         Phases {
             probes: [0.999; 3],
             sync: 0.999,
+            wall: 0.999,
         },
     ];
     // splitmix64: enough to spread phases; no need for a random-number crate.
@@ -521,6 +529,7 @@ pub fn phase_samples(n: usize) -> Vec<Phases> {
         out.push(Phases {
             probes: [next(), next(), next()],
             sync: next(),
+            wall: next(),
         });
     }
     out
@@ -734,7 +743,8 @@ mod tests {
             duration: 1800.0,
             server: LoadingServer::Unavailable,
             kill: KillTiming::default(),
-            node: NodeSettings::default(),
+            // The kubelet's rules alone; the node's own timing has tests of its own.
+            node: NodeSettings::default().instant(),
             phases: Phases::default(),
             start_offset: 0.0,
         }
@@ -794,15 +804,16 @@ mod tests {
 
     #[test]
     fn the_phase_moves_the_first_kill_within_one_period() {
-        // [iD + (F−1)·P, iD + F·P) = [30, 40).
+        // [iD + (F−1)·P, iD + F·P) = [30, 40), and up to a second earlier: the delay counts
+        // from `startedAt` truncated to the wall clock's second.
         let sp = spread(&readme_first());
         let (lo, hi) = (
             sp.first_kill_earliest.unwrap(),
             sp.first_kill_latest.unwrap(),
         );
-        assert_eq!(lo, 30.0);
+        assert!(lo > 29.0 && lo < 30.0, "{lo}");
         assert!(hi < 40.0 && hi > 38.0, "{hi}");
-        assert!(sp.restarts_min >= 6 && sp.restarts_max <= 8, "{sp:?}");
+        assert!(sp.restarts_min >= 6 && sp.restarts_max <= 9, "{sp:?}");
     }
 
     #[test]
@@ -882,6 +893,72 @@ mod tests {
         assert_eq!(out.first_ready_seconds, Some(295.0));
     }
 
+    /// A startupProbe whose budget (30 × 10 s) is exactly the load (300 s).
+    fn budget_equals_load(node: NodeSettings) -> Scenario {
+        let mut s = scenario(
+            Some(timing(0.0, 10.0, 30)),
+            Some(timing(0.0, 10.0, 3)),
+            None,
+            300.0,
+        );
+        s.server = LoadingServer::Refuses;
+        s.node = node;
+        s
+    }
+
+    #[test]
+    fn a_budget_of_exactly_the_load_storms_on_a_real_node() {
+        // The kubelet's rules alone: the first instance is killed at its 30th failure (290 s);
+        // the second's ticks then fall on its load's end, and it is Ready at 590 s.
+        let ideal = simulate(&budget_equals_load(NodeSettings::default().instant()));
+        assert_eq!(
+            (ideal.restarts, ideal.first_ready_seconds),
+            (1, Some(590.0))
+        );
+        // On a node whose workers tick half a second before each period and whose restarts take
+        // half a second, the 30th failure comes 0.5 s before the load ends, every time: a storm.
+        let real = simulate(&budget_equals_load(NodeSettings::default()));
+        assert_eq!(real.first_ready_seconds, None);
+        let kills: Vec<f64> = real.trace.kills.iter().map(|k| k.0).collect();
+        assert_eq!(kills, [299.5, 599.5, 899.5, 1199.5, 1499.5, 1799.5]);
+        assert_eq!(real.trace.restarts, [300.0, 600.0, 900.0, 1200.0, 1500.0]);
+        // One tick more of budget is enough on the same node.
+        let mut more = budget_equals_load(NodeSettings::default());
+        more.startup = Some(timing(0.0, 10.0, 31));
+        let more = simulate(&more);
+        assert_eq!((more.restarts, more.first_ready_seconds), (0, Some(309.5)));
+    }
+
+    #[test]
+    fn the_node_lead_delays_the_first_liveness_kill_by_a_skipped_tick() {
+        // initialDelaySeconds 10: the tick 9.5 s after the start is still inside the delay, so
+        // the third failure is at 39.5 s (the real kubelet's first kill in tests/kubelet came at
+        // 39 s in the API's whole seconds), and the restart half a second after it.
+        let mut s = readme_first();
+        s.node = NodeSettings::default();
+        let out = simulate(&s);
+        assert_eq!(out.trace.kills[0].0, 39.5);
+        assert_eq!(out.trace.restarts[0], 40.0);
+    }
+
+    #[test]
+    fn the_initial_delay_counts_from_the_start_truncated_to_its_wall_clock_second() {
+        // Ticks at 9.5, 19.5… after the first start. With time 0 on a whole second the tick at
+        // 9.5 s is inside initialDelaySeconds 10; with time 0 at .6 of a second the start reads
+        // as 0.6 s earlier, the tick is 10.1 s after it, and counts: the kill comes a period
+        // sooner. Whether an instance runs 30 or 40 s depends on which side of a second its
+        // start lands: the real kubelet's instances ran 39 and 31 s by turns
+        // (tests/kubelet/README.md).
+        let mut s = readme_first();
+        s.node = NodeSettings::default();
+        s.phases.wall = 0.6;
+        let out = simulate(&s);
+        assert_eq!(out.trace.kills[0].0, 29.5);
+        s.phases.wall = 0.4;
+        let out = simulate(&s);
+        assert_eq!(out.trace.kills[0].0, 39.5);
+    }
+
     #[test]
     fn start_offset_and_node_settings_shift_and_reshape_the_timeline() {
         let mut s = readme_first();
@@ -892,7 +969,7 @@ mod tests {
         assert_eq!(out.trace.kills[0].0, 80.0);
         assert_eq!(out.transitions[0].t, 45.0);
         let mut s = readme_first();
-        s.node = NodeSettings::default().reduced_decay();
+        s.node = NodeSettings::default().instant().reduced_decay();
         let out = simulate(&s);
         // 1 s doubling to 60 s: never more than 60 s of waiting.
         assert!(out.restarts > 7, "{}", out.restarts);

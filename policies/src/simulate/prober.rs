@@ -11,7 +11,11 @@
 //!   followed at once by the next: the effective period is `max(period, check time)`.
 //! - `doProbe` skips (consuming the tick) while `int(seconds since the container started) <
 //!   initialDelaySeconds`; liveness and readiness do nothing until the startup probe has
-//!   succeeded, the startup probe nothing after.
+//!   succeeded, the startup probe nothing after. The start it counts from is the status
+//!   manager's cached `startedAt`, which `normalizeStatus` (`pkg/kubelet/status/
+//!   status_manager.go`) truncates to the whole second of the wall clock: a container started
+//!   at 12:00:39.6 is 10 s old at 12:00:49.0. Where in its second the wall clock is at time 0 is
+//!   an input too ([`Prober::on_wall_clock`]).
 //! - Results count as a run of equal results: `failureThreshold` failures in a row of liveness or
 //!   startup set Failure, which kills the container, and puts the worker on hold until a new
 //!   container; readiness turns Ready after `successThreshold` successes and NotReady after
@@ -72,7 +76,10 @@ impl Worker {
 #[derive(Debug, Clone)]
 pub struct Prober {
     workers: Vec<Worker>,
+    /// The container's start as the worker reads it: truncated to the wall clock's second.
     container_start: f64,
+    /// The wall clock's fraction of a second at time 0, in [0, 1).
+    wall: f64,
     started: bool,
     ready: bool,
     running: bool,
@@ -112,10 +119,29 @@ impl Prober {
         Prober {
             workers,
             container_start: 0.0,
+            wall: 0.0,
             started: false,
             ready: false,
             running: false,
         }
+    }
+
+    /// The workers started at `origin` rather than at 0: every tick moves by `origin` (negative
+    /// when the workers start before the container, as the kubelet's do).
+    #[must_use]
+    pub fn ticking_from(mut self, origin: f64) -> Self {
+        for w in &mut self.workers {
+            w.phase += origin;
+        }
+        self
+    }
+
+    /// Time 0 falls `fraction` of a second past a whole second of the wall clock, which moves
+    /// where each start's `startedAt` is truncated to.
+    #[must_use]
+    pub fn on_wall_clock(mut self, fraction: f64) -> Self {
+        self.wall = fraction.clamp(0.0, 0.999_999);
+        self
     }
 
     fn has(&self, kind: ProbeKind) -> bool {
@@ -133,7 +159,9 @@ impl Prober {
     /// A new instance of the container started at `t`. Without a readiness probe a started
     /// container is Ready (`UpdatePodStatus`); the returned events say so.
     pub fn container_started(&mut self, t: f64) -> Vec<ProbeEvent> {
-        self.container_start = t;
+        // `startedAt` as the status manager caches it: whole seconds of the wall clock. The
+        // small tolerance keeps a start computed as 39.5 + 0.5 on its own second.
+        self.container_start = (t + self.wall + 1e-9).floor() - self.wall;
         self.running = true;
         self.started = !self.has(ProbeKind::Startup);
         self.ready = false;

@@ -263,10 +263,11 @@ pub fn table(outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<27} {:>8} {:>6} {:>5}   {:>9} {:>9} {:>9}   {:>18}  {:>9}",
+        "{:<27} {:>8} {:>6} {:>7} {:>5}   {:>9} {:>9} {:>9}   {:>18}  {:>9}",
         "scenario/arm",
         "restarts",
         "model",
+        "phases",
         "diff",
         "1st Ready",
         "model",
@@ -278,10 +279,14 @@ pub fn table(outcomes: &[Outcome]) -> String {
         let u = &o.observed.unhealthy;
         let _ = writeln!(
             out,
-            "{:<27} {:>8} {:>6} {:>+5}   {:>9} {:>9} {:>9}   {:>18}  {:>9}",
+            "{:<27} {:>8} {:>6} {:>7} {:>+5}   {:>9} {:>9} {:>9}   {:>18}  {:>9}",
             o.arm.id(),
             o.observed.restarts,
             o.predicted.restarts,
+            format!(
+                "{}-{}",
+                o.predicted.restarts_range.0, o.predicted.restarts_range.1
+            ),
             i64::from(o.predicted.restarts) - i64::from(o.observed.restarts),
             seconds(o.observed.first_ready),
             seconds(o.predicted.first_ready),

@@ -10,6 +10,10 @@ use std::path::Path;
 #[derive(Debug, Default)]
 pub struct Predicted {
     pub restarts: u32,
+    /// The fewest and most restarts over the probe phases and wall-clock fractions `simulate`
+    /// runs (its `spread`): where in its period and its second a real node's ticks fall is
+    /// not known in advance.
+    pub restarts_range: (u32, u32),
     pub first_ready: Option<f64>,
     /// Seconds the model has the pod Ready before its model is loaded.
     pub ready_while_loading: f64,
@@ -56,8 +60,15 @@ pub fn simulate(probelint: &Path, deployment: &Value, arm: &Arm) -> Result<Predi
     let restarts = container["restarts"]
         .as_u64()
         .ok_or_else(|| format!("no `restarts` in simulate's output: {report}"))?;
+    let bound = |key: &str| {
+        container["spread"][key]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("no `spread.{key}` in simulate's output: {report}"))
+    };
     Ok(Predicted {
         restarts: u32::try_from(restarts).unwrap_or(u32::MAX),
+        restarts_range: (bound("restarts_min")?, bound("restarts_max")?),
         first_ready: container["first_ready_seconds"].as_f64(),
         ready_while_loading: container["ready_while_loading_seconds"]
             .as_f64()
