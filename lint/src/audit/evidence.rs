@@ -10,28 +10,9 @@
 //! be restarted"`, reason `Killing`).
 
 use super::timeline::{killing_probe, unhealthy_probe};
-use probelint_policies::{Finding, ObjectRef, selector};
+use probelint_policies::{Finding, ObjectRef, ProbeKind, selector};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-/// Which probe an Event or a finding is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Probe {
-    Startup,
-    Liveness,
-    Readiness,
-}
-
-impl Probe {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Probe::Startup => "startup",
-            Probe::Liveness => "liveness",
-            Probe::Readiness => "readiness",
-        }
-    }
-}
 
 /// `Unhealthy` Events of one probe of one container, over all its pods.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -62,9 +43,9 @@ pub struct ContainerEvidence {
     pub restarts: u64,
     /// The most recent `lastState.terminated` among the pods.
     pub last_termination: Option<Termination>,
-    pub unhealthy: BTreeMap<Probe, Failures>,
+    pub unhealthy: BTreeMap<ProbeKind, Failures>,
     /// Restarts the kubelet made because a probe failed (`Killing` Events), by probe.
-    pub probe_kills: BTreeMap<Probe, u64>,
+    pub probe_kills: BTreeMap<ProbeKind, u64>,
 }
 
 /// Time from a pod's (last) container start to its Ready condition.
@@ -519,12 +500,12 @@ pub enum Support {
 
 /// The probes a finding is about, by its pointer and rule id: a finding about a missing
 /// startupProbe is borne out by liveness kills during load, so it counts liveness and startup.
-fn probes_of(finding: &Finding) -> &'static [Probe] {
+fn probes_of(finding: &Finding) -> &'static [ProbeKind] {
     let at = |s: &str| finding.pointer.contains(s) || finding.rule.contains(s);
     if at("readiness") {
-        &[Probe::Readiness]
+        &[ProbeKind::Readiness]
     } else if at("startup") || at("liveness") {
-        &[Probe::Liveness, Probe::Startup]
+        &[ProbeKind::Liveness, ProbeKind::Startup]
     } else {
         &[]
     }
@@ -565,7 +546,7 @@ pub fn support(
             parts.push(format!(
                 "{kills} restart{} by the {} probe",
                 plural_s(kills),
-                probe.as_str()
+                probe.noun()
             ));
         }
         let failures: Vec<&Failures> = containers
@@ -576,13 +557,13 @@ pub fn support(
         if let Some(latest) = failures.iter().max_by(|a, b| a.latest_at.cmp(&b.latest_at)) {
             parts.push(format!(
                 "{count} {} probe failure{} (latest: {:?})",
-                probe.as_str(),
+                probe.noun(),
                 plural_s(count),
                 latest.latest_message
             ));
         }
     }
-    if probes.contains(&Probe::Readiness)
+    if probes.contains(&ProbeKind::Readiness)
         && let Some(load) = load_seconds
         && let Some(early) = evidence
             .start_to_ready
@@ -607,7 +588,7 @@ pub fn support(
         .filter(|t| matches!(t.exit_code, 137 | 143))
         .collect();
     let restarts: u64 = containers.iter().map(|c| c.restarts).sum();
-    if !probes.contains(&Probe::Readiness)
+    if !probes.contains(&ProbeKind::Readiness)
         && restarts > 0
         && let Some(t) = killed.first()
     {
@@ -669,11 +650,11 @@ mod tests {
     fn the_kubelets_event_messages_name_the_probe_and_the_container() {
         assert_eq!(
             unhealthy_probe("Liveness probe failed: Get \"http://10.0.0.5:8000/health\": EOF"),
-            Some(Probe::Liveness)
+            Some(ProbeKind::Liveness)
         );
         assert_eq!(
             unhealthy_probe("Startup probe errored: rpc error"),
-            Some(Probe::Startup)
+            Some(ProbeKind::Startup)
         );
         assert_eq!(
             unhealthy_probe("Back-off restarting failed container"),
@@ -681,7 +662,7 @@ mod tests {
         );
         assert_eq!(
             killing_probe("Container vllm failed startup probe, will be restarted"),
-            Some(Probe::Startup)
+            Some(ProbeKind::Startup)
         );
         assert_eq!(killing_probe("Stopping container vllm"), None);
         assert_eq!(
@@ -800,7 +781,7 @@ mod tests {
             "OOMKilled"
         );
         assert_eq!(
-            server.unhealthy[&Probe::Startup],
+            server.unhealthy[&ProbeKind::Startup],
             Failures {
                 count: 7,
                 latest_message: "Startup probe failed: context deadline exceeded".into(),

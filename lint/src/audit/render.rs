@@ -237,12 +237,12 @@ fn human(audit: &Audit, options: &Options, out: &mut dyn Write) -> io::Result<()
                     parts.push(format!(
                         "{} {} probe failures, latest {:?}",
                         f.count,
-                        probe.as_str(),
+                        probe.noun(),
                         f.latest_message
                     ));
                 }
                 for (probe, n) in &c.probe_kills {
-                    parts.push(format!("{n} killed by the {} probe", probe.as_str()));
+                    parts.push(format!("{n} killed by the {} probe", probe.noun()));
                 }
                 writeln!(
                     out,

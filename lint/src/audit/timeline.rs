@@ -9,8 +9,9 @@
 //! (`count`, first and last time) and expire (kube-apiserver `--event-ttl`, 1 h by default), so a
 //! row says where its record is incomplete instead of drawing what it cannot know.
 
-use super::evidence::{Probe, epoch};
-use probelint_policies::simulate::{Outcome, secs};
+use super::evidence::epoch;
+use probelint_policies::ProbeKind;
+use probelint_policies::simulate::{CheckResult, Outcome, Subject, secs};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -271,24 +272,19 @@ impl PodRecord {
 }
 
 /// The probe a `Killing` Event blames (`Container vllm failed liveness probe, will be restarted`).
-pub fn killing_probe(message: &str) -> Option<Probe> {
+pub fn killing_probe(message: &str) -> Option<ProbeKind> {
     if message.contains("failed liveness probe") {
-        Some(Probe::Liveness)
+        Some(ProbeKind::Liveness)
     } else if message.contains("failed startup probe") {
-        Some(Probe::Startup)
+        Some(ProbeKind::Startup)
     } else {
         None
     }
 }
 
 /// The probe an `Unhealthy` Event's message is about (`Liveness probe failed: …`).
-pub fn unhealthy_probe(message: &str) -> Option<Probe> {
-    match message.split_once(" probe ")?.0 {
-        "Startup" => Some(Probe::Startup),
-        "Liveness" => Some(Probe::Liveness),
-        "Readiness" => Some(Probe::Readiness),
-        _ => None,
-    }
+pub fn unhealthy_probe(message: &str) -> Option<ProbeKind> {
+    ProbeKind::from_event_word(message.split_once(" probe ")?.0)
 }
 
 /// `2026-12-01T10:00:00Z` from seconds since the epoch (Howard Hinnant's civil-from-days).
@@ -341,7 +337,7 @@ pub struct Mark {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub probe: Option<Probe>,
+    pub probe: Option<ProbeKind>,
     pub text: String,
     /// `pod status` or `Event`.
     pub source: &'static str,
@@ -464,7 +460,7 @@ fn row(p: &PodRecord, zero: i64, now: i64) -> Row {
     let mut mark = |t: i64,
                     kind: MarkKind,
                     container: Option<&str>,
-                    probe: Option<Probe>,
+                    probe: Option<ProbeKind>,
                     text: String,
                     source: &'static str| {
         marks.push(Mark {
@@ -841,34 +837,29 @@ impl Prediction {
             // The model's words (`policies/src/simulate`): `started`, `restarted (…)`,
             // `stopped, …`, `killed: …`, `Ready: …`, `NotReady: …`.
             let e = t.event.as_str();
-            let kind = match t.probe.as_str() {
-                "container" if e.starts_with("started") || e.starts_with("restarted") => {
+            let kind = match t.subject {
+                Subject::Container if e.starts_with("started") || e.starts_with("restarted") => {
                     MarkKind::Started
                 }
-                "container" if e.starts_with("stopped") => MarkKind::Terminated,
-                "container" => continue,
+                Subject::Container if e.starts_with("stopped") => MarkKind::Terminated,
+                Subject::Container => continue,
                 _ if e.starts_with("killed") => MarkKind::ProbeKill,
                 _ if e.starts_with("NotReady") => MarkKind::NotReady,
                 _ if e.starts_with("Ready") => MarkKind::Ready,
-                _ if t.result == "failure" => MarkKind::ProbeFailed,
+                _ if t.result == CheckResult::Failure => MarkKind::ProbeFailed,
                 _ => continue,
             };
-            let probe = match t.probe.as_str() {
-                "startup" => Some(Probe::Startup),
-                "liveness" => Some(Probe::Liveness),
-                "readiness" => Some(Probe::Readiness),
-                _ => None,
-            };
+            let probe = t.subject.probe();
             marks.push(Mark {
                 t: t.t + offset_seconds,
                 at: String::new(),
                 kind,
                 container: Some(container.clone()),
                 probe,
-                text: match (t.result.as_str(), t.event.is_empty()) {
-                    ("-", _) => format!("{}: {}", t.probe, t.event),
-                    (_, true) => format!("{} {}", t.probe, t.result),
-                    (_, false) => format!("{} {}: {}", t.probe, t.result, t.event),
+                text: match (t.result, t.event.is_empty()) {
+                    (CheckResult::NotACheck, _) => format!("{}: {}", t.subject, t.event),
+                    (_, true) => format!("{} {}", t.subject, t.result),
+                    (_, false) => format!("{} {}: {}", t.subject, t.result, t.event),
                 },
                 source: "simulate",
             });
@@ -1103,7 +1094,7 @@ pub fn cost(
             .events
             .iter()
             .filter(|e| {
-                e.reason == "Unhealthy" && unhealthy_probe(&e.message) == Some(Probe::Readiness)
+                e.reason == "Unhealthy" && unhealthy_probe(&e.message) == Some(ProbeKind::Readiness)
             })
             .filter(|e| !(e.uid.is_some() && p.uid.is_some() && e.uid != p.uid))
             .filter_map(|e| e.last)

@@ -583,7 +583,7 @@ fn human(out: &mut String, r: &Run, req: &Args) {
             out,
             "  {:>5} s  {:<9}  {:<7}  {}",
             secs(t.t),
-            t.probe,
+            t.subject,
             t.result,
             t.event
         );

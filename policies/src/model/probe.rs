@@ -5,8 +5,11 @@ use crate::model::fields::pick;
 use crate::model::text::shown;
 use serde_json::Value;
 
-/// The three probes a container can have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The three probes a container can have. Ordered and serialized as the engine lists them
+/// (`startup`, `readiness`, `liveness`): the one name of a probe kind in findings, timelines,
+/// audit evidence and the simulated kubelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
     Startup,
     Readiness,
@@ -35,6 +38,22 @@ impl ProbeKind {
             ProbeKind::Readiness => "readiness",
             ProbeKind::Liveness => "liveness",
         }
+    }
+
+    /// The kind a kubelet Event names (`Startup probe failed: …`, `Liveness`, `Readiness`).
+    pub fn from_event_word(word: &str) -> Option<ProbeKind> {
+        match word {
+            "Startup" => Some(ProbeKind::Startup),
+            "Readiness" => Some(ProbeKind::Readiness),
+            "Liveness" => Some(ProbeKind::Liveness),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.noun())
     }
 }
 

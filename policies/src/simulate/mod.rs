@@ -194,12 +194,85 @@ impl Scenario {
 pub struct Transition {
     /// Seconds since the pod's start (the container's first start plus `start_offset`).
     pub t: f64,
-    /// `startup`, `readiness`, `liveness`, or `container`.
-    pub probe: String,
-    /// `success`, `failure`, or `-` for container events.
-    pub result: String,
+    /// What the line is about: `startup`, `readiness`, `liveness`, or `container`.
+    #[serde(rename = "probe")]
+    pub subject: Subject,
+    /// `success`, `failure`, or `-` where the line is no check's.
+    pub result: CheckResult,
     /// What the kubelet did, when it did something.
     pub event: String,
+}
+
+/// What a line of a timeline is about: the container itself, or one of its probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Container,
+    Probe(ProbeKind),
+}
+
+impl Subject {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Container => "container",
+            Subject::Probe(kind) => kind.noun(),
+        }
+    }
+
+    /// The probe the line is about, if it is about one.
+    pub fn probe(self) -> Option<ProbeKind> {
+        match self {
+            Subject::Container => None,
+            Subject::Probe(kind) => Some(kind),
+        }
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for Subject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A check's result on a timeline line: `NotACheck` (shown `-`) where the line is a container
+/// event or a decision no single check made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CheckResult {
+    #[serde(rename = "success")]
+    Success,
+    #[serde(rename = "failure")]
+    Failure,
+    #[serde(rename = "-")]
+    NotACheck,
+}
+
+impl CheckResult {
+    pub fn of(ok: bool) -> Self {
+        if ok {
+            CheckResult::Success
+        } else {
+            CheckResult::Failure
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckResult::Success => "success",
+            CheckResult::Failure => "failure",
+            CheckResult::NotACheck => "-",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// One check the prober ran.
@@ -243,11 +316,17 @@ pub struct Outcome {
     pub trace: Trace,
 }
 
-fn push(out: &mut Outcome, t: f64, probe: &str, result: &str, event: impl Into<String>) {
+fn push(
+    out: &mut Outcome,
+    t: f64,
+    subject: Subject,
+    result: CheckResult,
+    event: impl Into<String>,
+) {
     out.transitions.push(Transition {
         t,
-        probe: probe.to_owned(),
-        result: result.to_owned(),
+        subject,
+        result,
         event: event.into(),
     });
 }
@@ -287,13 +366,25 @@ pub fn simulate(s: &Scenario) -> Outcome {
                 format!("restarted (restartCount {})", out.restarts)
             }
         };
-        push(&mut out, start, "container", "-", event);
+        push(
+            &mut out,
+            start,
+            Subject::Container,
+            CheckResult::NotACheck,
+            event,
+        );
         let loaded_at = start + s.load_seconds;
         let mut ready_since: Option<f64> = None;
         let became_ready = |out: &mut Outcome, t: f64, why: &str, since: &mut Option<f64>| {
             *since = Some(t);
             out.first_ready_seconds.get_or_insert(t);
-            push(out, t, "readiness", "-", why);
+            push(
+                out,
+                t,
+                Subject::Probe(ProbeKind::Readiness),
+                CheckResult::NotACheck,
+                why,
+            );
         };
         let mut last: [Option<bool>; 3] = [None; 3];
         for e in prober.container_started(start) {
@@ -331,7 +422,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                 out.trace.checks.push(check);
                 let slot = check.probe as usize;
                 let events = prober.finish(check.probe, check.start, check.end, check.ok);
-                let result = if check.ok { "success" } else { "failure" };
+                let result = CheckResult::of(check.ok);
                 let mut kill = None;
                 let mut said = false;
                 for e in events {
@@ -340,8 +431,8 @@ pub fn simulate(s: &Scenario) -> Outcome {
                         ProbeEvent::Started => push(
                             &mut out,
                             end,
-                            "startup",
-                            "success",
+                            Subject::Probe(ProbeKind::Startup),
+                            CheckResult::Success,
                             "startup probe succeeded: liveness and readiness begin",
                         ),
                         ProbeEvent::Ready if check.probe == ProbeKind::Readiness => {
@@ -353,7 +444,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                             );
                             // The line says both the result and the event.
                             if let Some(l) = out.transitions.last_mut() {
-                                l.result = result.to_owned();
+                                l.result = result;
                             }
                         }
                         ProbeEvent::Ready => became_ready(
@@ -367,7 +458,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                             push(
                                 &mut out,
                                 end,
-                                "readiness",
+                                Subject::Probe(ProbeKind::Readiness),
                                 result,
                                 "NotReady: removed from endpoints",
                             );
@@ -376,8 +467,8 @@ pub fn simulate(s: &Scenario) -> Outcome {
                             push(
                                 &mut out,
                                 end,
-                                probe.noun(),
-                                "failure",
+                                Subject::Probe(probe),
+                                CheckResult::Failure,
                                 format!("killed: {} probe failed {failures} times", probe.noun()),
                             );
                             kill = Some(probe);
@@ -385,7 +476,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                     }
                 }
                 if !said && last[slot] != Some(check.ok) {
-                    push(&mut out, end, check.probe.noun(), result, "");
+                    push(&mut out, end, Subject::Probe(check.probe), result, "");
                 }
                 last[slot] = Some(check.ok);
                 if let Some(probe) = kill {
@@ -395,8 +486,8 @@ pub fn simulate(s: &Scenario) -> Outcome {
                         push(
                             &mut out,
                             stopped.min(s.duration),
-                            "container",
-                            "-",
+                            Subject::Container,
+                            CheckResult::NotACheck,
                             format!(
                                 "stopped, {} s after the kill (preStop, then SIGTERM; grace {} s)",
                                 secs(stopped - end),
@@ -461,7 +552,13 @@ pub fn simulate(s: &Scenario) -> Outcome {
                 secs(at)
             ),
         };
-        push(&mut out, stop, "container", "-", why);
+        push(
+            &mut out,
+            stop,
+            Subject::Container,
+            CheckResult::NotACheck,
+            why,
+        );
         start = next;
     }
     out.ready_while_loading_seconds = out

@@ -15,7 +15,9 @@ use crate::spec::{ContainerSpec, Handler, ProbeSpec};
 use probelint_policies::ProbeKind;
 use probelint_policies::simulate::backoff::{CrashLoop, NodeSettings, Restart};
 use probelint_policies::simulate::prober::{ProbeEvent, Prober};
-use probelint_policies::simulate::{Check, Outcome, Phases, Trace, secs};
+use probelint_policies::simulate::{
+    Check, CheckResult, Outcome, Phases, Subject, Trace, Transition, secs,
+};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,15 +54,6 @@ pub struct Config {
     /// A path the harness polls on its own, every 0.2 manifest seconds, to see when the server
     /// is really loaded, independently of the probes (`/startupz` for the reference server).
     pub observe: Option<String>,
-}
-
-/// One line of the timeline, in manifest seconds since the first start.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Transition {
-    pub t: f64,
-    pub probe: &'static str,
-    pub result: &'static str,
-    pub event: String,
 }
 
 /// What a run measured.
@@ -109,7 +102,7 @@ impl Report {
         for t in &self.transitions {
             out.push_str(&format!(
                 "  {:>7.1} s  {:<9}  {:<7}  {}\n",
-                t.t, t.probe, t.result, t.event
+                t.t, t.subject, t.result, t.event
             ));
         }
         out.push_str(&format!(
@@ -241,16 +234,10 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn push(
-        &mut self,
-        t: f64,
-        probe: &'static str,
-        result: &'static str,
-        event: impl Into<String>,
-    ) {
+    fn push(&mut self, t: f64, subject: Subject, result: CheckResult, event: impl Into<String>) {
         self.report.transitions.push(Transition {
             t,
-            probe,
+            subject,
             result,
             event: event.into(),
         });
@@ -297,10 +284,6 @@ enum Stop {
     Killed(ProbeKind, f64),
     Exited(f64, String),
     TimeUp,
-}
-
-fn kind_name(kind: ProbeKind) -> &'static str {
-    kind.noun()
 }
 
 /// Runs the container for `config.duration` manifest seconds.
@@ -402,8 +385,8 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
             Err(e) => {
                 rec.push(
                     start,
-                    "container",
-                    "-",
+                    Subject::Container,
+                    CheckResult::NotACheck,
                     format!("cannot start {}: {e}", config.server.display()),
                 );
                 break;
@@ -417,7 +400,7 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
             "started".to_owned()
         };
         started_once = true;
-        rec.push(start, "container", "-", event);
+        rec.push(start, Subject::Container, CheckResult::NotACheck, event);
         let mut ready = false;
         let mut ready_since: Option<f64> = None;
         for e in prober.container_started(start) {
@@ -426,7 +409,12 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
                 ready_since = Some(start);
                 endpoints.set(Some(port), add_lag);
                 rec.report.first_ready.get_or_insert(start);
-                rec.push(start, "readiness", "-", "Ready (no readiness probe)");
+                rec.push(
+                    start,
+                    Subject::Probe(ProbeKind::Readiness),
+                    CheckResult::NotACheck,
+                    "Ready (no readiness probe)",
+                );
             }
         }
         let observer = config.observe.clone().map(|path| {
@@ -507,8 +495,8 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
                 let now = clock.now();
                 rec.push(
                     now,
-                    "container",
-                    "-",
+                    Subject::Container,
+                    CheckResult::NotACheck,
                     format!(
                         "stopped {} s after the kill: {how}",
                         secs((now - at).max(0.0))
@@ -517,7 +505,7 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
                 now
             }
             Stop::Exited(at, why) => {
-                rec.push(at, "container", "-", why);
+                rec.push(at, Subject::Container, CheckResult::NotACheck, why);
                 at
             }
         };
@@ -533,7 +521,12 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
         }
         if ready {
             endpoints.set(None, remove_lag);
-            rec.push(stopped, "readiness", "-", "NotReady: container stopped");
+            rec.push(
+                stopped,
+                Subject::Probe(ProbeKind::Readiness),
+                CheckResult::NotACheck,
+                "NotReady: container stopped",
+            );
         }
         let restart = if exited {
             crash_loop.after_exit(stopped, phases.sync)
@@ -544,8 +537,8 @@ async fn run_async(spec: &ContainerSpec, config: &Config) -> Report {
         if let Restart::After { backoff, at } = restart {
             rec.push(
                 stopped,
-                "container",
-                "-",
+                Subject::Container,
+                CheckResult::NotACheck,
                 format!(
                     "CrashLoopBackOff: back-off {} s, restart at {} s",
                     secs(backoff),
@@ -598,15 +591,15 @@ async fn run_container(
                 let Ok((kind, started, ok)) = done else { continue };
                 let end = clock.now();
                 rec.report.trace.checks.push(Check { probe: kind, start: started, end, ok });
-                let result = if ok { "success" } else { "failure" };
+                let result = CheckResult::of(ok);
                 let mut said = false;
                 for e in prober.finish(kind, started, end, ok) {
                     said = true;
                     match e {
                         ProbeEvent::Started => rec.push(
                             end,
-                            "startup",
-                            "success",
+                            Subject::Probe(ProbeKind::Startup),
+                            CheckResult::Success,
                             "startup probe succeeded: liveness and readiness begin",
                         ),
                         ProbeEvent::Ready => {
@@ -619,7 +612,7 @@ async fn run_container(
                             } else {
                                 "Ready (no readiness probe)"
                             };
-                            rec.push(end, "readiness", result, why);
+                            rec.push(end, Subject::Probe(ProbeKind::Readiness), result, why);
                         }
                         ProbeEvent::NotReady => {
                             *ready = false;
@@ -627,14 +620,19 @@ async fn run_container(
                                 rec.report.trace.ready.push((from, end));
                             }
                             endpoints.set(None, remove_lag);
-                            rec.push(end, "readiness", result, "NotReady: removed from endpoints");
+                            rec.push(
+                                end,
+                                Subject::Probe(ProbeKind::Readiness),
+                                result,
+                                "NotReady: removed from endpoints",
+                            );
                         }
                         ProbeEvent::Kill { probe, failures } => {
                             checks.abort_all();
                             rec.push(
                                 end,
-                                kind_name(probe),
-                                "failure",
+                                Subject::Probe(probe),
+                                CheckResult::Failure,
                                 format!("killed: {} probe failed {failures} times", probe.noun()),
                             );
                             return Stop::Killed(probe, end);
@@ -643,7 +641,7 @@ async fn run_container(
                 }
                 let slot = kind as usize;
                 if !said && last[slot] != Some(ok) {
-                    rec.push(end, kind_name(kind), result, "");
+                    rec.push(end, Subject::Probe(kind), result, "");
                 }
                 last[slot] = Some(ok);
             }

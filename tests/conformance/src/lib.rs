@@ -12,5 +12,6 @@ pub mod kubelet;
 pub mod spec;
 pub mod webhook;
 
-pub use kubelet::{Config, Report, Transition, run};
+pub use kubelet::{Config, Report, run};
+pub use probelint_policies::simulate::Transition;
 pub use spec::{ContainerSpec, Handler, ProbeSpec};
