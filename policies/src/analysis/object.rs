@@ -592,11 +592,8 @@ fn analyse_container<'a>(
         .filter(|n| !n.is_empty())
         .unwrap_or(default_name)
         .to_owned();
-    let server = crate::model::servers::recognise(value).or_else(|| {
-        (placement.kind == "NIMService")
-            .then(|| KnownServer::for_image(image))
-            .flatten()
-    });
+    let crate::model::servers::Recognised { server, launched } =
+        crate::model::servers::recognise(value, image);
     let placement = Placement {
         name: &name,
         ..*placement
@@ -635,6 +632,7 @@ fn analyse_container<'a>(
     let serving = serving::judge(&serving::Inputs {
         container: value,
         server,
+        launched,
         accelerated: !accelerators.is_empty(),
         role,
         placement: &placement,

@@ -129,6 +129,9 @@ impl Serving {
 pub(crate) struct Inputs<'x, 'a> {
     pub container: &'a Value,
     pub server: Option<&'static KnownServer>,
+    /// The server the container's command launches (`vllm serve`), whatever its image:
+    /// [`KnownServer::for_command`], computed once with `server`.
+    pub launched: Option<&'static KnownServer>,
     pub accelerated: bool,
     pub role: Role,
     pub placement: &'x Placement<'x>,
@@ -164,8 +167,7 @@ pub(crate) fn judge(i: &Inputs<'_, '_>) -> Serving {
     let overridden = command
         .and_then(Value::as_array)
         .is_some_and(|c| !c.is_empty());
-    let launched = KnownServer::for_command(i.container);
-    if let Some(server) = launched {
+    if let Some(server) = i.launched {
         return server_judgement(server, "its command launches it", i);
     }
     if let Some(counter) = command_counter_evidence(&words) {

@@ -577,16 +577,24 @@ pub(crate) fn repository(image: &str) -> &str {
     }
 }
 
+/// What [`recognise`] found, and whether the command launched it.
+#[derive(Debug, Clone, Copy)]
+pub struct Recognised {
+    pub server: Option<&'static KnownServer>,
+    /// [`KnownServer::for_command`]: the server the command launches, whatever the image.
+    pub launched: Option<&'static KnownServer>,
+}
+
 /// The server a container runs: recognised by its command (`vllm serve` in any image), else by
-/// its image. This is the one place the engine decides which server a container is; the model
-/// load estimate reads the server's model argument from the same container.
-pub fn recognise(container: &Value) -> Option<&'static KnownServer> {
-    KnownServer::for_command(container).or_else(|| {
-        let [image] = pick(container, ["image"]);
-        image
-            .and_then(Value::as_str)
-            .and_then(KnownServer::for_image)
-    })
+/// its image reference `image` (a NIMService's is its `image.repository`). This is the one place
+/// the engine decides which server a container is; the model load estimate reads the server's
+/// model argument from the same container.
+pub fn recognise(container: &Value, image: &str) -> Recognised {
+    let launched = KnownServer::for_command(container);
+    Recognised {
+        server: launched.or_else(|| KnownServer::for_image(image)),
+        launched,
+    }
 }
 
 /// The path without its query string.
@@ -665,7 +673,10 @@ mod tests {
     #[test]
     fn servers_are_recognised_by_what_they_run_from_any_image() {
         use serde_json::json;
-        let by = |c: serde_json::Value| recognise(&c).map(|s| s.id);
+        let by = |c: serde_json::Value| {
+            let image = c["image"].as_str().unwrap_or_default().to_owned();
+            recognise(&c, &image).server.map(|s| s.id)
+        };
         let cases = [
             (
                 json!({"image": "ghcr.io/llm-d/llm-d-cuda:v0.9.0", "command": ["bash", "-c", "exec vllm serve /mnt/models --port 8001"]}),
