@@ -4,7 +4,7 @@
 //! `/probelint`, the state emptyDir at `/probelint-state`), and the arms that use it run and
 //! observed as [`crate::run_all`] runs the others.
 
-use crate::{Arm, Observed, Observer, Outcome, SCENARIO_LABEL, simulate};
+use crate::{Arm, Observer, Outcome, SCENARIO_LABEL};
 use probelint_cluster::{Cluster, Image};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -122,30 +122,5 @@ pub fn run_with_volumes(
         let stored = cluster.get_json(&["-n", &ns, "get", "deployment", arm.scenario]);
         started.push((arm.clone(), ns, stored));
     }
-    let observations: Vec<Observed> = std::thread::scope(|scope| {
-        let handles: Vec<_> = started
-            .iter()
-            .map(|(arm, ns, _)| {
-                let observer = &observer;
-                scope.spawn(move || observer.follow(ns, &arm.id(), arm.duration, arm.traffic))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("an observer thread"))
-            .collect()
-    });
-    started
-        .into_iter()
-        .zip(observations)
-        .map(|((arm, _, applied), observed)| {
-            let predicted = simulate(probelint, &applied, &arm).unwrap_or_else(|e| panic!("{e}"));
-            Outcome {
-                arm,
-                applied,
-                observed,
-                predicted,
-            }
-        })
-        .collect()
+    crate::observe_and_predict(&observer, probelint, started)
 }

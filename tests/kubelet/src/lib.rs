@@ -217,11 +217,20 @@ pub fn run_all(
         let stored = cluster.get_json(&["-n", &ns, "get", "deployment", arm.scenario]);
         started.push((arm.clone(), ns, stored));
     }
+    observe_and_predict(&observer, probelint, started)
+}
+
+/// Follows every started arm (arm, namespace, the Deployment as stored) at once for its
+/// duration, then asks `simulate` about each stored Deployment.
+pub(crate) fn observe_and_predict(
+    observer: &Observer,
+    probelint: &Path,
+    started: Vec<(Arm, String, Value)>,
+) -> Vec<Outcome> {
     let observations: Vec<Observed> = std::thread::scope(|scope| {
         let handles: Vec<_> = started
             .iter()
             .map(|(arm, ns, _)| {
-                let observer = &observer;
                 scope.spawn(move || observer.follow(ns, &arm.id(), arm.duration, arm.traffic))
             })
             .collect();
