@@ -423,3 +423,46 @@ fn svg_draws_both_variants_with_every_series() {
         );
     }
 }
+
+/// The node's two timings are flags with measured defaults: a startup budget of exactly the
+/// load is the storm the kubelet runs with them, and the one restart of the kubelet's rules
+/// alone without them; a negative time is refused, naming the flag.
+#[test]
+fn probe_lead_and_restart_latency_decide_a_budget_of_exactly_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    // 30 × 10 s of startup budget for the 300 s load.
+    let exact = STORM.replace(
+        "          livenessProbe:",
+        "          startupProbe:\n            httpGet: {path: /livez, port: http}\n            failureThreshold: 30\n          livenessProbe:",
+    );
+    write(dir.path(), "exact.yaml", &exact);
+    let measured = simulate(dir.path(), "exact.yaml", &["--loading-server", "refuses"]);
+    assert_eq!(measured["first_ready_seconds"], Value::Null, "{measured:#}");
+    assert!(measured["restarts"].as_u64().unwrap() >= 5, "{measured:#}");
+    assert_eq!(measured["kubelet"]["backoff"]["probe_lead"], 0.5);
+    let ideal = simulate(
+        dir.path(),
+        "exact.yaml",
+        &[
+            "--loading-server",
+            "refuses",
+            "--probe-lead",
+            "0",
+            "--restart-latency",
+            "0",
+        ],
+    );
+    assert_eq!(ideal["restarts"], 1, "{ideal:#}");
+    assert_eq!(ideal["first_ready_seconds"], 590.0);
+    let out = probelint()
+        .current_dir(dir.path())
+        .args(["simulate", "--probe-lead=-1", "exact.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--probe-lead"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -480,8 +480,8 @@ fn kubelet_assumed(s: &Scenario) -> Vec<String> {
             }
         ),
         format!(
-            "probe ticks fall {} s before each period from the container's first start \
-             (--probe-lead{}); the range below runs other phases",
+            "probe ticks fall {} s before each period from the pod's start (--probe-lead{}); \
+             the range below runs other phases",
             secs(s.node.probe_lead),
             measured(s.node.probe_lead, MEASURED_PROBE_LEAD_SECONDS)
         ),
@@ -675,8 +675,8 @@ fn json_of(r: &Run, req: &Args) -> Value {
             "loading_server": r.scenario.server,
             "kill": r.scenario.kill,
             "probe_phase": "0: the probe workers' first tick, backoff.probe_lead seconds \
-                            before the container's first start, on a whole second of the wall \
-                            clock; see spread",
+                            before time 0 (the pod's start), on a whole second of the wall clock; \
+                            see spread",
         },
         "duration_seconds": r.scenario.duration,
         "assumptions": r.notes,

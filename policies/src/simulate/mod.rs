@@ -18,7 +18,8 @@
 //! - Time 0 is the container's first start, plus `start_offset` (scheduling, image pull, volume
 //!   attach and init containers are not modelled: the user says how long they take).
 //! - The tick phase of each probe is an input (0 by default: the workers' first tick, which is
-//!   `probe_lead` before the container's first start, as measured on a real node); [`spread`]
+//!   `probe_lead` before time 0, so before the container's first start without a
+//!   `start_offset`: the workers start with the pod, not after its pull); [`spread`]
 //!   reruns the model over many phases and reports the range. A restart starts
 //!   `restart_latency` after the stop (or the back-off's end).
 
