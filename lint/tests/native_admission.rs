@@ -202,9 +202,15 @@ fn guard_size(object: &Value) -> u64 {
 fn engine(object: &Value, policy: &Policy) -> BTreeSet<Verdict> {
     probelint_policies::evaluate_one(object, policy)
         .into_iter()
-        .filter(|f| f.suppressed.is_none() && RULES.contains(&f.rule.as_str()))
+        .filter(|f| f.suppressed.is_none() && RULES.contains(&&*f.rule))
         .filter(|f| f.severity >= Severity::Warning)
-        .map(|f| (f.rule, f.severity, f.container.unwrap_or_default()))
+        .map(|f| {
+            (
+                f.rule.into_owned(),
+                f.severity,
+                f.container.as_deref().unwrap_or_default().to_owned(),
+            )
+        })
         .collect()
 }
 

@@ -291,7 +291,7 @@ pub fn admit(
             Answer::Unreached(unreached)
         };
     }
-    let object_ref = workload.object_ref.clone();
+    let object_ref = ObjectRef::clone(&workload.object_ref);
     let analysis = Analysis::of(workload, policy);
     let mut findings = evaluate_analysed(&analysis, &object, policy);
     match mode {

@@ -13,6 +13,8 @@ use crate::policy::Policy;
 use crate::policy::custom::CustomTarget;
 use crate::rules::rule::{Check, Report};
 use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Evaluates every built-in and custom rule over a set of objects (so that cross-object rules
 /// see a Deployment beside its HPA). Findings are ordered by object, then pointer, then rule.
@@ -160,11 +162,11 @@ pub(crate) fn reader_finding(
     let analysis = Analysis::single(object, index, policy);
     let workload = &analysis.workloads[0];
     let mut finding = Finding {
-        rule: meta.id.to_owned(),
+        rule: Cow::Borrowed(meta.id),
         severity,
         message,
-        help,
-        object: workload.object_ref.clone(),
+        help: Cow::Owned(help),
+        object: Arc::clone(&workload.object_ref),
         object_index: index,
         container: None,
         pointer,
@@ -189,18 +191,18 @@ fn run_custom_rules(analysis: &Analysis<'_>, findings: &mut Vec<Finding>) {
             continue;
         };
         let mut push = |object_index: usize,
-                        object: &ObjectRef,
-                        container: Option<&str>,
+                        object: &Arc<ObjectRef>,
+                        container: Option<&Arc<str>>,
                         pointer: &str,
                         violation: String| {
             findings.push(Finding {
-                rule: rule.id.clone(),
+                rule: Cow::Owned(rule.id.clone()),
                 severity,
                 message: format!("{} ({violation})", rule.message),
-                help: rule.help.clone(),
-                object: object.clone(),
+                help: Cow::Owned(rule.help.clone()),
+                object: Arc::clone(object),
                 object_index,
-                container: container.map(str::to_owned),
+                container: container.map(Arc::clone),
                 pointer: pointer.to_owned(),
                 suppressed: None,
                 fix: None,
@@ -365,7 +367,7 @@ spec:
         findings
             .iter()
             .filter(|f| f.is_suppressed() == suppressed)
-            .map(|f| f.rule.clone())
+            .map(|f| f.rule.to_string())
             .collect()
     }
 
@@ -540,12 +542,10 @@ spec:
         let findings = lint_with(&with_annotations("{}"), &policy);
         let custom: Vec<_> = findings
             .iter()
-            .filter(|f| {
-                ["gpu-memory-limit", "owner-label", "no-host-network"].contains(&f.rule.as_str())
-            })
+            .filter(|f| ["gpu-memory-limit", "owner-label", "no-host-network"].contains(&&*f.rule))
             .map(|f| {
                 (
-                    f.rule.as_str(),
+                    &*f.rule,
                     f.severity,
                     f.container.as_deref(),
                     f.pointer.as_str(),

@@ -81,8 +81,8 @@ pub fn merge_fixes(
         }
         if used || fix.patch.0.is_empty() {
             applied.push(AppliedFix {
-                rule: finding.rule.clone(),
-                container: finding.container.clone(),
+                rule: finding.rule.to_string(),
+                container: finding.container.as_deref().map(str::to_owned),
                 description: fix.description.clone(),
             });
         }

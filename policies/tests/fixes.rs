@@ -185,7 +185,7 @@ fn a_liveness_that_kills_mid_load_is_one_error_and_one_startup_probe() {
                 .iter()
                 .filter(|f| f.container.as_deref() == Some(name))
                 .filter(|f| f.rule.contains("startup") || f.rule.contains("liveness"))
-                .map(|f| f.rule.clone())
+                .map(|f| f.rule.to_string())
                 .collect()
         };
         assert_eq!(rules(&findings), ["gpu-startup-probe-missing"], "{name}");
@@ -296,7 +296,7 @@ fn known_server_gets_its_real_endpoints_and_unknown_servers_get_no_fix() {
         m.patch
     );
     // Nothing shows that it serves a model: one info asking, no model-serving error.
-    let rules: Vec<_> = m.findings.iter().map(|f| f.rule.as_str()).collect();
+    let rules: Vec<_> = m.findings.iter().map(|f| &*f.rule).collect();
     assert_eq!(rules, ["gpu-serving-role-unknown"]);
 }
 

@@ -38,9 +38,9 @@ fn verdicts(findings: &[Finding]) -> Vec<(String, Severity, String)> {
         .filter(|f| f.severity != Severity::Info)
         .map(|f| {
             (
-                f.rule.clone(),
+                f.rule.to_string(),
                 f.severity,
-                f.container.clone().unwrap_or_default(),
+                f.container.as_deref().unwrap_or_default().to_owned(),
             )
         })
         .collect()

@@ -168,7 +168,7 @@ fn each_server_and_mode_gets_the_helpers_probes_and_its_volumes() {
             let after = evaluate_one(&doc, &policy);
             for f in &after {
                 assert!(
-                    !matches!(f.rule.as_str(), "exec-probe-heavy" | "readiness-port-open"),
+                    !matches!(&*f.rule, "exec-probe-heavy" | "readiness-port-open"),
                     "{what}: {f:?}"
                 );
                 assert!(

@@ -346,13 +346,14 @@ mod tests {
             rule: "gpu-readiness-probe-missing".into(),
             severity: Severity::Error,
             message: message.into(),
-            help: help.into(),
+            help: help.to_owned().into(),
             object: ObjectRef {
                 api_version: "v1".into(),
                 kind: "Pod".into(),
                 namespace: Some("default".into()),
                 name: Some("p".into()),
-            },
+            }
+            .into(),
             object_index: 0,
             container: container.map(Into::into),
             pointer: "/spec/containers/0".into(),

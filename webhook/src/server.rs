@@ -571,7 +571,7 @@ impl std::fmt::Display for RuleList<'_> {
             .findings
             .iter()
             .filter(|finding| finding.is_suppressed() == self.suppressed)
-            .map(|finding| finding.rule.as_str())
+            .map(|finding| &*finding.rule)
         {
             if last == Some(rule) {
                 continue;

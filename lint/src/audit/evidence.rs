@@ -533,7 +533,7 @@ pub fn support(
     let containers: Vec<&ContainerEvidence> = evidence
         .containers
         .iter()
-        .filter(|(name, _)| finding.container.as_ref().is_none_or(|c| c == *name))
+        .filter(|(name, _)| finding.container.as_ref().is_none_or(|c| **c == ***name))
         .map(|(_, c)| c)
         .collect();
     let mut parts = Vec::new();

@@ -902,7 +902,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
                 .iter()
                 .filter(|c| c.is_accelerated() && c.load.is_evidence())
             {
-                let load = loads.entry((i, container.name.clone())).or_default();
+                let load = loads.entry((i, container.name.to_string())).or_default();
                 *load = load.max(container.load.fast);
             }
         }
@@ -941,7 +941,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             let load = finding
                 .container
                 .clone()
-                .and_then(|c| loads.get(&(finding.object_index, c)).copied());
+                .and_then(|c| loads.get(&(finding.object_index, c.to_string())).copied());
             let support = evidence::support(&finding, workload.as_ref().map(|w| &w.evidence), load);
             if let Some(w) = workload
                 && !finding.is_suppressed()
@@ -1072,7 +1072,7 @@ pub(crate) fn costed(
                 format!("model load {}; at its slow end", load.explained())
             };
             predictions.push(timeline::Prediction::new(
-                container.name.clone(),
+                container.name.to_string(),
                 load.slow,
                 load_from,
                 creation_on_axis,

@@ -451,7 +451,7 @@ fn json(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
                 message: &f.finding.message,
                 help: &f.finding.help,
                 coordinates: &f.coordinates,
-                object: (&f.finding.object).into(),
+                object: (&*f.finding.object).into(),
                 container: f.finding.container.as_deref(),
                 pointer: &f.finding.pointer,
                 evidence: json_evidence(&f.support),
@@ -516,11 +516,7 @@ fn sarif_level(severity: Severity) -> &'static str {
 /// SARIF 2.1.0 with logical locations (`Deployment/ns/name/container`): a cluster object has no
 /// file, so `physicalLocation` is absent and `fullyQualifiedName` names it.
 fn sarif(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
-    let mut rules: Vec<&str> = audit
-        .findings
-        .iter()
-        .map(|f| f.finding.rule.as_str())
-        .collect();
+    let mut rules: Vec<&str> = audit.findings.iter().map(|f| &*f.finding.rule).collect();
     rules.sort_unstable();
     rules.dedup();
     let descriptors: Vec<Value> = rules
@@ -551,7 +547,7 @@ fn sarif(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
             }
             let mut result = serde_json::json!({
                 "ruleId": f.finding.rule,
-                "ruleIndex": rules.binary_search(&f.finding.rule.as_str()).unwrap_or(0),
+                "ruleIndex": rules.binary_search(&&*f.finding.rule).unwrap_or(0),
                 "level": sarif_level(f.finding.severity),
                 "message": {"text": text},
                 "locations": [{"logicalLocations": [{
@@ -635,7 +631,7 @@ fn junit(audit: &Audit, out: &mut dyn Write) -> io::Result<()> {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 status
                     .set_message(first.finding.message.as_str())
-                    .set_type(first.finding.rule.as_str())
+                    .set_type(&*first.finding.rule)
                     .set_description(describe.clone());
                 status
             }

@@ -106,9 +106,7 @@ fn plan_file(
         fixed_findings.extend(
             located
                 .iter()
-                .filter(|l| {
-                    applied.contains(&(l.finding.rule.as_str(), l.finding.container.as_deref()))
-                })
+                .filter(|l| applied.contains(&(&*l.finding.rule, l.finding.container.as_deref())))
                 .cloned(),
         );
     });
@@ -373,14 +371,14 @@ mod tests {
         let rules: Vec<&str> = summary.changed[0]
             .fixed
             .iter()
-            .map(|f| f.finding.rule.as_str())
+            .map(|f| &*f.finding.rule)
             .collect();
         assert_eq!(rules, ["gpu-startup-probe-missing", "readiness-port-open"]);
         let remaining: Vec<&str> = summary
             .report
             .findings
             .iter()
-            .map(|f| f.finding.rule.as_str())
+            .map(|f| &*f.finding.rule)
             .collect();
         assert!(
             !remaining.iter().any(|r| rules.contains(r)),

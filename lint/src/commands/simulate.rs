@@ -248,7 +248,7 @@ pub fn run(req: &Args) -> Result<u8, Error> {
     let mut runs = Vec::new();
     for cx in analysis.containers() {
         let selected = match req.container.as_deref() {
-            Some(name) => cx.container.name == name,
+            Some(name) => &*cx.container.name == name,
             None => cx.container.is_accelerated(),
         };
         if !selected {
@@ -313,8 +313,8 @@ pub fn run(req: &Args) -> Result<u8, Error> {
             Some((o, f))
         });
         runs.push(Run {
-            object: cx.workload.object_ref.clone(),
-            container: cx.container.name.clone(),
+            object: probelint_policies::ObjectRef::clone(&cx.workload.object_ref),
+            container: cx.container.name.to_string(),
             load,
             spread: spread(&scenario),
             notes: assumptions(cx.container),

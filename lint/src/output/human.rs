@@ -498,7 +498,7 @@ mod tests {
         let mut report = sample();
         let evil = "\x1b]0;pwned\x07\x1b[2J\u{9b}31m\u{202e}";
         report.findings[0].finding.message.push_str(evil);
-        report.findings[0].finding.container = Some(format!("c{evil}"));
+        report.findings[0].finding.container = Some(format!("c{evil}").into());
         report.errors[0].message.push_str(evil);
         report.skipped[0].reason.push_str(evil);
         report.sources.insert(

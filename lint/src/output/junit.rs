@@ -27,7 +27,7 @@ pub(super) fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let mut groups: Vec<(&str, &ObjectRef, Vec<&LocatedFinding>)> = Vec::new();
     let mut index: HashMap<(&str, &ObjectRef), usize> = HashMap::new();
     for located in &report.findings {
-        let key = (located.file.as_str(), &located.finding.object);
+        let key = (located.file.as_str(), &*located.finding.object);
         let slot = *index.entry(key).or_insert_with(|| {
             groups.push((key.0, key.1, Vec::new()));
             groups.len() - 1
@@ -85,7 +85,7 @@ fn object_case(file: &str, object: &ObjectRef, findings: &[&LocatedFinding]) -> 
         [] => TestCaseStatus::success(),
         [only] => failure(&only.finding.message, &only.finding.rule, &failing),
         [first, ..] => {
-            let mut rules: Vec<&str> = failing.iter().map(|f| f.finding.rule.as_str()).collect();
+            let mut rules: Vec<&str> = failing.iter().map(|f| &*f.finding.rule).collect();
             rules.sort_unstable();
             rules.dedup();
             let more = plural(failing.len() - 1, "more problem", "more problems");

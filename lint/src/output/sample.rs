@@ -81,13 +81,13 @@ pub(super) fn finding(
 ) -> LocatedFinding {
     LocatedFinding {
         finding: Finding {
-            rule: rule.to_owned(),
+            rule: rule.to_owned().into(),
             severity,
             message: message.to_owned(),
-            help: help.to_owned(),
-            object,
+            help: help.to_owned().into(),
+            object: object.into(),
             object_index: 0,
-            container: container.map(str::to_owned),
+            container: container.map(Into::into),
             pointer: pointer.to_owned(),
             suppressed: None,
             fix: None,

@@ -182,7 +182,7 @@ pub(super) fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let results = report
         .findings
         .iter()
-        .map(|located| result(located, index.get(located.finding.rule.as_str()).copied()))
+        .map(|located| result(located, index.get(&*located.finding.rule).copied()))
         .collect();
 
     let mut notifications: Vec<Notification> = report
@@ -237,7 +237,7 @@ fn descriptors(report: &Report) -> Vec<Descriptor<'_>> {
         registry().iter().map(|rule| builtin(rule.meta())).collect();
     let mut custom: BTreeMap<&str, &LocatedFinding> = BTreeMap::new();
     for located in &report.findings {
-        let id = located.finding.rule.as_str();
+        let id = &*located.finding.rule;
         if !rules.iter().any(|r| r.id == id) {
             custom.entry(id).or_insert(located);
         }
@@ -289,7 +289,7 @@ fn custom_rule<'a>(id: &'a str, located: &LocatedFinding) -> Descriptor<'a> {
     let help = if finding.help.is_empty() {
         finding.message.clone()
     } else {
-        finding.help.clone()
+        finding.help.to_string()
     };
     Descriptor {
         id,
@@ -333,7 +333,7 @@ fn result(located: &LocatedFinding, rule_index: Option<usize>) -> SarifResult<'_
         })
         .collect();
     SarifResult {
-        rule_id: finding.rule.clone(),
+        rule_id: finding.rule.to_string(),
         rule_index,
         level: level(finding.severity),
         message: Text { text },
@@ -346,7 +346,7 @@ fn result(located: &LocatedFinding, rule_index: Option<usize>) -> SarifResult<'_
         suppressions,
         properties: ResultProperties {
             object: finding.object.to_string(),
-            container: finding.container.clone(),
+            container: finding.container.as_deref().map(str::to_owned),
             pointer: finding.pointer.clone(),
             load: finding.load.as_ref().map(super::load::Load::of),
             evidence: finding.evidence.as_deref(),
@@ -422,7 +422,7 @@ fn fingerprint(located: &LocatedFinding) -> String {
     let finding = &located.finding;
     let object = &finding.object;
     let fields = [
-        finding.rule.as_str(),
+        &*finding.rule,
         &repo_path(&located.file),
         object.kind.as_str(),
         object.namespace.as_deref().unwrap_or(""),

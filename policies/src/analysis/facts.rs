@@ -6,13 +6,15 @@ use crate::analysis::object::Workload;
 use crate::model::annotations::IGNORE_ANNOTATION;
 use crate::model::finding::ObjectRef;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// One object, as far as the cross-object rules are concerned.
 #[derive(Debug, Clone)]
 pub struct ObjectFacts {
     /// The object's position in the input (the `object_index` of its findings).
     pub index: usize,
-    pub object_ref: ObjectRef,
+    /// Shared with the findings about it.
+    pub object_ref: Arc<ObjectRef>,
     pub role: Role,
     /// The object's `probelint.io/ignore*` annotations: a cross-object finding is about the
     /// object itself, never inside a pod template, so only these can exempt it.

@@ -14,6 +14,7 @@ use crate::model::text::shown;
 use crate::policy::Policy;
 use crate::policy::operators::{OperatorDefault, Placement};
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 /// KServe predictor keys that hold a single model container (`model`, or a legacy framework).
@@ -111,7 +112,8 @@ pub struct Container<'a> {
     /// Pointer to the container (`/spec/template/spec/containers/0`).
     pub pointer: String,
     pub value: &'a Value,
-    pub name: String,
+    /// Shared with the findings about it.
+    pub name: Arc<str>,
     /// An init container with `restartPolicy: Always` (a native sidecar).
     pub sidecar: bool,
     pub image: &'a str,
@@ -134,6 +136,9 @@ pub struct Container<'a> {
     operator_probes: [Option<Value>; 3],
     ports: Vec<ContainerPort<'a>>,
     lifecycle: Option<&'a Value>,
+    /// [`Container::evidence`] worded, made for the first finding about the container and
+    /// shared by the others.
+    evidence_text: OnceCell<Option<Arc<str>>>,
 }
 
 impl<'a> Container<'a> {
@@ -183,6 +188,13 @@ impl<'a> Container<'a> {
         self.serving
             .evidence()
             .map(|e| e.describe(&self.probes, &self.ports))
+    }
+
+    /// [`Container::evidence`] as the findings about the container carry it: worded once.
+    pub(crate) fn evidence_text(&self) -> Option<Arc<str>> {
+        self.evidence_text
+            .get_or_init(|| self.evidence().map(|e| Arc::from(e.to_string())))
+            .clone()
     }
 
     /// Whether there is evidence that it serves a model (a model-serving verdict needs it).
@@ -259,7 +271,8 @@ pub struct Workload<'a> {
     /// Position in the input.
     pub index: usize,
     pub object: &'a Value,
-    pub object_ref: ObjectRef,
+    /// Shared with the findings about it.
+    pub object_ref: Arc<ObjectRef>,
     pub annotations: Option<&'a serde_json::Map<String, Value>>,
     /// Empty for objects without pod specs (Services, HPAs, PDBs...).
     pub pod_specs: Vec<PodSpec<'a>>,
@@ -282,7 +295,7 @@ impl<'a> Workload<'a> {
     pub fn analyse(index: usize, object: &'a Value, policy: &Policy) -> Self {
         #[cfg(test)]
         ANALYSES.with(|n| n.set(n.get() + 1));
-        let object_ref = ObjectRef::from_object(object);
+        let object_ref = Arc::new(ObjectRef::from_object(object));
         let annotations = fields::get(object, "metadata")
             .and_then(|m| fields::get(m, "annotations"))
             .and_then(Value::as_object);
@@ -590,14 +603,10 @@ fn analyse_container<'a>(
     let name = name
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .unwrap_or(default_name)
-        .to_owned();
+        .unwrap_or(default_name);
     let crate::model::servers::Recognised { server, launched } =
         crate::model::servers::recognise(value, image);
-    let placement = Placement {
-        name: &name,
-        ..*placement
-    };
+    let placement = Placement { name, ..*placement };
     let operator = crate::policy::operators::row_for(&placement)
         .and_then(|id| policy.operator_defaults.get(id))
         .cloned();
@@ -643,7 +652,7 @@ fn analyse_container<'a>(
         restart_policy: pod.restart_policy,
     });
     Container {
-        name,
+        name: Arc::from(name),
         server,
         role,
         serving,
@@ -663,6 +672,7 @@ fn analyse_container<'a>(
         value,
         sidecar,
         accelerators,
+        evidence_text: OnceCell::new(),
     }
 }
 
@@ -846,7 +856,7 @@ mod tests {
         let names: Vec<_> = pod
             .containers
             .iter()
-            .map(|c| (c.name.as_str(), c.sidecar, c.is_accelerated()))
+            .map(|c| (&*c.name, c.sidecar, c.is_accelerated()))
             .collect();
         assert_eq!(names, [("vllm", false, true), ("proxy", true, false)]);
         assert_eq!(
@@ -1041,13 +1051,13 @@ mod tests {
         let w = analyse(&v);
         let c = &w.pod_specs[0].containers[0];
         assert_eq!(c.pointer, "/spec/predictor/model");
-        assert_eq!(c.name, "kserve-container");
+        assert_eq!(&*c.name, "kserve-container");
         assert!(c.is_accelerated());
         // `name: ''` (as OpenShift AI's dashboard writes it) is no name.
         let mut unnamed = v.clone();
         unnamed["spec"]["predictor"]["model"]["name"] = json!("");
         assert_eq!(
-            analyse(&unnamed).pod_specs[0].containers[0].name,
+            &*analyse(&unnamed).pod_specs[0].containers[0].name,
             "kserve-container"
         );
     }

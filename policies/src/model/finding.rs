@@ -2,7 +2,9 @@
 
 use crate::model::fields::pick;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 /// How much a finding matters. Ordered: `Info < Warning < Error`.
 #[derive(
@@ -118,20 +120,24 @@ pub struct Fix {
 }
 
 /// One problem found in one object.
+///
+/// What every finding of an object or container shares is shared, not copied: the rule id and
+/// most helps are the rule's own `'static` text, the object's reference and the container's name
+/// and evidence are counted references to what its analysis made once.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// The rule id (kebab-case, stable) — built-in or a custom rule from the policy.
-    pub rule: String,
+    pub rule: Cow<'static, str>,
     pub severity: Severity,
     pub message: String,
     /// What to do about it.
-    pub help: String,
-    pub object: ObjectRef,
+    pub help: Cow<'static, str>,
+    pub object: Arc<ObjectRef>,
     /// Which of the objects given to [`crate::evaluate`] this finding is about.
     #[serde(skip)]
     pub object_index: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub container: Option<String>,
+    pub container: Option<Arc<str>>,
     /// RFC 6901 pointer into the object: the node at fault, or where a missing node belongs.
     pub pointer: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -144,7 +150,7 @@ pub struct Finding {
     /// What shows that the container serves a model, for the findings about one that does
     /// (`runs vLLM (the image's entrypoint)`, `declares containerPort 8000`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<String>,
+    pub evidence: Option<Arc<str>>,
 }
 
 impl Finding {

@@ -66,26 +66,25 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             .copied()
             .collect::<Vec<_>>()
             .join(" ");
-        let fix = Change::new(format!("remove {shown:?} from the start of args"), ops)
-            .fix(Applicability::Unsafe);
-        let finding = report.container(
-            &cx,
-            pointer::join(&args_pointer, "0"),
-            format!(
+        let fix = Change::new(format!("remove {shown:?} from the start of args"), ops);
+        report
+            .container(&cx)
+            .at(pointer::join(&args_pointer, "0"))
+            .message(format!(
                 "{}: with no command, {} runs its entrypoint {} before args, so args {shown:?} \
                  make it run `{}`: the server exits with a usage error before it loads anything",
                 container.describe(),
                 entry.repository,
                 entry.described,
                 shorten(&runs),
-            ),
-            format!(
+            ))
+            .help(format!(
                 "remove {shown:?} from args (the image's entrypoint already runs them), or set \
                  command to the whole command line (entrypoint and failure: {})",
                 entry.source
-            ),
-        );
-        finding.fix = Some(fix);
+            ))
+            .fix(fix)
+            .report();
     }
 }
 

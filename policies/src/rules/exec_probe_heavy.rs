@@ -37,16 +37,16 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             let Some(why) = heavy_exec(command) else {
                 continue;
             };
-            report.container(
-                &cx,
-                format!("{}/exec", probe.pointer),
-                format!(
+            report
+                .container(&cx)
+                .at(format!("{}/exec", probe.pointer))
+                .message(format!(
                     "{}: {}Probe {why}: `{}`",
                     cx.container.describe(),
                     probe.kind.noun(),
                     command.join(" ")
-                ),
-                match cx.container.server {
+                ))
+                .help(match cx.container.server {
                     Some(s) => format!(
                         "use httpGet {} on port {} instead",
                         s.live_path, s.default_port
@@ -54,8 +54,8 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                     None => {
                         "use an httpGet probe on the server's health endpoint instead".to_owned()
                     }
-                },
-            );
+                })
+                .report();
         }
     }
 }

@@ -31,17 +31,17 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if grace > 30 || cx.container.has_pre_stop() {
             continue;
         }
-        report.container(
-            &cx,
-            cx.container.pointer.clone(),
-            format!(
+        report
+            .container(&cx)
+            .message(format!(
                 "{} has no preStop hook and terminationGracePeriodSeconds is {grace}: in-flight \
                  generations are cut off on every rollout",
                 cx.container.describe()
-            ),
-            "add lifecycle.preStop (e.g. sleep 10 s while endpoints update) and raise \
-             terminationGracePeriodSeconds to cover your longest generation"
-                .to_owned(),
-        );
+            ))
+            .help(
+                "add lifecycle.preStop (e.g. sleep 10 s while endpoints update) and raise \
+             terminationGracePeriodSeconds to cover your longest generation",
+            )
+            .report();
     }
 }

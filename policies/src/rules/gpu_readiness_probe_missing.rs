@@ -44,15 +44,14 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                      model is loaded and can infer"
                 .to_owned(),
         };
-        report.container(
-            &cx,
-            cx.container.pointer.clone(),
-            format!(
+        report
+            .container(&cx)
+            .message(format!(
                 "{} has no readinessProbe: it receives traffic before its model is loaded",
                 cx.container.describe()
-            ),
-            help,
-        );
+            ))
+            .help(help)
+            .report();
     }
 }
 

@@ -38,21 +38,20 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         {
             continue;
         }
-        report.container(
-            &cx,
-            cx.container.pointer.clone(),
-            format!(
+        report
+            .container(&cx)
+            .message(format!(
                 "{}: nothing shows whether it serves a model (no recognised server, serving \
                  operator, readiness or HTTP probe, or declared port) or not (an idle shell, a \
                  notebook, a stress tool): the model-serving rules do not judge it",
                 cx.container.describe()
-            ),
-            format!(
+            ))
+            .help(format!(
                 "if it serves a model, declare its containerPort (or annotate the pod template \
                  {ROLE_ANNOTATION}: server) so that its probes are judged; otherwise annotate \
                  {ROLE_ANNOTATION}: batch or interactive"
-            ),
-        );
+            ))
+            .report();
     }
 }
 

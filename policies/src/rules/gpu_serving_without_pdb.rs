@@ -101,17 +101,18 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
         if covered {
             continue;
         }
-        report.cross(
-            object,
-            replicated.pointer,
-            format!(
+        report
+            .cross(object)
+            .at(replicated.pointer)
+            .message(format!(
                 "{} runs {} GPU serving replicas and no PodDisruptionBudget selects them: a \
                  node drain can take them all down for a full model load",
                 object.object_ref, replicated.replicas
-            ),
-            "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels"
-                .to_owned(),
-        );
+            ))
+            .help(
+                "add a PodDisruptionBudget (maxUnavailable: 1) selecting the pod template's labels",
+            )
+            .report();
     }
 }
 

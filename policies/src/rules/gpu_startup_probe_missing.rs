@@ -60,7 +60,7 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let load = &cx.container.load;
         // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
         let fix = (cx.workload.object_ref.kind != "NIMService")
-            .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))
+            .then(|| startup_probe(&cx, analysis.policy))
             .flatten();
         // Help says what to change and why; the fix line beside it says what --fix writes.
         let help = match &fix {
@@ -158,24 +158,26 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 load.derivation()
             )
         };
-        let finding = report.container(
-            &cx,
-            cx.container.pointer.clone(),
-            format!(
-                "{} has no startupProbe: {risk} ({needs})",
-                cx.container.describe(),
-            ),
-            help,
-        );
         // An error only where every start is killed: the fast end of the load (or, where the
         // load is unknown, the server's own start) outlasts the liveness tolerance. Where only
         // a slow start is killed, or nothing can kill the load, no storm is certain: a warning.
         // The policy's own level for the rule, where set, replaces this one.
-        if kill != Some(super::support::Kill::Certain) {
-            finding.severity = Severity::Warning;
-        }
-        finding.fix = fix;
-        finding.load = Some(load.clone());
+        let ceiling = if kill == Some(super::support::Kill::Certain) {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        report
+            .container(&cx)
+            .message(format!(
+                "{} has no startupProbe: {risk} ({needs})",
+                cx.container.describe(),
+            ))
+            .help(help)
+            .at_most(ceiling)
+            .fix(fix)
+            .load(load)
+            .report();
     }
 }
 
@@ -187,9 +189,7 @@ mod tests {
 
     /// What --fix writes, where the rule offers a fix; else the help, which then says it.
     fn fix_of(f: &crate::Finding) -> &str {
-        f.fix
-            .as_ref()
-            .map_or(f.help.as_str(), |x| x.description.as_str())
+        f.fix.as_ref().map_or(&*f.help, |x| x.description.as_str())
     }
 
     #[test]

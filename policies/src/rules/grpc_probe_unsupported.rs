@@ -36,18 +36,17 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             if !matches!(probe.handler, Handler::Grpc { .. }) {
                 continue;
             }
-            report.container(
-                &cx,
-                format!("{}/grpc", probe.pointer),
-                format!(
+            report
+.container(&cx)
+.at(format!("{}/grpc", probe.pointer))
+.message(format!(
                     "{}: {}Probe uses grpc, which Kubernetes {version} does not support (needs {GRPC_PROBES_SINCE}+)",
                     cx.container.describe(),
                     probe.kind.noun()
-                ),
-                "use an httpGet probe, or an exec probe running grpc_health_probe, until every \
-                 cluster runs 1.24 or later"
-                    .to_owned(),
-            );
+                ))
+.help("use an httpGet probe, or an exec probe running grpc_health_probe, until every \
+                 cluster runs 1.24 or later")
+.report();
         }
     }
 }

@@ -34,18 +34,17 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
         let Some(workload) = targets.of(hpa) else {
             continue;
         };
-        report.cross(
-            hpa,
-            pointer,
-            format!(
+        report
+.cross(hpa)
+.at(*pointer)
+.message(format!(
                 "{} scales {} (a GPU workload) on cpu/memory only: GPU servers saturate long \
                  before their CPU does",
                 hpa.object_ref, workload.object_ref
-            ),
-            "scale on a serving metric (queue depth, requests in flight, KV-cache use) with a Pods \
-             or External metric"
-                .to_owned(),
-        );
+            ))
+.help("scale on a serving metric (queue depth, requests in flight, KV-cache use) with a Pods \
+             or External metric")
+.report();
     }
 }
 

@@ -41,18 +41,19 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
             || "a full model load".to_owned(),
             |l| format!("its load, {}", l.explained()),
         );
-        report.cross(
-            hpa,
-            "/spec/minReplicas",
-            format!(
+        report
+            .cross(hpa)
+            .at("/spec/minReplicas")
+            .message(format!(
                 "{} may scale {object_ref} down to {min_replicas} pod: losing it is an outage \
                  until a replacement has loaded ({outage})",
                 hpa.object_ref
-            ),
-            "set minReplicas: 2 (spread over nodes) so that losing a pod costs capacity, not \
-             service"
-                .to_owned(),
-        );
+            ))
+            .help(
+                "set minReplicas: 2 (spread over nodes) so that losing a pod costs capacity, not \
+             service",
+            )
+            .report();
     }
 }
 

@@ -62,26 +62,27 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
                 .to_owned()
         };
         let period = (load.slow.ceil() as i64).min(1800);
-        let finding = report.cross(
-            hpa,
-            if *scale_up_written {
+        report
+            .cross(hpa)
+            .at(if *scale_up_written {
                 "/spec/behavior/scaleUp"
             } else {
                 "/spec"
-            },
-            format!(
+            }
+            .to_owned())
+            .message(format!(
                 "{} scales {object_ref} on an External/Object metric that its new pods cannot \
                  lower until they serve, {} later, and {every}: it keeps adding GPU pods for \
                  the same spike while they load",
                 hpa.object_ref,
                 load.explained()
-            ),
-            format!(
+            ))
+            .help(format!(
                 "limit scale-up to the load time: behavior.scaleUp.policies: [{{type: Pods, \
                  value: 1, periodSeconds: {period}}}]"
-            ),
-        );
-        finding.load = Some(load.clone());
+            ))
+            .load(load)
+            .report();
     }
 }
 

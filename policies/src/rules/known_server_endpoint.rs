@@ -57,38 +57,38 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             if let Some(caveat) = server.ready_caveat
                 && crate::model::servers::strip_query(path) == server.ready_path
             {
-                report.container(
-                    &cx,
-                    format!("{}/httpGet/path", readiness.pointer),
-                    format!(
+                report
+                    .container(&cx)
+                    .at(format!("{}/httpGet/path", readiness.pointer))
+                    .message(format!(
                         "{}: readiness on {path} can pass while {} cannot serve: {caveat}",
                         cx.container.describe(),
                         server.name
-                    ),
-                    "gate traffic on a check that fails when the model cannot serve (an exec \
-                     probe that reads the status, or the per-model ready endpoint)"
-                        .to_owned(),
-                );
+                    ))
+                    .help(
+                        "gate traffic on a check that fails when the model cannot serve (an exec \
+                     probe that reads the status, or the per-model ready endpoint)",
+                    )
+                    .report();
             }
             continue;
         }
-        let fix =
-            readiness_endpoint(&cx, readiness, analysis.policy).map(|c| c.fix(Applicability::Safe));
-        report.container(
-            &cx,
-            format!("{}/httpGet/path", readiness.pointer),
-            format!(
+        let fix = readiness_endpoint(&cx, readiness, analysis.policy);
+        report
+.container(&cx)
+.at(format!("{}/httpGet/path", readiness.pointer))
+.message(format!(
                 "{}: {} readiness should be {} but the probe checks {path}",
                 cx.container.describe(),
                 server.name,
                 server.ready_path
-            ),
-            format!(
+            ))
+.help(format!(
                 "set readinessProbe.httpGet.path to {}: it answers 200 only when the model can serve",
                 server.ready_path
-            ),
-        )
-        .fix = fix;
+            ))
+            .fix(fix)
+            .report();
     }
 }
 
@@ -115,18 +115,19 @@ fn unsettled_port(
         .port()
         .map(ToString::to_string)
         .unwrap_or_default();
-    report.container(
-        cx,
-        cx.container.pointer.clone(),
-        format!(
+    report
+        .container(cx)
+        .message(format!(
             "{}: {} sets no port (neither --port nor LLAMA_ARG_PORT) and its {}Probe uses port \
              {port}; the server's default is moving from 8080 to 9931 (ggml-org/llama.cpp#26508)",
             cx.container.describe(),
             server.name,
             probe.kind.noun()
-        ),
-        format!("pass --port {port} (or set LLAMA_ARG_PORT) so the probes and the server agree"),
-    );
+        ))
+        .help(format!(
+            "pass --port {port} (or set LLAMA_ARG_PORT) so the probes and the server agree"
+        ))
+        .report();
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::fix::patch::{add, remove, replace};
 use crate::fix::probes::{
     GENERATION_TIMEOUT_SECONDS, StartupBudget, raise_threshold, startup_probe,
 };
-use crate::model::finding::{Applicability, Fix, Severity};
+use crate::model::finding::{Applicability, Severity};
 use crate::model::pointer;
 use crate::model::probe::{Handler, PortRef, Probe, ProbeKind};
 use crate::model::servers::{
@@ -94,7 +94,7 @@ fn advice(
     server: &KnownServer,
     liveness: &Probe<'_>,
     policy: &Policy,
-) -> (String, Option<Fix>) {
+) -> (String, Option<Change>) {
     let fails_during_load = cx.container.loads_model_at_start()
         && matches!(
             server.during_load,
@@ -134,9 +134,7 @@ fn advice(
     let patch = advised_patch(cx, server, liveness, startup, needs_gate, policy);
     (
         text,
-        patch.map(|(description, ops)| {
-            Change::new(description, ops).fix(Applicability::DisplayOnly)
-        }),
+        patch.map(|(description, ops)| Change::new(description, ops)),
     )
 }
 
@@ -264,17 +262,16 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let emit = |report: &mut Report<'_>, what: String| {
             let (help, fix) = live_help();
             report
-                .container(
-                    &cx,
-                    liveness.pointer.clone(),
-                    format!(
-                        "{}: livenessProbe {what}: a busy model gets restarted instead of taken \
-                         out of rotation",
-                        cx.container.describe()
-                    ),
-                    help,
-                )
-                .fix = fix;
+                .container(&cx)
+                .at(liveness.pointer.clone())
+                .message(format!(
+                    "{}: livenessProbe {what}: a busy model gets restarted instead of taken out \
+                     of rotation",
+                    cx.container.describe()
+                ))
+                .help(help)
+                .fix(fix)
+                .report();
         };
         if let Handler::HttpGet { path, .. } = &liveness.handler
             && let Some(what) = readiness_like(path)
@@ -368,7 +365,7 @@ mod tests {
             crate::rules::testing::lint_with(yaml, &generic)
                 .into_iter()
                 .filter(|f| f.rule == id)
-                .map(|f| (f.container, f.pointer))
+                .map(|f| (f.container.as_deref().map(str::to_owned), f.pointer))
                 .collect()
         };
         for name in [

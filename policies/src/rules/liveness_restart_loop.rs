@@ -75,12 +75,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         }
         // A NIMService's probes are `{enabled, probe}`, not a container's: no patch fits.
         let fix = (cx.workload.object_ref.kind != "NIMService")
-            .then(|| startup_probe(&cx, analysis.policy).map(|c| c.fix(Applicability::Safe)))
+            .then(|| startup_probe(&cx, analysis.policy))
             .flatten();
-        let finding = report.container(
-            &cx,
-            liveness.pointer.clone(),
-            match kill {
+        report
+            .container(&cx)
+            .at(liveness.pointer.clone())
+            .message(match kill {
                 Kill::Certain => format!(
                     "{}: liveness tolerates {} but loading takes {}, and there is no \
                      startupProbe: the kubelet will kill it mid-load, forever",
@@ -96,14 +96,15 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                     liveness.budget_arithmetic(),
                     load.explained()
                 ),
-            },
-            "add a startupProbe sized to the load time (it gates liveness until the model is \
-             loaded); keep liveness quick to catch real hangs"
-                .to_owned(),
-        );
-        finding.severity = kill.cap(finding.severity);
-        finding.fix = fix;
-        finding.load = Some(load.clone());
+            })
+            .help(
+                "add a startupProbe sized to the load time (it gates liveness until the model is \
+             loaded); keep liveness quick to catch real hangs",
+            )
+            .at_most(kill.ceiling())
+            .fix(fix)
+            .load(load)
+            .report();
     }
 }
 

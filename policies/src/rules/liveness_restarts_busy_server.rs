@@ -119,18 +119,17 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let fix = helper::liveness(&cx, liveness, analysis.policy);
         let help = help(&cx, liveness, server, fix.is_some());
         report
-            .container(
-                &cx,
-                liveness.pointer.clone(),
-                format!(
-                    "{}: livenessProbe httpGet {path} cannot tell a busy {} from a wedged one: \
-                     {evidence}",
-                    cx.container.describe(),
-                    server.name
-                ),
-                help,
-            )
-            .fix = fix.map(|c| c.fix(Applicability::Safe));
+            .container(&cx)
+            .at(liveness.pointer.clone())
+            .message(format!(
+                "{}: livenessProbe httpGet {path} cannot tell a busy {} from a wedged one: \
+                 {evidence}",
+                cx.container.describe(),
+                server.name
+            ))
+            .help(help)
+            .fix(fix)
+            .report();
     }
 }
 

@@ -84,10 +84,10 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             }
             .filter(|(_, kill)| *kill != Kill::No);
             if let Some((probe, kill)) = kill_during_load {
-                report.container(
-                    &cx,
-                    probe.pointer.clone(),
-                    format!(
+                report
+                    .container(&cx)
+                    .at(probe.pointer.clone())
+                    .message(format!(
                         "{}: its {} ({}) can kill it before the model has loaded ({}{}), and \
                          every kill {cost}: the group reloads from scratch on every node",
                         c.describe(),
@@ -99,11 +99,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                         } else {
                             ""
                         }
-                    ),
-                    "cover the load first (see startup-budget-too-short / \
-                     liveness-restart-loop); a group that is killed while loading never starts"
-                        .to_owned(),
-                );
+                    ))
+                    .help(
+                        "cover the load first (see startup-budget-too-short / \
+                     liveness-restart-loop); a group that is killed while loading never starts",
+                    )
+                    .report();
                 continue;
             }
             // After the start: a stall shorter than a minute trips liveness.
@@ -112,10 +113,10 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             if tolerance >= GROUP_STALL_TOLERANCE_SECONDS {
                 continue;
             }
-            report.container(
-                &cx,
-                liveness.pointer.clone(),
-                format!(
+            report
+                .container(&cx)
+                .at(liveness.pointer.clone())
+                .message(format!(
                     "{}: liveness gives up after {tolerance} s of unresponsiveness ({} × {} s), \
                      and a liveness kill {cost}: one stall on one pod makes {size} nodes \
                      reload the model ({})",
@@ -123,14 +124,14 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                     liveness.failure_threshold(),
                     liveness.period(),
                     load.explained()
-                ),
-                format!(
+                ))
+                .help(format!(
                     "let liveness ride out a stall of at least {GROUP_STALL_TOLERANCE_SECONDS} s \
                      (failureThreshold × periodSeconds), or set \
                      spec.leaderWorkerTemplate.restartPolicy: None if the server survives a \
                      peer's restart"
-                ),
-            );
+                ))
+                .report();
         }
     }
 }

@@ -61,10 +61,10 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let Some(gpus) = gpus.filter(|g| tensor * pipeline > *g) else {
             continue;
         };
-        report.container(
-            &cx,
-            "/spec/startupPolicy".to_owned(),
-            format!(
+        report
+            .container(&cx)
+            .at("/spec/startupPolicy")
+            .message(format!(
                 "LeaderWorkerSet {}: startupPolicy LeaderReady creates the workers only once the \
                  leader is Ready, but the leader's model spans {} GPUs (tensor {tensor} × \
                  pipeline {pipeline}) and it has {gpus}: its readiness ({}) needs the workers, \
@@ -72,11 +72,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 cx.workload.object_ref.name.as_deref().unwrap_or("-"),
                 tensor * pipeline,
                 readiness.handler.describe()
-            ),
-            "use startupPolicy: LeaderCreated (the default), or give the leader a readiness \
-             that passes before its workers join"
-                .to_owned(),
-        );
+            ))
+            .help(
+                "use startupPolicy: LeaderCreated (the default), or give the leader a readiness \
+             that passes before its workers join",
+            )
+            .report();
     }
 }
 

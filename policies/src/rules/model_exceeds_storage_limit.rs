@@ -91,10 +91,16 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 gigabytes(smallest)
             )
         };
-        let finding = report.container(
-            &cx,
-            landing.pointer.clone(),
-            format!(
+        // Where a quantised checkpoint would fit, the verdict rests on a guess: a warning.
+        let ceiling = if smallest <= landing.limit_bytes {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        report
+            .container(&cx)
+            .at(landing.pointer.clone())
+            .message(format!(
                 "{} {}: {} is {size}; {} is {}, and {}; {verdict}",
                 cx.container.describe(),
                 landing.what,
@@ -102,18 +108,16 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 landing.limit,
                 gigabytes(landing.limit_bytes),
                 landing.place,
-            ),
-            format!(
+            ))
+            .help(format!(
                 "raise the limit above {} (the checkpoint, plus what the server writes beside \
                  it), or keep the weights on a PersistentVolumeClaim or an image volume that \
                  is filled once, not on every start",
                 gigabytes(likely)
-            ),
-        );
-        if smallest <= landing.limit_bytes {
-            finding.severity = Severity::Warning;
-        }
-        finding.load = Some(cx.container.load.clone());
+            ))
+            .at_most(ceiling)
+            .load(&cx.container.load)
+            .report();
     }
 }
 

@@ -181,19 +181,20 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
                 } else {
                     format!("the {at} replicas its HPA scales down to (minReplicas)")
                 };
-                report.cross(
-                    pdb,
-                    pointer,
-                    format!(
+                report
+                    .cross(pdb)
+                    .at(pointer)
+                    .message(format!(
                         "{} selects {}'s GPU serving pods and allows no eviction of {when} \
                          ({written}): every node drain (driver upgrade, autoscaler \
                          scale-down) waits until someone deletes the budget",
                         pdb.object_ref, workload.object_ref
-                    ),
-                    "allow one eviction at a time (maxUnavailable: 1): the drain then waits \
-                     for each replacement to load and become Ready"
-                        .to_owned(),
-                );
+                    ))
+                    .help(
+                        "allow one eviction at a time (maxUnavailable: 1): the drain then waits \
+                     for each replacement to load and become Ready",
+                    )
+                    .report();
                 continue;
             }
             if unhealthy_pod_eviction_policy.as_deref() != Some("AlwaysAllow") {
@@ -201,23 +202,21 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
                     format!(" (NotReady for its load, {})", l.explained())
                 });
                 report
-                    .cross(
-                        pdb,
-                        "/spec",
-                        format!(
-                            "{} selects {}'s GPU serving pods with unhealthyPodEvictionPolicy \
+                    .cross(pdb)
+                    .at("/spec")
+                    .message(format!(
+                        "{} selects {}'s GPU serving pods with unhealthyPodEvictionPolicy \
                              {}: a pod that is loading{loading} or wedged cannot be evicted \
                              while the budget is short, so a drain stalls on it",
-                            pdb.object_ref,
-                            workload.object_ref,
-                            unhealthy_pod_eviction_policy
-                                .as_deref()
-                                .unwrap_or("IfHealthyBudget (the default)")
-                        ),
-                        "set spec.unhealthyPodEvictionPolicy: AlwaysAllow (Kubernetes 1.27+)"
-                            .to_owned(),
-                    )
-                    .severity = Severity::Info;
+                        pdb.object_ref,
+                        workload.object_ref,
+                        unhealthy_pod_eviction_policy
+                            .as_deref()
+                            .unwrap_or("IfHealthyBudget (the default)")
+                    ))
+                    .help("set spec.unhealthyPodEvictionPolicy: AlwaysAllow (Kubernetes 1.27+)")
+                    .severity(Severity::Info)
+                    .report();
             }
         }
     }

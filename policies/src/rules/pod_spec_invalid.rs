@@ -163,14 +163,24 @@ impl Subject<'_, '_> {
         match self {
             Subject::Container(cx) => {
                 let message = format!("{}: {what}", cx.container.describe());
-                report.container(cx, ptr, message, help);
+                report
+                    .container(cx)
+                    .at(ptr)
+                    .message(message)
+                    .help(help)
+                    .report();
             }
             Subject::Init { workload, name } => {
                 let message = match name {
                     Some(n) => format!("init container {n:?}: {what}"),
                     None => format!("init container: {what}"),
                 };
-                report.named_container(workload, name.map(str::to_owned), ptr, message, help);
+                report
+                    .named_container(workload, *name)
+                    .at(ptr)
+                    .message(message)
+                    .help(help)
+                    .report();
             }
         }
     }
@@ -194,17 +204,16 @@ fn check_list(
     let required = key == "containers" && pod.core;
     match found {
         Value::Null | Value::Array(_) if required && found.as_array().is_none_or(Vec::is_empty) => {
-            report.object(
-                workload,
-                ptr.clone(),
-                format!(
+            report
+                .object(workload)
+                .at(ptr.clone())
+                .message(format!(
                     "{} is {}: the apiserver requires at least one container",
                     dotted(&ptr),
                     if found.is_null() { "null" } else { "empty" }
-                ),
-                "list the pod's containers (`- name: ...`, `image: ...`) under containers"
-                    .to_owned(),
-            );
+                ))
+                .help("list the pod's containers (`- name: ...`, `image: ...`) under containers")
+                .report();
         }
         Value::Null => {}
         Value::Array(items) => {
@@ -222,25 +231,29 @@ fn check_list(
                         kind_of(item)
                     )
                 };
-                report.object(
-                    workload,
-                    item_ptr.clone(),
-                    format!("{} {what}", dotted(&item_ptr)),
-                    format!("write each item of {key} as a map (`- name: ...`, `image: ...`)"),
-                );
+                report
+                    .object(workload)
+                    .at(item_ptr.clone())
+                    .message(format!("{} {what}", dotted(&item_ptr)))
+                    .help(format!(
+                        "write each item of {key} as a map (`- name: ...`, `image: ...`)"
+                    ))
+                    .report();
             }
         }
         other => {
-            report.object(
-                workload,
-                ptr.clone(),
-                format!(
+            report
+                .object(workload)
+                .at(ptr.clone())
+                .message(format!(
                     "{} is {}, not a list of containers: the apiserver cannot decode this object",
                     dotted(&ptr),
                     kind_of(other)
-                ),
-                format!("write {key} as a list: one `- name: ...` item per container"),
-            );
+                ))
+                .help(format!(
+                    "write {key} as a list: one `- name: ...` item per container"
+                ))
+                .report();
         }
     }
 }
@@ -560,12 +573,12 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                     kind_of(value)
                 )
             };
-            report.object(
-                workload,
-                ptr.clone(),
-                format!("{} {what}", dotted(ptr)),
-                "write the pod spec as a map with a containers list".to_owned(),
-            );
+            report
+                .object(workload)
+                .at(ptr.clone())
+                .message(format!("{} {what}", dotted(ptr)))
+                .help("write the pod spec as a map with a containers list")
+                .report();
         }
         for pod in &workload.pod_specs {
             let [containers, init] = pick(pod.value, ["containers", "initContainers"]);

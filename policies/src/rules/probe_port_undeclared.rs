@@ -55,32 +55,32 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                     let found = ports.iter().find(|p| p.name == Some(*name));
                     match found {
                         None => {
-                            report.container(
-                                &cx,
-                                pointer(),
-                                format!(
+                            report
+.container(&cx)
+.at(pointer())
+.message(format!(
                                     "{}: {}Probe uses port {name:?}, which is not a declared \
                                      containerPort name (declared: {})",
                                     cx.container.describe(),
                                     probe.kind.noun(),
                                     declared(ports)
-                                ),
-                                format!("declare a containerPort named {name:?}, or use a declared name or number"),
-                            );
+                                ))
+.help(format!("declare a containerPort named {name:?}, or use a declared name or number"))
+.report();
                         }
                         Some(p) if !p.protocol.eq_ignore_ascii_case("TCP") => {
-                            report.container(
-                                &cx,
-                                pointer(),
-                                format!(
+                            report
+.container(&cx)
+.at(pointer())
+.message(format!(
                                     "{}: {}Probe uses port {name:?}, a {} port: {} probes cannot reach it",
                                     cx.container.describe(),
                                     probe.kind.noun(),
                                     p.protocol,
                                     probe.handler.kind()
-                                ),
-                                "probe a TCP port the server listens on".to_owned(),
-                            );
+                                ))
+.help("probe a TCP port the server listens on")
+.report();
                         }
                         Some(_) => {}
                     }
@@ -91,19 +91,18 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                         .any(|p| p.number == Some(*n) && p.protocol.eq_ignore_ascii_case("TCP"));
                     if !ports.is_empty() && !tcp_match {
                         report
-                            .container(
-                                &cx,
-                                pointer(),
-                                format!(
-                                    "{}: {}Probe uses port {n}, which matches no declared TCP \
+                            .container(&cx)
+                            .at(pointer())
+                            .message(format!(
+                                "{}: {}Probe uses port {n}, which matches no declared TCP \
                                      containerPort (declared: {})",
-                                    cx.container.describe(),
-                                    probe.kind.noun(),
-                                    declared(ports)
-                                ),
-                                "probe the port the server listens on, and declare it".to_owned(),
-                            )
-                            .severity = Severity::Warning;
+                                cx.container.describe(),
+                                probe.kind.noun(),
+                                declared(ports)
+                            ))
+                            .help("probe the port the server listens on, and declare it")
+                            .severity(Severity::Warning)
+                            .report();
                     }
                 }
                 // A port the apiserver refuses is pod-spec-invalid's, not "undeclared".

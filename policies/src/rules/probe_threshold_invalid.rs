@@ -84,17 +84,17 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 }
             }
             for (field, problem) in problems {
-                report.container(
-                    &cx,
-                    format!("{}/{field}", probe.pointer),
-                    format!(
+                report
+.container(&cx)
+.at(format!("{}/{field}", probe.pointer))
+.message(format!(
                         "{}: {name}.{field} {problem}: the apiserver rejects this pod",
                         cx.container.describe()
-                    ),
-                    format!(
+                    ))
+.help(format!(
                         "set {name}.{field} to a whole number the apiserver accepts (or leave it out for Kubernetes' default)"
-                    ),
-                );
+                    ))
+.report();
             }
         }
     }
@@ -246,7 +246,10 @@ mod tests {
                     image: vllm/vllm-openai:v0.6.3\n      resources: {limits: {nvidia.com/gpu: 1}}\n      \
                     startupProbe: {httpGet: {path: /health, port: 8000}, failureThreshold: 2147483648}\n      \
                     readinessProbe: {httpGet: {path: /health, port: 8000}}\n";
-        let rules: Vec<_> = lint(yaml).into_iter().map(|f| f.rule).collect();
+        let rules: Vec<_> = lint(yaml)
+            .into_iter()
+            .map(|f| f.rule.into_owned())
+            .collect();
         assert!(rules.contains(&ID.to_owned()), "{rules:?}");
         assert!(
             !rules.contains(&"startup-budget-too-short".to_owned()),

@@ -5,8 +5,9 @@ use super::rule::{FixMeta, Report, Rule, RuleMeta};
 use super::support::accuses_on;
 use crate::analysis::context::Analysis;
 use crate::analysis::object::Workload;
+use crate::fix::Change;
 use crate::fix::patch::{add, add_to_map, replace};
-use crate::model::finding::{Applicability, Fix, Severity};
+use crate::model::finding::{Applicability, Severity};
 use crate::model::load::LoadTime;
 use crate::model::pointer;
 use serde_json::{Value, json};
@@ -130,10 +131,15 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             .as_ref()
             .filter(|_| raised <= i64::from(i32::MAX))
             .map(|raise| raise_fix(workload, raise, raised));
-        let finding = report.object(
-            workload,
-            deadline.pointer.clone(),
-            format!(
+        let severity = if certain {
+            deadline.severity
+        } else {
+            deadline.severity.min(Severity::Warning)
+        };
+        report
+            .object(workload)
+            .at(deadline.pointer.clone())
+            .message(format!(
                 "{}: {} < the {needed} s its pods need to become Ready ({fetch_text}{} for \
                  container {:?}, + {} %){when}: {}",
                 workload.object_ref,
@@ -142,21 +148,17 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 container.name,
                 (policy.startup_margin * 100.0).round() as i64,
                 deadline.consequence
-            ),
-            match &deadline.raise {
+            ))
+            .help(match &deadline.raise {
                 Some(_) => format!("raise the deadline to at least {raised} s"),
                 None => "the deadline is the controller's: shorten the load (a faster volume, a \
                          smaller or quantised checkpoint) or tell whoever runs the controller"
                     .to_owned(),
-            },
-        );
-        finding.severity = if certain {
-            deadline.severity
-        } else {
-            deadline.severity.min(Severity::Warning)
-        };
-        finding.fix = fix;
-        finding.load = Some(load.clone());
+            })
+            .severity(severity)
+            .fix(fix)
+            .load(load)
+            .report();
     }
 }
 
@@ -283,7 +285,7 @@ fn deadline_of(w: &Workload<'_>) -> Option<Deadline> {
     }
 }
 
-fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Fix {
+fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Change {
     let (ops, what) = match raise {
         Raise::Field(path) => {
             let op = if w.object.pointer(path).is_some() {
@@ -308,11 +310,7 @@ fn raise_fix(w: &Workload<'_>, raise: &Raise, seconds: i64) -> Fix {
             )
         }
     };
-    Fix {
-        description: what,
-        applicability: Applicability::Safe,
-        patch: json_patch::Patch(ops),
-    }
+    Change::new(what, ops)
 }
 
 /// Seconds in a Go duration (`600s`, `10m`, `1h30m`, `90`): what Knative and KubeRay parse.

@@ -3,9 +3,10 @@
 
 use super::rule::{FixMeta, Report, Rule, RuleMeta};
 use crate::analysis::context::Analysis;
+use crate::fix::Change;
 use crate::fix::patch::replace;
 use crate::fix::probes::GENERATION_FAILURE_THRESHOLD as SUGGESTED_FAILURE_THRESHOLD;
-use crate::model::finding::{Applicability, Fix, Severity};
+use crate::model::finding::{Applicability, Severity};
 use crate::model::pointer;
 use crate::model::probe::{Field, ProbeKind};
 use serde_json::json;
@@ -47,32 +48,25 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             continue;
         };
         let field = pointer::join(&readiness.pointer, "failureThreshold");
-        let fix = Fix {
-            description: format!(
-                "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD}"
-            ),
-            applicability: Applicability::Safe,
-            patch: json_patch::Patch(vec![replace(
-                field.clone(),
-                json!(SUGGESTED_FAILURE_THRESHOLD),
-            )]),
-        };
+        let fix = Change::new(
+            format!("set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD}"),
+            vec![replace(field.clone(), json!(SUGGESTED_FAILURE_THRESHOLD))],
+        );
         report
-            .container(
-                &cx,
-                field,
-                format!(
-                    "{}: readiness runs a generation ({path}, every {} s) with failureThreshold \
-                     1: one slow answer takes this replica out of rotation, and a traffic spike \
-                     slows every replica at once",
-                    cx.container.describe(),
-                    readiness.period()
-                ),
-                format!(
-                    "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD} or more"
-                ),
-            )
-            .fix = Some(fix);
+            .container(&cx)
+            .at(field)
+            .message(format!(
+                "{}: readiness runs a generation ({path}, every {} s) with failureThreshold 1: \
+                 one slow answer takes this replica out of rotation, and a traffic spike slows \
+                 every replica at once",
+                cx.container.describe(),
+                readiness.period()
+            ))
+            .help(format!(
+                "set readinessProbe.failureThreshold to {SUGGESTED_FAILURE_THRESHOLD} or more"
+            ))
+            .fix(fix)
+            .report();
     }
 }
 

@@ -101,19 +101,22 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
             ),
             _ => "an open port does not mean the model is loaded".to_owned(),
         };
-        let finding = report.container(
-            &cx,
-            at,
-            format!("{} {what}: {consequence}", cx.container.describe()),
-            help,
-        );
-        if binds_late || !cx.container.is_accelerated() {
-            finding.severity = finding.severity.min(Severity::Warning);
-        }
-        if matches!(probe.handler, Handler::TcpSocket { .. }) {
-            finding.fix = crate::fix::probes::readiness_endpoint(&cx, probe, analysis.policy)
-                .map(|c| c.fix(Applicability::Safe));
-        }
+        let ceiling = if binds_late || !cx.container.is_accelerated() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        let fix = matches!(probe.handler, Handler::TcpSocket { .. })
+            .then(|| crate::fix::probes::readiness_endpoint(&cx, probe, analysis.policy))
+            .flatten();
+        report
+            .container(&cx)
+            .at(at)
+            .message(format!("{} {what}: {consequence}", cx.container.describe()))
+            .help(help)
+            .at_most(ceiling)
+            .fix(fix)
+            .report();
     }
 }
 
@@ -156,10 +159,14 @@ fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
         }
         _ => "an httpGet on an endpoint that answers 200 only once the model can infer".to_owned(),
     };
-    let finding = report.container(
-        cx,
-        cx.container.pointer.clone(),
-        format!(
+    let ceiling = if binds_late || !cx.container.is_accelerated() {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    report
+        .container(cx)
+        .message(format!(
             "{} has no readinessProbe, so its readiness will be the port check {} injects \
              (tcpSocket on port {port}): it passes before the model loads unless the server binds \
              its port late{}",
@@ -170,12 +177,12 @@ fn injected(cx: &ContainerContext<'_, '_>, report: &mut Report<'_>) {
             } else {
                 ""
             }
-        ),
-        format!("add a readinessProbe: {endpoint}; the operator keeps a probe you set"),
-    );
-    if binds_late || !cx.container.is_accelerated() {
-        finding.severity = Severity::Warning;
-    }
+        ))
+        .help(format!(
+            "add a readinessProbe: {endpoint}; the operator keeps a probe you set"
+        ))
+        .at_most(ceiling)
+        .report();
 }
 
 /// The URL of a curl in an exec command that lacks `--fail` (curl then exits 0 on any HTTP

@@ -47,17 +47,16 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                 "the default timeoutSeconds of 1".to_owned(),
             ),
         };
-        report.container(
-            &cx,
-            pointer,
-            format!(
+        report
+            .container(&cx)
+            .at(pointer)
+            .message(format!(
                 "{}: readiness on {path} runs a generation with {shown}: busy replicas fail \
                  readiness together",
                 cx.container.describe()
-            ),
-            "set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)"
-                .to_owned(),
-        );
+            ))
+            .help("set readinessProbe.timeoutSeconds to cover a generation under load (e.g. 10)")
+            .report();
     }
 }
 

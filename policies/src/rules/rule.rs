@@ -1,11 +1,16 @@
 //! The rule contract: what a rule declares ([`RuleMeta`], with its fix's [`FixMeta`]), the two
-//! kinds of check a rule can be ([`Check`]), and where it writes its findings ([`Report`]). Rules
+//! kinds of check a rule can be ([`Check`]), and where it writes its findings ([`Report`], one
+//! [`Draft`] at a time). Rules
 //! import this and the analysis below them, never the engine that runs them.
 
 use crate::analysis::context::{Analysis, ContainerContext};
 use crate::analysis::facts::ObjectFacts;
 use crate::analysis::object::Workload;
+use crate::fix::Change;
 use crate::model::finding::{Applicability, Finding, ObjectRef, Severity};
+use crate::model::load::LoadTime;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// What a rule is, for users: everything `probelint explain` prints.
 #[derive(Debug)]
@@ -113,7 +118,9 @@ impl Rule {
     }
 }
 
-/// Where a rule writes its findings; fills in the rule id and default severity.
+/// Where a rule writes its findings. Each starts as a [`Draft`] that already holds what the rule
+/// declares (its id, its default severity, its fix's applicability) and what the finding is
+/// about (the object, the container, the evidence that it serves); the rule adds what it found.
 pub struct Report<'f> {
     meta: &'static RuleMeta,
     findings: &'f mut Vec<Finding>,
@@ -124,108 +131,152 @@ impl<'f> Report<'f> {
         Report { meta, findings }
     }
 
-    /// A finding about a container, at `pointer` (the probe, or the container itself).
-    pub fn container(
-        &mut self,
-        cx: &ContainerContext<'_, '_>,
-        pointer: String,
-        message: String,
-        help: String,
-    ) -> &mut Finding {
-        let finding = self.push(
-            cx.workload,
+    /// A finding about a container: at the container itself unless [`Draft::at`] says where
+    /// (its probe, its port), with the evidence that it serves a model when there is some.
+    pub fn container<'r>(&'r mut self, cx: &'r ContainerContext<'_, '_>) -> Draft<'r> {
+        let mut draft = self.draft(
+            &cx.workload.object_ref,
+            cx.workload.index,
             Some(cx.container.name.clone()),
-            pointer,
-            message,
-            help,
+            &cx.container.pointer,
         );
-        finding.evidence = cx.container.evidence().map(|e| e.to_string());
-        finding
+        draft.finding.evidence = cx.container.evidence_text();
+        draft
     }
 
-    /// A finding about an object as a whole, or a part of it that is not a container.
-    pub fn object(
-        &mut self,
-        workload: &Workload<'_>,
-        pointer: String,
-        message: String,
-        help: String,
-    ) -> &mut Finding {
-        self.push(workload, None, pointer, message, help)
+    /// A finding about an object as a whole (at its root unless [`Draft::at`] says where), or a
+    /// part of it that is not a container.
+    pub fn object<'r>(&'r mut self, workload: &Workload<'_>) -> Draft<'r> {
+        self.draft(&workload.object_ref, workload.index, None, "")
     }
 
     /// A finding about a container the engine does not analyse (a plain init container), known
     /// by its name, so that per-container exemptions apply to it.
-    pub fn named_container(
-        &mut self,
+    pub fn named_container<'r>(
+        &'r mut self,
         workload: &Workload<'_>,
-        container: Option<String>,
-        pointer: String,
-        message: String,
-        help: String,
-    ) -> &mut Finding {
-        self.push(workload, container, pointer, message, help)
+        container: Option<&str>,
+    ) -> Draft<'r> {
+        self.draft(
+            &workload.object_ref,
+            workload.index,
+            container.map(Arc::from),
+            "",
+        )
     }
 
     /// A cross-object finding about an object known by its facts.
-    pub fn cross(
-        &mut self,
-        object: &ObjectFacts,
-        pointer: &str,
-        message: String,
-        help: String,
-    ) -> &mut Finding {
-        self.push_ref(
-            &object.object_ref,
-            object.index,
-            None,
-            pointer.to_owned(),
-            message,
-            help,
-        )
+    pub fn cross<'r>(&'r mut self, object: &ObjectFacts) -> Draft<'r> {
+        self.draft(&object.object_ref, object.index, None, "")
     }
 
-    fn push(
-        &mut self,
-        workload: &Workload<'_>,
-        container: Option<String>,
-        pointer: String,
-        message: String,
-        help: String,
-    ) -> &mut Finding {
-        self.push_ref(
-            &workload.object_ref,
-            workload.index,
-            container,
-            pointer,
-            message,
-            help,
-        )
-    }
-
-    fn push_ref(
-        &mut self,
-        object: &ObjectRef,
+    fn draft<'r>(
+        &'r mut self,
+        object: &Arc<ObjectRef>,
         object_index: usize,
-        container: Option<String>,
-        pointer: String,
-        message: String,
-        help: String,
-    ) -> &mut Finding {
-        self.findings.push(Finding {
-            rule: self.meta.id.to_owned(),
-            severity: self.meta.severity,
-            message,
-            help,
-            object: object.clone(),
-            object_index,
-            container,
+        container: Option<Arc<str>>,
+        default_pointer: &'r str,
+    ) -> Draft<'r> {
+        Draft {
+            meta: self.meta,
+            findings: self.findings,
+            pointer: None,
+            default_pointer,
+            finding: Finding {
+                rule: Cow::Borrowed(self.meta.id),
+                severity: self.meta.severity,
+                message: String::new(),
+                help: Cow::Borrowed(""),
+                object: Arc::clone(object),
+                object_index,
+                container,
+                pointer: String::new(),
+                suppressed: None,
+                fix: None,
+                load: None,
+                evidence: None,
+            },
+        }
+    }
+}
+
+/// A finding being written: what the rule found, added to what [`Report`] knew, then
+/// [`Draft::report`]ed.
+#[must_use = "a finding counts once it is reported (`.report()`)"]
+pub struct Draft<'r> {
+    meta: &'static RuleMeta,
+    findings: &'r mut Vec<Finding>,
+    /// Where [`Draft::at`] put it, if it did.
+    pointer: Option<String>,
+    /// Where it is otherwise: the container, or the object's root.
+    default_pointer: &'r str,
+    finding: Finding,
+}
+
+impl Draft<'_> {
+    /// The RFC 6901 pointer of the node at fault, or of where a missing node belongs.
+    pub fn at(mut self, pointer: impl Into<String>) -> Self {
+        self.pointer = Some(pointer.into());
+        self
+    }
+
+    /// What is wrong, with the numbers it rests on and where they come from.
+    pub fn message(mut self, message: String) -> Self {
+        self.finding.message = message;
+        self
+    }
+
+    /// What to do about it.
+    pub fn help(mut self, help: impl Into<Cow<'static, str>>) -> Self {
+        self.finding.help = help.into();
+        self
+    }
+
+    /// A severity other than the rule's default, for this finding (the policy's own level for
+    /// the rule still replaces it).
+    pub fn severity(mut self, severity: Severity) -> Self {
+        self.finding.severity = severity;
+        self
+    }
+
+    /// At most this severity (a possible kill, or a guess, is a warning at most).
+    pub fn at_most(mut self, ceiling: Severity) -> Self {
+        self.finding.severity = self.finding.severity.min(ceiling);
+        self
+    }
+
+    /// The fix, when there is one, with the applicability the rule declares for its fixes. A
+    /// rule that declares no fix attaches none (checked over every rule's examples).
+    pub fn fix(mut self, change: impl Into<Option<Change>>) -> Self {
+        let change = change.into();
+        debug_assert!(
+            change.is_none() || self.meta.fix.is_some(),
+            "{} attaches a fix it does not declare",
+            self.meta.id
+        );
+        self.finding.fix = match (change, &self.meta.fix) {
+            (Some(change), Some(declared)) => Some(change.fix(declared.applicability)),
+            _ => None,
+        };
+        self
+    }
+
+    /// The load time the finding rests on.
+    pub fn load(mut self, load: &LoadTime) -> Self {
+        self.finding.load = Some(load.clone());
+        self
+    }
+
+    /// Adds the finding to the rule's report.
+    pub fn report(self) {
+        let Draft {
+            findings,
             pointer,
-            suppressed: None,
-            fix: None,
-            load: None,
-            evidence: None,
-        });
-        self.findings.last_mut().expect("just pushed")
+            default_pointer,
+            mut finding,
+            ..
+        } = self;
+        finding.pointer = pointer.unwrap_or_else(|| default_pointer.to_owned());
+        findings.push(finding);
     }
 }

@@ -60,11 +60,11 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         let needed = needed_for(load, margin);
         // The same number the fix writes: both come from threshold_for.
         let threshold = threshold_for(needed, probe.period(), probe.initial_delay());
-        let fix = raise_threshold(probe, needed).map(|c| c.fix(Applicability::Safe));
-        let finding = report.container(
-            &cx,
-            probe.pointer.clone(),
-            format!(
+        let fix = raise_threshold(probe, needed);
+        report
+            .container(&cx)
+            .at(probe.pointer.clone())
+            .message(format!(
                 "{}: startup budget {} < {}: {}",
                 cx.container.describe(),
                 probe.budget_arithmetic(),
@@ -83,15 +83,15 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
                         load.fast
                     ),
                 }
-            ),
-            format!(
+            ))
+            .help(format!(
                 "raise startupProbe.failureThreshold to {threshold} (or set \
                  probelint.io/model-load-seconds to the real worst-case load time)"
-            ),
-        );
-        finding.severity = kill.cap(finding.severity);
-        finding.fix = fix;
-        finding.load = Some(load.clone());
+            ))
+            .at_most(kill.ceiling())
+            .fix(fix)
+            .load(load)
+            .report();
     }
 }
 

@@ -41,23 +41,23 @@ fn check(analysis: &Analysis<'_>, report: &mut Report<'_>) {
         if own.budget_seconds() >= default.budget_seconds() {
             continue;
         }
-        report.container(
-            &cx,
-            own.pointer.clone(),
-            format!(
+        report
+            .container(&cx)
+            .at(own.pointer.clone())
+            .message(format!(
                 "{}: this startupProbe ({}) replaces the {} that {} adds: the merged pod gives \
                  up on the load sooner",
                 cx.container.describe(),
                 own.budget_arithmetic(),
                 default.budget_arithmetic(),
                 operator.provenance()
-            ),
-            format!(
+            ))
+            .help(format!(
                 "remove this startupProbe to keep the operator's, or give it a budget of at \
                  least {} s",
                 default.budget_seconds()
-            ),
-        );
+            ))
+            .report();
     }
 }
 

@@ -44,12 +44,14 @@ pub(crate) enum Kill {
 }
 
 impl Kill {
-    /// The severity a finding about this kill gets, from the one the policy gives the rule: a
-    /// possible kill is a warning at most.
-    pub(crate) fn cap(self, configured: Severity) -> Severity {
+    /// The most a finding about this kill may be ([`Draft::at_most`]): a possible kill is a
+    /// warning at most.
+    ///
+    /// [`Draft::at_most`]: crate::rules::rule::Draft::at_most
+    pub(crate) fn ceiling(self) -> Severity {
         match self {
-            Kill::Possible => configured.min(Severity::Warning),
-            Kill::Certain | Kill::No => configured,
+            Kill::Possible => Severity::Warning,
+            Kill::Certain | Kill::No => Severity::Error,
         }
     }
 }

@@ -24,7 +24,7 @@ pub fn fired(yaml: &str, rule: &str) -> Vec<(Option<String>, String)> {
     lint(yaml)
         .into_iter()
         .filter(|f| f.rule == rule)
-        .map(|f| (f.container, f.pointer))
+        .map(|f| (f.container.as_deref().map(str::to_owned), f.pointer))
         .collect()
 }
 

@@ -41,18 +41,20 @@ fn check(objects: &[ObjectFacts], report: &mut Report<'_>) {
                 continue;
             };
             for pod in vllm_with_service_links {
-                report.cross(
-                    workload,
-                    pod,
-                    format!(
+                report
+                    .cross(workload)
+                    .at(pod)
+                    .message(format!(
                         "{}: the Service {name:?} in its namespace makes Kubernetes inject \
                          VLLM_PORT=tcp://… into these pods (enableServiceLinks defaults to \
                          true), and vLLM reads VLLM_PORT as its own setting and exits: the pod \
                          crash-loops",
                         workload.object_ref
-                    ),
-                    format!("set enableServiceLinks: false at {pod} (or rename the Service)"),
-                );
+                    ))
+                    .help(format!(
+                        "set enableServiceLinks: false at {pod} (or rename the Service)"
+                    ))
+                    .report();
             }
         }
     }

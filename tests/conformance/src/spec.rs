@@ -173,7 +173,7 @@ impl ContainerSpec {
         let analysis = probelint_policies::Analysis::new(objects, &policy);
         let cx = analysis
             .containers()
-            .find(|cx| cx.container.name == name)
+            .find(|cx| *cx.container.name == *name)
             .ok_or_else(|| SpecError(format!("the engine finds no container {name:?}")))?;
         let engine = scenario_for_pod(cx.pod, cx.container, 0.0, 0.0);
         Ok(ContainerSpec {
