@@ -1,7 +1,7 @@
 //! The rule contract: what a rule declares ([`RuleMeta`], with its fix's [`FixMeta`]), the two
 //! kinds of check a rule can be ([`Check`]), and where it writes its findings ([`Report`], one
-//! [`Draft`] at a time). Rules
-//! import this and the analysis below them, never the engine that runs them.
+//! [`Draft`] at a time). Rules import this and the analysis below them, never the engine that
+//! runs them.
 
 use crate::analysis::context::{Analysis, ContainerContext};
 use crate::analysis::facts::ObjectFacts;
