@@ -114,10 +114,10 @@ else
         for n in 1000 2000; do
             if [ "$n" = 2000 ]; then
                 # 2,000 files only when the run can afford one more Checkov run (~1 min) and
-                # still leave the webhook its ~3 minutes.
+                # still leave the webhook its ~4 minutes.
                 case "$CHECKOV_2000" in
                     0 | no) continue ;;
-                    auto) [ "$(measured)" -lt $((BUDGET_S - 300)) ] || {
+                    auto) [ "$(measured)" -lt $((BUDGET_S - 360)) ] || {
                         echo "skipping Checkov at 2,000 files: $(measured) s spent measuring" >&2
                         continue
                     } ;;
@@ -146,10 +146,11 @@ fi
 "$BIN/bench-run" findings --probelint-json "$WORK/probelint-1000.json" "${CHECKOV_JSON[@]}" \
     --corpus "$CORPUS/n1000" --matching tcp-readiness --out "$RESULTS/findings.json"
 
-step "webhook: /validate and /mutate against the echo server (HTTPS, loopback)"
+step "webhook: /validate and /mutate against the two echo servers (HTTPS, loopback)"
 # TMPDIR: the run's certificate goes under $WORK, removed whatever happens.
 TMPDIR=$WORK timeout 600 "$BIN/bench-run" webhook \
     --webhook "$BIN/probelint-webhook" --echo "$BIN/echo-server" \
+    --echo-listener "$BIN/echo-listener" \
     --reps "$WEBHOOK_REPS" --warmup-s 1 --closed-s 4 --open-s 4 --open-fractions 0.25,0.5,0.75 \
     --connections 16 --open-connections 64 --client-threads 1 \
     --out "$RESULTS/webhook.json"
@@ -189,19 +190,26 @@ NOTES=$WORK/notes.md
   Findings are counted on the corpus's \`*-tcp-readiness.yaml\` files, whose readiness probe
   only opens a port (with a startup and a liveness probe present).
 - **Webhook**: the release \`probelint-webhook\` (built-in policy, default log level, logs to
-  /dev/null) and \`echo-server\` (\`bench/src/bin/echo-server.rs\`: the same axum +
-  axum-server + rustls/ring stack, parses the JSON body and answers an allowed
-  AdmissionReview), both on loopback with a certificate made for the run. The load generator
+  /dev/null) against two echo servers, each of which parses the JSON body and answers an
+  allowed AdmissionReview (\`bench/src/echo.rs\`), all on loopback with a certificate made for
+  the run. The **same-stack echo**, \`echo-listener\` (\`bench/src/bin/echo-listener.rs\`), runs
+  on the webhook's own listener through \`probelint_webhook::run_router\`: hyper over
+  tokio-rustls (\`webhook/src/listen.rs\`), the same rustls/ring configuration, connection cap,
+  timeouts, answer accounting, runtime and open file limit; against it a ratio is the cost of
+  judging alone, and the targets are set against it. The **axum echo**, \`echo-server\`
+  (\`bench/src/bin/echo-server.rs\`: axum + axum-server + rustls/ring, the yardstick before),
+  is kept for context: against it a ratio also holds the webhook's transport, and the
+  same-stack echo against the axum echo is that transport's cost alone. The load generator
   (\`bench/src/loadgen.rs\`, hyper + tokio-rustls, HTTP/1.1 keep-alive, one client thread)
   sends three real AdmissionReviews in turn: a GPU Deployment with findings, a clean one and a
   GPU Pod that \`/mutate\` patches. Max throughput: 16 connections in a closed loop, 4 s after
-  1 s of warm-up. Latency: fixed rates of 25 %, 50 % (the target's) and 75 % of the echo
-  server's max, 64 pooled connections, 4 s each after 1 s of warm-up, latency from when the
-  request was issued (queueing included). CPU per request: the server process's user + system
+  1 s of warm-up. Latency: fixed rates of 25 %, 50 % (the target's) and 75 % of the
+  same-stack echo's max (every server at the same rates), 64 pooled connections, 4 s each
+  after 1 s of warm-up, latency from when the request was issued (queueing included). CPU per request: the server process's user + system
   time (\`/proc/PID/stat\`) from when the connections are up to the end of the run, warm-up
   included, over the requests it answered; the load generator's the same way.
-  $WEBHOOK_REPS repetitions, each going through the rates and, at each, the three servers in
-  turn; medians.
+  $WEBHOOK_REPS repetitions, each going through the rates and, at each, the four targets (the
+  two echoes, /validate and /mutate) in turn; medians.
 - **Engine**: criterion (\`bench/benches/engine.rs\`), \`evaluate_one\` on a GPU Deployment
   and \`fix::mutate\` on a GPU Pod, each beside serde_json parsing the same object.
 

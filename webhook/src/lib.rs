@@ -140,6 +140,49 @@ const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(
 /// Serves until SIGTERM: logging, the open file limit, the runtime, then both ports.
 pub fn run(config: Config) -> ExitCode {
     init_logging(config.log_format);
+    on_runtime("probelint-webhook", |fd_limit| serve(config, fd_limit))
+}
+
+/// Serves `router` alone, on one TLS port at `listen`, the way [`run`] serves the review port:
+/// the same open file limit, runtime, rustls configuration (ring, TLS 1.3 and 1.2, ALPN h2 and
+/// http/1.1, no client certificates), connection cap, timeouts, accounting of every answer
+/// against the review memory, and drain on SIGTERM. Nothing of the webhook's own: no policy,
+/// no review guards, no metrics port, no reloading of the certificate. Text logs (`RUST_LOG`,
+/// default `info`) go to stdout. For the benchmarks' echo (`bench/src/bin/echo-listener.rs`):
+/// a baseline with the webhook's transport and none of its judging.
+pub fn run_router(
+    listen: SocketAddr,
+    tls_cert: PathBuf,
+    tls_key: PathBuf,
+    router: axum::Router,
+) -> ExitCode {
+    init_logging(LogFormat::Text);
+    on_runtime("the router", |fd_limit| async move {
+        let builtin = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
+        let state = Arc::new(AppState::with_settings(
+            builtin,
+            review::Settings::default(),
+        ));
+        let files = TlsFiles {
+            cert: tls_cert,
+            key: tls_key,
+            client_ca: None,
+        };
+        // Loaded as the webhook loads it; the reloader itself is not started.
+        let (_, tls) = Reloader::load(files, None, state.clone())?;
+        let caps = server::connection_caps(fd_limit);
+        server::serve_router(listen, router, None, tls, state, caps)
+            .await
+            .map_err(|e| format!("server: {e}"))
+    })
+}
+
+/// Raises the open file limit, installs ring as the crypto provider, builds the runtime and
+/// runs `serve` (given the open file limit) on it; `name` says what failed in the error line.
+fn on_runtime<F>(name: &str, serve: impl FnOnce(u64) -> F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<(), String>>,
+{
     let fd_limit = raise_fd_limit();
     // Every rustls configuration names ring explicitly; installing it as the process default as
     // well means no code path can ever ask rustls to choose between providers.
@@ -157,10 +200,10 @@ pub fn run(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(config, fd_limit)) {
+    match runtime.block_on(serve(fd_limit)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!(%error, "probelint-webhook cannot run");
+            tracing::error!(%error, "{name} cannot run");
             ExitCode::FAILURE
         }
     }

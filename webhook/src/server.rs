@@ -94,28 +94,46 @@ pub async fn serve(
     state: Arc<AppState>,
     caps: (usize, usize),
 ) -> std::io::Result<()> {
+    let router = tls_router(state.clone());
+    serve_router(listen, router, Some(metrics_listen), tls, state, caps).await
+}
+
+/// [`serve`] with `router` on the TLS port in place of the review routes, and the metrics port
+/// only when `metrics_listen` is given (the benchmarks' echo on the webhook's listener:
+/// [`crate::run_router`]).
+pub async fn serve_router(
+    listen: SocketAddr,
+    router: Router,
+    metrics_listen: Option<SocketAddr>,
+    tls: Arc<TlsConfig>,
+    state: Arc<AppState>,
+    caps: (usize, usize),
+) -> std::io::Result<()> {
     let tls_listener = TcpListener::bind(listen).await?;
-    let metrics_listener = TcpListener::bind(metrics_listen).await?;
-    let reviews = Port::new(
-        "tls",
-        Limits::new(caps.0),
-        Some(tls),
-        tls_router(state.clone()),
-        state.clone(),
-    );
+    let metrics_listener = match metrics_listen {
+        Some(addr) => Some(TcpListener::bind(addr).await?),
+        None => None,
+    };
+    let reviews = Port::new("tls", Limits::new(caps.0), Some(tls), router, state.clone());
     state.budget.relieve_with(&reviews);
-    let metrics = Port::new(
-        "metrics",
-        Limits::new(caps.1),
-        None,
-        metrics_router(state.clone()),
-        state.clone(),
-    );
-    for (listener, port, max_connections) in [
-        (&tls_listener, "tls", caps.0),
-        (&metrics_listener, "metrics", caps.1),
-    ] {
-        tracing::info!(addr = %listener.local_addr()?, port, max_connections, "listening");
+    let mut ports = vec![(tls_listener, reviews.clone(), caps.0)];
+    if let Some(listener) = metrics_listener {
+        let metrics = Port::new(
+            "metrics",
+            Limits::new(caps.1),
+            None,
+            metrics_router(state.clone()),
+            state.clone(),
+        );
+        ports.push((listener, metrics, caps.1));
+    }
+    for (listener, port, max_connections) in &ports {
+        tracing::info!(
+            addr = %listener.local_addr()?,
+            port = port.name,
+            max_connections = *max_connections,
+            "listening"
+        );
     }
     let (stop, _) = tokio::sync::watch::channel(false);
     let stopped = |stop: &tokio::sync::watch::Sender<bool>| {
@@ -124,12 +142,10 @@ pub async fn serve(
             let _ = rx.wait_for(|stopped| *stopped).await;
         }
     };
-    let tls_run = tokio::spawn(
-        reviews
-            .clone()
-            .run(tls_listener, stopped(&stop), DRAIN_TIMEOUT),
-    );
-    let metrics_run = tokio::spawn(metrics.run(metrics_listener, stopped(&stop), DRAIN_TIMEOUT));
+    let runs: Vec<_> = ports
+        .into_iter()
+        .map(|(listener, port, _)| tokio::spawn(port.run(listener, stopped(&stop), DRAIN_TIMEOUT)))
+        .collect();
     shutdown_signal().await;
     tracing::info!(
         in_flight_connections = reviews.connection_count(),
@@ -137,7 +153,9 @@ pub async fn serve(
     );
     state.start_draining();
     let _ = stop.send(true);
-    let _ = tokio::join!(tls_run, metrics_run);
+    for run in runs {
+        let _ = run.await;
+    }
     tracing::info!("stopped");
     Ok(())
 }

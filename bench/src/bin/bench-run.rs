@@ -37,7 +37,8 @@ enum Cmd {
     /// Counts what probelint (JSON output) and Checkov (JSON output) report on the files whose
     /// name contains `--matching`.
     Findings(FindingsArgs),
-    /// The webhook and the echo server under load on loopback.
+    /// The webhook and the two echo servers (on the webhook's listener, on axum-server) under
+    /// load on loopback.
     Webhook(WebhookArgs),
     /// Prints the table and writes the Markdown page.
     Report(ReportArgs),
@@ -552,12 +553,21 @@ fn findings(a: &FindingsArgs) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // Webhook
 
+/// The echo on the webhook's own listener (`echo-listener`): the yardstick of the targets.
+const SAME_STACK: &str = "echo-listener";
+/// The echo on axum-server (`echo-server`): the yardstick before `echo-listener`.
+const AXUM: &str = "echo";
+
 #[derive(Args)]
 struct WebhookArgs {
     #[arg(long)]
     webhook: String,
+    /// `echo-server`: the echo on axum-server.
     #[arg(long)]
     echo: String,
+    /// `echo-listener`: the echo on the webhook's own listener and TLS.
+    #[arg(long)]
+    echo_listener: String,
     #[arg(long, default_value_t = 3)]
     reps: usize,
     /// Seconds of warm-up before each measured window.
@@ -569,8 +579,8 @@ struct WebhookArgs {
     /// Seconds of the open loop, at each rate.
     #[arg(long = "open-s", default_value = "6", value_parser = seconds)]
     open: Duration,
-    /// The open loop's rates, as fractions of the echo server's max throughput (comma-separated;
-    /// 0.5 is the one the latency target is set at).
+    /// The open loop's rates, as fractions of the same-stack echo's (`echo-listener`'s) max
+    /// throughput (comma-separated; 0.5 is the one the latency target is set at).
     #[arg(
         long = "open-fractions",
         value_delimiter = ',',
@@ -643,11 +653,12 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
     // Bound, then released: the servers bind them a moment later (the webhook logs nowhere
     // here, so it cannot report a port of its own choosing).
     let loopback = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
-    let [webhook_port, metrics_port, echo_port] = free_ports();
-    let (webhook_addr, metrics_addr, echo_addr) = (
+    let [webhook_port, metrics_port, echo_port, listener_port] = free_ports();
+    let (webhook_addr, metrics_addr, echo_addr, listener_addr) = (
         loopback(webhook_port),
         loopback(metrics_port),
         loopback(echo_port),
+        loopback(listener_port),
     );
     let spawn = |program: &str, args: &[&str], name: &'static str| -> Result<Server, String> {
         // Logs go nowhere: they are formatted (the webhook logs one line per review at the
@@ -700,8 +711,21 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         ],
         "echo-server",
     )?;
-    let (webhook_pid, echo_pid) = (webhook.child.id(), echo.child.id());
-    let mut servers = [webhook, echo];
+    let listener = spawn(
+        &args.echo_listener,
+        &[
+            "--listen",
+            &listener_addr.to_string(),
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ],
+        "echo-listener",
+    )?;
+    let (webhook_pid, echo_pid, listener_pid) =
+        (webhook.child.id(), echo.child.id(), listener.child.id());
+    let mut servers = [webhook, echo, listener];
 
     let runtime = if args.client_threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -722,7 +746,8 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         server_pid: Some(pid),
     };
     let targets = [
-        ("echo", target(echo_addr, "/echo", echo_pid)),
+        (SAME_STACK, target(listener_addr, "/echo", listener_pid)),
+        (AXUM, target(echo_addr, "/echo", echo_pid)),
         ("validate", target(webhook_addr, "/validate", webhook_pid)),
         ("mutate", target(webhook_addr, "/mutate", webhook_pid)),
     ];
@@ -731,7 +756,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         Arc::new(bodies.iter().map(|b| Bytes::from(b.json.clone())).collect());
 
     let result = runtime.block_on(async {
-        // Wait (bounded) for both servers to answer.
+        // Wait (bounded) for every server to answer.
         for (name, t) in &targets {
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
@@ -755,10 +780,10 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
         .await?;
         let median_rate =
             |runs: &[LoadResult]| median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>());
-        // Latency at fixed rates, fractions of the echo's max: one rate does not show whether a
-        // p99 is the server's own or its queue's (at half the echo's max a slower server is
-        // nearer its own limit than the echo is).
-        let echo_max = median_rate(&closed["echo"]);
+        // Latency at fixed rates, fractions of the same-stack echo's max: one rate does not show
+        // whether a p99 is the server's own or its queue's (at half the echo's max a slower
+        // server is nearer its own limit than the echo is). Both echoes run at the same rates.
+        let echo_max = median_rate(&closed[SAME_STACK]);
         let rates: Vec<(f64, f64)> = args
             .open_fractions
             .iter()
@@ -810,6 +835,7 @@ fn webhook_bench(args: &WebhookArgs) -> Result<(), String> {
             "bodies": bodies.iter().map(|b| json!({"name": b.name, "bytes": b.json.len()})).collect::<Vec<_>>(),
             "responses": sanity,
             "closed": by_target(&closed),
+            "open_rates_of": SAME_STACK,
             "open_rates": open_json,
         }))
     });
@@ -864,7 +890,7 @@ async fn open_passes(
 
 fn log_run(label: &str, rep: usize, reps: usize, name: &str, r: &LoadResult) {
     eprintln!(
-        "  {label} {rep}/{reps} {name:>8}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}, CPU/request server {:5.1} us, client {:5.1} us",
+        "  {label} {rep}/{reps} {name:>13}: {:8.0} req/s, p50 {:6.0} us, p99 {:6.0} us, max {:6.0} us, errors {}, CPU/request server {:5.1} us, client {:5.1} us",
         r.rate, r.p50_us, r.p99_us, r.max_us, r.errors, r.server_cpu_us, r.client_cpu_us
     );
 }
@@ -892,7 +918,7 @@ async fn sanity_check(
             let allowed = response["allowed"].as_bool().unwrap_or(false);
             let patched = response.get("patch").is_some_and(|p| !p.is_null());
             let expected = match (*name, body.name) {
-                ("echo", _) | (_, "gpu-deployment-clean") => allowed && !patched,
+                (SAME_STACK | AXUM, _) | (_, "gpu-deployment-clean") => allowed && !patched,
                 ("validate", "gpu-deployment-with-findings") => !allowed,
                 ("mutate", "gpu-pod-needs-mutation") => allowed && patched,
                 _ => true,
@@ -1197,40 +1223,79 @@ fn report(a: &ReportArgs) -> Result<(), String> {
     }
 
     if let Some(wh) = r("webhook.json") {
-        let echo_c = &wh["closed"]["echo"];
+        // Two yardsticks: the echo on the webhook's own listener and TLS (the targets' since
+        // it exists: against it the ratio is the judging alone), and the echo on axum-server
+        // (the yardstick before it: against it the ratio mixes in the transport).
+        let same_c = &wh["closed"][SAME_STACK];
+        let axum_c = &wh["closed"][AXUM];
+        let conns = &wh["connections"];
         for ep in ["validate", "mutate"] {
             let c = &wh["closed"][ep];
-            let ratio = f(&c["rate"]) / f(&echo_c["rate"]);
+            let ratio = f(&c["rate"]) / f(&same_c["rate"]);
             rows.push(Row {
-                figure: format!("webhook /{ep} max throughput ({} conns)", wh["connections"]),
+                figure: format!("webhook /{ep} max throughput ({conns} conns) vs same-stack echo"),
                 value: format!("{:.0} req/s", f(&c["rate"])),
-                baseline: format!("echo {:.0} req/s", f(&echo_c["rate"])),
+                baseline: format!("same-stack echo {:.0} req/s", f(&same_c["rate"])),
                 ratio: format!("{ratio:.2}x"),
                 target: "≥ 0.8x".into(),
                 verdict: verdict(ratio >= 0.8),
             });
         }
-        // CPU per request in the closed loop: what the throughput ratio comes from, and far
-        // steadier than a rate when other work shares the machine.
         for ep in ["validate", "mutate"] {
             let c = &wh["closed"][ep];
-            let (ours, echo) = (f(&c["server_cpu_us"]), f(&echo_c["server_cpu_us"]));
-            if ours.is_nan() || echo.is_nan() {
+            rows.push(Row {
+                figure: format!(
+                    "webhook /{ep} max throughput ({conns} conns) vs axum echo (old yardstick)"
+                ),
+                value: format!("{:.0} req/s", f(&c["rate"])),
+                baseline: format!("axum echo {:.0} req/s", f(&axum_c["rate"])),
+                ratio: format!("{:.2}x", f(&c["rate"]) / f(&axum_c["rate"])),
+                target: "(context)".into(),
+                verdict: "info",
+            });
+        }
+        rows.push(Row {
+            figure: format!(
+                "same-stack echo max throughput ({conns} conns) vs axum echo (the transport)"
+            ),
+            value: format!("{:.0} req/s", f(&same_c["rate"])),
+            baseline: format!("axum echo {:.0} req/s", f(&axum_c["rate"])),
+            ratio: format!("{:.2}x", f(&same_c["rate"]) / f(&axum_c["rate"])),
+            target: "(report)".into(),
+            verdict: "info",
+        });
+        // CPU per request in the closed loop: what the throughput ratio comes from, and far
+        // steadier than a rate when other work shares the machine.
+        let (same_cpu, axum_cpu) = (f(&same_c["server_cpu_us"]), f(&axum_c["server_cpu_us"]));
+        for ep in ["validate", "mutate"] {
+            let ours = f(&wh["closed"][ep]["server_cpu_us"]);
+            if ours.is_nan() || same_cpu.is_nan() {
                 continue;
             }
             rows.push(Row {
-                figure: format!("webhook /{ep} server CPU per request (closed loop)"),
+                figure: format!("webhook /{ep} server CPU per request (closed loop) vs same-stack echo"),
                 value: format!("{ours:.1} µs"),
                 baseline: format!(
-                    "echo {echo:.1} µs (load generator {:.1} µs)",
-                    f(&echo_c["client_cpu_us"])
+                    "same-stack echo {same_cpu:.1} µs, axum echo {axum_cpu:.1} µs (load generator {:.1} µs)",
+                    f(&same_c["client_cpu_us"])
                 ),
-                ratio: format!("{:.2}x", ours / echo),
+                ratio: format!("{:.2}x", ours / same_cpu),
                 target: "(report)".into(),
                 verdict: "info",
             });
         }
-        // Latency at fixed rates, fractions of the echo's max; the target is set at half.
+        if !same_cpu.is_nan() && !axum_cpu.is_nan() {
+            rows.push(Row {
+                figure: "same-stack echo server CPU per request (closed loop) vs axum echo (the transport)".into(),
+                value: format!("{same_cpu:.1} µs"),
+                baseline: format!("axum echo {axum_cpu:.1} µs"),
+                ratio: format!("{:.2}x", same_cpu / axum_cpu),
+                target: "(report)".into(),
+                verdict: "info",
+            });
+        }
+        // Latency at fixed rates, fractions of the same-stack echo's max (both echoes run at
+        // them); the target is set at half.
         let passes: Vec<(&Value, f64, f64)> = wh["open_rates"]
             .as_array()
             .into_iter()
@@ -1239,20 +1304,25 @@ fn report(a: &ReportArgs) -> Result<(), String> {
             .collect();
         // Where each rate falls against each server's own max: past it, a p99 is only how long
         // the queue grew in the window.
-        let shares: Vec<String> = ["echo", "validate", "mutate"]
-            .iter()
-            .map(|name| {
-                let max = f(&wh["closed"][name]["rate"]);
-                let each: Vec<String> = passes
-                    .iter()
-                    .map(|(_, rate, _)| format!("{:.0} %", rate / max * 100.0))
-                    .collect();
-                format!("{name} {}", each.join(" / "))
-            })
-            .collect();
+        let shares: Vec<String> = [
+            (SAME_STACK, "same-stack echo"),
+            (AXUM, "axum echo"),
+            ("validate", "validate"),
+            ("mutate", "mutate"),
+        ]
+        .iter()
+        .map(|(name, shown)| {
+            let max = f(&wh["closed"][name]["rate"]);
+            let each: Vec<String> = passes
+                .iter()
+                .map(|(_, rate, _)| format!("{:.0} %", rate / max * 100.0))
+                .collect();
+            format!("{shown} {}", each.join(" / "))
+        })
+        .collect();
         if !passes.is_empty() {
             notes.push(format!(
-                "Webhook latency rates ({} req/s) as shares of each server's own max throughput (the closed loop's): {}.",
+                "Webhook latency rates ({} req/s, fractions of the same-stack echo's max) as shares of each server's own max throughput (the closed loop's): {}.",
                 passes
                     .iter()
                     .map(|(_, rate, _)| format!("{rate:.0}"))
@@ -1266,16 +1336,18 @@ fn report(a: &ReportArgs) -> Result<(), String> {
             let note = if targeted {
                 String::new()
             } else {
-                format!(" ({:.0} % of the echo's max)", fraction * 100.0)
+                format!(" ({:.0} % of the same-stack echo's max)", fraction * 100.0)
             };
-            let echo = &servers["echo"];
+            let same = &servers[SAME_STACK];
             for ep in ["validate", "mutate"] {
                 let o = &servers[ep];
-                let ratio = f(&o["p99_us"]) / f(&echo["p99_us"]);
+                let ratio = f(&o["p99_us"]) / f(&same["p99_us"]);
                 rows.push(Row {
-                    figure: format!("webhook /{ep} p99 at {rate:.0} req/s{note}"),
+                    figure: format!(
+                        "webhook /{ep} p99 at {rate:.0} req/s{note} vs same-stack echo"
+                    ),
                     value: latency(o),
-                    baseline: format!("echo {}", latency(echo)),
+                    baseline: format!("same-stack echo {}", latency(same)),
                     ratio: format!("{ratio:.2}x"),
                     target: if targeted {
                         "≤ 1.5x, 0 errors"
@@ -1289,6 +1361,22 @@ fn report(a: &ReportArgs) -> Result<(), String> {
                         "info"
                     },
                 });
+            }
+            if targeted {
+                let axum = &servers[AXUM];
+                for ep in ["validate", "mutate"] {
+                    let o = &servers[ep];
+                    rows.push(Row {
+                        figure: format!(
+                            "webhook /{ep} p99 at {rate:.0} req/s vs axum echo (old yardstick)"
+                        ),
+                        value: latency(o),
+                        baseline: format!("axum echo {}", latency(axum)),
+                        ratio: format!("{:.2}x", f(&o["p99_us"]) / f(&axum["p99_us"])),
+                        target: "(context)".into(),
+                        verdict: "info",
+                    });
+                }
             }
         }
     }

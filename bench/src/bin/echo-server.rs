@@ -1,14 +1,12 @@
-//! `echo-server --listen ADDR --tls-cert FILE --tls-key FILE`: the webhook's limit. The same
-//! stack as `probelint-webhook` (axum over axum-server with rustls and ring, TLS 1.3/1.2, ALPN
-//! h2 and http/1.1, a multi-threaded tokio runtime); every POST body is parsed as JSON and
-//! answered with an allowed AdmissionReview for its uid. Nothing else. It uses the webhook's
-//! allocator too (mimalloc), so that the comparison is of the work, not of the allocators.
+//! `echo-server --listen ADDR --tls-cert FILE --tls-key FILE`: the webhook's limit on a stock
+//! stack: axum over axum-server with rustls and ring (TLS 1.3/1.2, ALPN h2 and http/1.1, the
+//! webhook's rustls settings), a multi-threaded tokio runtime; the echo handler
+//! ([`probelint_bench::echo`]) and nothing else. The webhook itself serves connections through
+//! its own listener (connection caps, timeouts, memory accounting): `echo-listener` is the same
+//! echo on that listener, and this one the yardstick the benchmarks used before it. It uses the
+//! webhook's allocator too (mimalloc), so that the comparison is of the work, not of the
+//! allocators.
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use axum_server::tls_rustls::RustlsConfig;
 use clap::Parser;
 use std::net::SocketAddr;
@@ -23,13 +21,6 @@ struct Args {
     tls_cert: PathBuf,
     #[arg(long)]
     tls_key: PathBuf,
-}
-
-async fn echo(body: Bytes) -> Response {
-    match probelint_bench::review::echo_response(&body) {
-        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
-        Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
-    }
 }
 
 #[global_allocator]
@@ -60,10 +51,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let app = Router::new()
-            .route("/echo", post(echo))
-            .route("/validate", post(echo))
-            .route("/mutate", post(echo));
+        let app = probelint_bench::echo::router();
         let server = axum_server::bind_rustls(args.listen, RustlsConfig::from_config(config))
             .serve(app.into_make_service());
         tokio::select! {
