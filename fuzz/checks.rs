@@ -185,7 +185,7 @@ fn source(bytes: Vec<u8>) -> Source {
 /// `probelint --fix` on arbitrary manifest text, minus the file write: the engine's fixes of
 /// every object turned into text edits. Never panics; a fixed text parses into as many
 /// documents as the original, and fixing it again changes nothing.
-pub fn textfix_engine(data: &[u8]) {
+pub fn yaml_fix(data: &[u8]) {
     let plans = fix::plan(vec![source(data.to_vec())], &POLICY, &LIMITS, UNSAFE_TOO).plans;
     for plan in plans {
         let Ok(fixed) = plan.fixed else { continue };
@@ -213,7 +213,7 @@ pub fn textfix_engine(data: &[u8]) {
     }
 }
 
-/// Header of a `textfix_ops` input: one byte for the number of operations (1-4), then 4 bytes
+/// Header of a `yaml_patch` input: one byte for the number of operations (1-4), then 4 bytes
 /// per operation; the rest is the manifest text.
 const OP_BYTES: usize = 4;
 
@@ -245,7 +245,7 @@ fn pointer(text: &str) -> PointerBuf {
 /// `probelint_yaml::patch::apply` with arbitrary JSON Patch operations on arbitrary manifest
 /// text. Never panics; when it returns a text, that text reads back as exactly the patched
 /// documents, and the operations are ones `json_patch` accepts.
-pub fn textfix_ops(data: &[u8]) {
+pub fn yaml_patch(data: &[u8]) {
     let Some((&count, rest)) = data.split_first() else {
         return;
     };

@@ -20,7 +20,7 @@ seconds=${1:-300}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(yaml_parse engine_json admission_review textfix_engine textfix_ops)
+    targets=(yaml_parse engine_json admission_review yaml_fix yaml_patch)
 fi
 sanitizer=${SANITIZER:-none}
 jobs=${FUZZ_JOBS:-1}
@@ -44,7 +44,7 @@ for target in "${targets[@]}"; do
     extra=(seeds/"$target")
     [ "$target" = yaml_differential ] && extra=(seeds/yaml_parse)
     case $target in
-        yaml_parse | textfix_engine | yaml_differential)
+        yaml_parse | yaml_fix | yaml_differential)
             [ -d "$real" ] || { echo "fuzz/run.sh: the real corpus is missing at fuzz/$real (git checkout -- tests/corpus/real)" >&2; exit 2; }
             extra+=("$real") ;;
     esac

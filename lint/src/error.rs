@@ -1,6 +1,8 @@
 //! The errors of the CLI, by kind. Each displays as the sentence a user reads after
 //! `probelint: error: ` (or, for a file of the run, after its name in the report).
 
+use crate::audit::AuditError;
+use crate::simulate_svg::DrawError;
 use probelint_yaml::load::YamlError;
 use probelint_yaml::patch::TextFixError;
 use std::io;
@@ -37,7 +39,7 @@ pub enum Error {
     #[error("cannot write YAML: {0}")]
     Yaml(String),
     #[error("cannot draw the timeline: {0}")]
-    Draw(String),
+    Draw(#[from] DrawError),
     #[error("{path}: cannot write the picture: {error}")]
     Picture { path: String, error: io::Error },
     /// A fix of the engine that does not apply to the object it was made for: a bug.
@@ -46,8 +48,8 @@ pub enum Error {
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// `probelint audit` could not start or list (its own messages).
-    #[error("{0}")]
-    Audit(String),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
 }
 
 /// A command line that asks for something impossible.

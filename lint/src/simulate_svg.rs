@@ -35,19 +35,43 @@ fn row_of(kind: ProbeKind) -> f64 {
     }
 }
 
+/// What plotters' SVG backend reports when it cannot draw.
+type Plot = DrawingAreaErrorKind<std::io::Error>;
+
+/// Why a picture could not be drawn: which part failed, and plotters' reason (all a user reads,
+/// after `cannot draw the timeline: `).
+#[derive(Debug, thiserror::Error)]
+pub enum DrawError {
+    /// Filling the picture's background.
+    #[error("{0}")]
+    Background(Plot),
+    /// A column's timeline chart (probe results, container runs, Ready).
+    #[error("{error}")]
+    Timeline { title: String, error: Plot },
+    /// A column's serving-capacity chart (rollouts and drains).
+    #[error("{error}")]
+    Capacity { title: String, error: Plot },
+    /// One workload's block of lanes in the audit's picture.
+    #[error("{error}")]
+    Block { title: String, error: Plot },
+    /// Finishing the SVG document.
+    #[error("{0}")]
+    Present(Plot),
+}
+
 fn band(row: f64, from: f64, to: f64, color: RGBColor) -> Rectangle<(f64, f64)> {
     Rectangle::new([(from, row + 0.15), (to, row + 0.85)], color.filled())
 }
 
 /// Renders the panels to an SVG document.
-pub fn render(panels: &[Panel<'_>], duration: f64) -> Result<String, String> {
+pub fn render(panels: &[Panel<'_>], duration: f64) -> Result<String, DrawError> {
     let fleet = panels.iter().any(|p| p.fleet.is_some());
     let width = 640 * panels.len().max(1) as u32;
     let height = if fleet { 620 } else { 360 };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE).map_err(DrawError::Background)?;
         let columns = root.split_evenly((1, panels.len().max(1)));
         for (panel, area) in panels.iter().zip(columns) {
             let (top, bottom) = if fleet {
@@ -55,12 +79,18 @@ pub fn render(panels: &[Panel<'_>], duration: f64) -> Result<String, String> {
             } else {
                 (area.clone(), area.clone())
             };
-            timeline(&top, panel, duration).map_err(|e| e.to_string())?;
+            timeline(&top, panel, duration).map_err(|error| DrawError::Timeline {
+                title: panel.title.clone(),
+                error,
+            })?;
             if let Some(f) = panel.fleet {
-                capacity(&bottom, f, duration).map_err(|e| e.to_string())?;
+                capacity(&bottom, f, duration).map_err(|error| DrawError::Capacity {
+                    title: panel.title.clone(),
+                    error,
+                })?;
             }
         }
-        root.present().map_err(|e| e.to_string())?;
+        root.present().map_err(DrawError::Present)?;
     }
     Ok(svg)
 }
@@ -75,7 +105,7 @@ fn draw_legend<'b>(
         Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
     >,
     position: SeriesLabelPosition,
-) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+) -> Result<(), Plot> {
     chart
         .configure_series_labels()
         .position(position)
@@ -85,11 +115,7 @@ fn draw_legend<'b>(
         .draw()
 }
 
-fn timeline(
-    area: &Area<'_>,
-    panel: &Panel<'_>,
-    duration: f64,
-) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+fn timeline(area: &Area<'_>, panel: &Panel<'_>, duration: f64) -> Result<(), Plot> {
     let o = panel.outcome;
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, ("sans-serif", 16))
@@ -208,11 +234,7 @@ fn timeline(
     Ok(())
 }
 
-fn capacity(
-    area: &Area<'_>,
-    f: &FleetOutcome,
-    duration: f64,
-) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+fn capacity(area: &Area<'_>, f: &FleetOutcome, duration: f64) -> Result<(), Plot> {
     let end = f
         .done_seconds
         .map_or(duration, |d| (d * 1.1).max(d + 60.0))
@@ -301,7 +323,7 @@ const BLOCK_PIXELS: u32 = 90;
 /// Renders the blocks, one under the other, to an SVG document: observed pods and predictions
 /// as rows of the same drawing (container runs, Ready, waiting for a node, image pulls, probe
 /// failures, probe kills, starts).
-pub fn lanes(blocks: &[Block<'_>]) -> Result<String, String> {
+pub fn lanes(blocks: &[Block<'_>]) -> Result<String, DrawError> {
     let heights: Vec<u32> = blocks
         .iter()
         .map(|b| BLOCK_PIXELS + LANE_PIXELS * b.lanes.len().max(1) as u32)
@@ -311,23 +333,22 @@ pub fn lanes(blocks: &[Block<'_>]) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE).map_err(DrawError::Background)?;
         let mut rest = root.clone();
         for (i, (block, h)) in blocks.iter().zip(&heights).enumerate() {
             let (area, below) = rest.split_vertically(*h);
-            block_chart(&area, block, i == 0).map_err(|e| e.to_string())?;
+            block_chart(&area, block, i == 0).map_err(|error| DrawError::Block {
+                title: block.title.clone(),
+                error,
+            })?;
             rest = below;
         }
-        root.present().map_err(|e| e.to_string())?;
+        root.present().map_err(DrawError::Present)?;
     }
     Ok(svg)
 }
 
-fn block_chart(
-    area: &Area<'_>,
-    block: &Block<'_>,
-    legend: bool,
-) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+fn block_chart(area: &Area<'_>, block: &Block<'_>, legend: bool) -> Result<(), Plot> {
     use crate::audit::timeline::{MarkKind, SpanKind};
     let n = block.lanes.len().max(1);
     let mut chart = ChartBuilder::on(area)

@@ -714,8 +714,8 @@ fn fuzz_regressions_stay_fixed() {
     let targets: [(&str, Check); 4] = [
         ("yaml_parse", fuzz_checks::yaml_parse),
         ("engine_json", fuzz_checks::engine_json),
-        ("textfix_engine", fuzz_checks::textfix_engine),
-        ("textfix_ops", fuzz_checks::textfix_ops),
+        ("yaml_fix", fuzz_checks::yaml_fix),
+        ("yaml_patch", fuzz_checks::yaml_patch),
     ];
     let mut replayed = 0;
     let mut failed = Vec::new();

@@ -4,7 +4,7 @@
 //!
 //! This crate only adds AdmissionReview, TLS, reloading and metrics around the engine
 //! (`probelint-policies`); everything that decides lives there. The binary (`main.rs`) parses
-//! its arguments and calls [`run`].
+//! its arguments into a [`Config`] and calls [`run`].
 
 pub mod admission;
 mod budget;
@@ -25,9 +25,9 @@ pub use server::MAX_REVIEW_MEMORY;
 #[cfg(test)]
 mod testing;
 
-use clap::ValueEnum;
+use clap::{Parser, ValueEnum};
 use probelint_policies::Policy;
-use reload::{Reloader, TlsFiles};
+use reload::{Reloader, StartupError, TlsFiles, WatchError};
 use state::AppState;
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
@@ -35,26 +35,53 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// What the webhook serves, and from which files (the binary's arguments).
-#[derive(Debug)]
+/// What the webhook serves, and from which files: the binary's command line
+/// (`Config::parse()`). Each field's doc comment is its `--help` text; `--help` opens with the
+/// package's description, not with this comment.
+///
+/// The webhook serves POST /validate (deny on error findings), /validate/warn (warnings only)
+/// and /mutate (JSON Patch with safe fixes) over TLS, plus /livez and /readyz; Prometheus
+/// /metrics on a separate plain-HTTP port.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
 pub struct Config {
     /// Address of the TLS port (reviews, /livez, /readyz).
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
     /// Address of the plain-HTTP port (/metrics, /livez, /readyz).
+    #[arg(long, default_value = "0.0.0.0:9090", value_name = "ADDR:PORT")]
     pub metrics_listen: SocketAddr,
     /// PEM certificate chain of the TLS port; reloaded when it changes.
+    #[arg(long, value_name = "FILE")]
     pub tls_cert: PathBuf,
     /// PEM private key of the TLS port; reloaded when it changes.
+    #[arg(long, value_name = "FILE")]
     pub tls_key: PathBuf,
     /// PEM CA bundle: require a client certificate signed by it (the apiserver's).
+    #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
-    /// Policy file; without it the built-in policy applies.
+    /// Policy file (the format of the CLI's .probelint.yaml); reloaded when it changes. Without
+    /// it the built-in policy applies.
+    #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Usernames of operators whose objects are a controller's, besides the built-in
-    /// controllers ([`review::Controllers`]).
+    /// The username of an operator whose objects (with a controller ownerReference) are a
+    /// controller's, like those of the built-in controllers: not refused, not mutated when not
+    /// Pods. Repeat it, or separate names with commas, e.g.
+    /// `system:serviceaccount:kserve:kserve-controller-manager`. Find an operator's with
+    /// `kubectl get pods -n NAMESPACE -o jsonpath='{..serviceAccountName}'`.
+    #[arg(
+        long = "controller-service-account",
+        value_name = "USERNAME",
+        value_delimiter = ','
+    )]
     pub controller_service_accounts: Vec<String>,
-    /// `<label>=true` opts an object out, where the policy allows annotation exemptions.
+    /// `LABEL=true` on an object takes it out of review, where the policy allows an object to
+    /// exempt itself (`allowAnnotationExemptions`); each such review is logged and counted with
+    /// who sent it. Otherwise the object is judged, with a warning that the label is not honoured.
+    #[arg(long, value_name = "LABEL", default_value = review::OPT_OUT_LABEL)]
     pub object_opt_out_label: String,
+    /// Log format. `RUST_LOG` sets the level (default `info`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
 
@@ -209,8 +236,22 @@ where
     }
 }
 
-async fn serve(config: Config, fd_limit: u64) -> Result<(), String> {
-    let builtin = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
+/// Why the webhook cannot serve: logged after `probelint-webhook cannot run`, exit status 1.
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    /// The certificate, its key, the client CA or the policy cannot be loaded.
+    #[error(transparent)]
+    Startup(#[from] StartupError),
+    /// The files cannot be watched for changes.
+    #[error(transparent)]
+    Watch(#[from] WatchError),
+    /// A port cannot be bound (or its address read).
+    #[error("server: {0}")]
+    Server(std::io::Error),
+}
+
+async fn serve(config: Config, fd_limit: u64) -> Result<(), ServeError> {
+    let builtin = Policy::builtin().map_err(StartupError::BuiltinPolicy)?;
     let controllers = review::Controllers::with_operators(config.controller_service_accounts);
     let operators: Vec<&str> = controllers.operators().collect();
     tracing::info!(
@@ -239,5 +280,16 @@ async fn serve(config: Config, fd_limit: u64) -> Result<(), String> {
     let caps = server::connection_caps(fd_limit);
     server::serve(config.listen, config.metrics_listen, tls, state, caps)
         .await
-        .map_err(|e| format!("server: {e}"))
+        .map_err(ServeError::Server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Config::command().debug_assert();
+    }
 }

@@ -16,9 +16,10 @@ use crate::metrics::Metrics;
 use crate::state::AppState;
 use notify::event::AccessKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
-use probelint_policies::Policy;
+use probelint_policies::{Policy, PolicyError};
 use rustls::ServerConfig;
 use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::collections::BTreeSet;
@@ -67,9 +68,8 @@ pub struct Validity {
 
 impl Validity {
     /// Reads the validity of the first certificate of a chain (the serving certificate).
-    fn of(cert: &CertificateDer<'_>) -> Result<Validity, String> {
-        let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
-            .map_err(|e| format!("not a readable X.509 certificate: {e}"))?;
+    fn of(cert: &CertificateDer<'_>) -> Result<Validity, X509Error> {
+        let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())?;
         let validity = parsed.validity();
         Ok(Validity {
             not_before: validity.not_before.timestamp(),
@@ -79,25 +79,40 @@ impl Validity {
 
     /// Why the certificate cannot be served at `now`, if it cannot. The apiserver refuses a
     /// certificate outside its validity period, so serving it would fail every handshake.
-    fn refusal(&self, now: i64) -> Option<String> {
+    fn refusal(&self, now: i64) -> Option<Refusal> {
         if now < self.not_before {
-            Some(format!(
-                "the certificate is not valid yet: valid from {} (in {} s) to {}",
-                utc(self.not_before),
-                self.not_before - now,
-                utc(self.not_after)
-            ))
+            Some(Refusal::NotYetValid {
+                validity: *self,
+                now,
+            })
         } else if now > self.not_after {
-            Some(format!(
-                "the certificate expired at {} (valid from {})",
-                utc(self.not_after),
-                utc(self.not_before)
-            ))
+            Some(Refusal::Expired { validity: *self })
         } else {
             None
         }
     }
 }
+
+/// Why a certificate cannot be served now: it is outside its validity period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "the certificate is not valid yet: valid from {} (in {} s) to {}",
+        utc(validity.not_before),
+        validity.not_before - now,
+        utc(validity.not_after)
+    )]
+    NotYetValid { validity: Validity, now: i64 },
+    #[error(
+        "the certificate expired at {} (valid from {})",
+        utc(validity.not_after),
+        utc(validity.not_before)
+    )]
+    Expired { validity: Validity },
+}
+
+/// What x509-parser reports about a certificate it cannot read.
+type X509Error = x509_parser::nom::Err<x509_parser::error::X509Error>;
 
 fn unix_now() -> i64 {
     match SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
@@ -128,22 +143,125 @@ pub fn utc(unix: i64) -> String {
     )
 }
 
-/// A certificate that could not be loaded, and whether waiting can make it loadable.
-#[derive(Debug)]
-struct LoadError {
-    message: String,
-    /// Set when the certificate is not valid yet: it can be served from this Unix time on.
-    valid_from: Option<i64>,
-    /// The certificate is outside its validity period (expired or not valid yet).
-    out_of_validity: bool,
+/// Why the TLS files cannot be served: each names the file (or the pair) and what is wrong
+/// with it. Shown by `/readyz` and logged; at startup, fatal.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file cannot be read (missing, unreadable).
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The certificate file holds a PEM section that cannot be decoded.
+    #[error("{}: {error}", path.display())]
+    CertificatePem { path: PathBuf, error: pem::Error },
+    /// The certificate file holds no certificate.
+    #[error("{}: no PEM certificate (-----BEGIN CERTIFICATE-----) found", path.display())]
+    NoCertificate { path: PathBuf },
+    /// The serving certificate (the chain's first) is not X.509 that can be read.
+    #[error("{}: not a readable X.509 certificate: {error}", path.display())]
+    Unreadable { path: PathBuf, error: X509Error },
+    /// The serving certificate is outside its validity period.
+    #[error("{}: {refusal}", path.display())]
+    OutOfValidity { path: PathBuf, refusal: Refusal },
+    /// The key file holds no private key rustls can use.
+    #[error("{}: no usable PEM private key: {error}", path.display())]
+    Key { path: PathBuf, error: pem::Error },
+    /// rustls refuses the protocol versions (a build without TLS 1.2 or 1.3).
+    #[error("TLS configuration: {0}")]
+    Protocols(rustls::Error),
+    /// The client CA bundle holds a PEM section that cannot be decoded.
+    #[error("{}: {error}", path.display())]
+    ClientCaPem { path: PathBuf, error: pem::Error },
+    /// rustls refuses a certificate of the client CA bundle as a trust anchor.
+    #[error("{}: {error}", path.display())]
+    ClientCa { path: PathBuf, error: rustls::Error },
+    /// The client CA bundle holds no certificate.
+    #[error("{}: no PEM certificate found", path.display())]
+    NoClientCa { path: PathBuf },
+    /// No client-certificate verifier can be built from the client CA bundle.
+    #[error("{}: {error}", path.display())]
+    ClientVerifier {
+        path: PathBuf,
+        error: rustls::server::VerifierBuilderError,
+    },
+    /// The key does not go with the certificate (or rustls refuses the pair).
+    #[error("{} and {}: {error}", cert.display(), key.display())]
+    Pair {
+        cert: PathBuf,
+        key: PathBuf,
+        error: rustls::Error,
+    },
 }
 
-impl From<String> for LoadError {
-    fn from(message: String) -> Self {
-        LoadError {
-            message,
-            valid_from: None,
-            out_of_validity: false,
+impl TlsError {
+    /// When the files hold a certificate that is not valid yet: the Unix time it can be served
+    /// from (unchanged files are tried again then).
+    fn valid_from(&self) -> Option<i64> {
+        match self {
+            TlsError::OutOfValidity {
+                refusal: Refusal::NotYetValid { validity, .. },
+                ..
+            } => Some(validity.not_before),
+            _ => None,
+        }
+    }
+}
+
+/// Why a policy file cannot be enforced. Shown by `/readyz` and logged; at startup, fatal.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyFileError {
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not a valid policy. The YAML layer calls the text `<input>` in its
+    /// snippet's `-->` line: the file's path replaces it there.
+    #[error("{}: {}", path.display(), in_file(path, error))]
+    Invalid { path: PathBuf, error: PolicyError },
+}
+
+/// A policy file's error as shown, with the file's path in place of `<input>`.
+fn in_file(path: &Path, error: &PolicyError) -> String {
+    error
+        .to_string()
+        .replace("--> <input>:", &format!("--> {}:", path.display()))
+}
+
+/// Why the files cannot be watched for changes (fatal at startup).
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("cannot listen for SIGHUP: {0}")]
+    Hangup(std::io::Error),
+    /// The file watcher (inotify) cannot be started.
+    #[error("cannot watch files: {0}")]
+    Watcher(notify::Error),
+    /// A directory that holds a certificate, key, CA or policy file cannot be watched.
+    #[error("cannot watch {}: {error}", dir.display())]
+    Directory { dir: PathBuf, error: notify::Error },
+}
+
+/// Why the webhook cannot load its files at startup.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Tls(TlsError),
+    /// At startup there is no previous certificate to keep serving.
+    #[error("{0}; refusing to start without a valid certificate")]
+    InvalidCertificate(TlsError),
+    #[error(transparent)]
+    Policy(#[from] PolicyFileError),
+    #[error("built-in policy: {0}")]
+    BuiltinPolicy(PolicyError),
+}
+
+impl From<TlsError> for StartupError {
+    fn from(error: TlsError) -> Self {
+        match error {
+            TlsError::OutOfValidity { .. } => StartupError::InvalidCertificate(error),
+            error => StartupError::Tls(error),
         }
     }
 }
@@ -166,12 +284,15 @@ struct TlsBytes {
     client_ca: Option<Vec<u8>>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|error| TlsError::Read {
+        path: path.to_owned(),
+        error,
+    })
 }
 
 impl TlsFiles {
-    fn read(&self) -> Result<TlsBytes, String> {
+    fn read(&self) -> Result<TlsBytes, TlsError> {
         Ok(TlsBytes {
             cert: read(&self.cert)?,
             key: read(&self.key)?,
@@ -182,48 +303,59 @@ impl TlsFiles {
     /// Builds the rustls configuration: TLS 1.3 and 1.2 only, ring as the one crypto provider,
     /// HTTP/2 and HTTP/1.1 offered by ALPN, and client-certificate verification when a client
     /// CA is configured.
-    fn server_config(&self, bytes: &TlsBytes) -> Result<(Arc<ServerConfig>, Validity), LoadError> {
+    fn server_config(&self, bytes: &TlsBytes) -> Result<(Arc<ServerConfig>, Validity), TlsError> {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes.cert)
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("{}: {e}", self.cert.display()))?;
+            .map_err(|error| TlsError::CertificatePem {
+                path: self.cert.clone(),
+                error,
+            })?;
         if certs.is_empty() {
-            return Err(format!(
-                "{}: no PEM certificate (-----BEGIN CERTIFICATE-----) found",
-                self.cert.display()
-            )
-            .into());
-        }
-        let validity =
-            Validity::of(&certs[0]).map_err(|e| format!("{}: {e}", self.cert.display()))?;
-        if let Some(refusal) = validity.refusal(unix_now()) {
-            return Err(LoadError {
-                message: format!("{}: {refusal}", self.cert.display()),
-                valid_from: (unix_now() < validity.not_before).then_some(validity.not_before),
-                out_of_validity: true,
+            return Err(TlsError::NoCertificate {
+                path: self.cert.clone(),
             });
         }
-        let key = PrivateKeyDer::from_pem_slice(&bytes.key)
-            .map_err(|e| format!("{}: no usable PEM private key: {e}", self.key.display()))?;
+        let validity = Validity::of(&certs[0]).map_err(|error| TlsError::Unreadable {
+            path: self.cert.clone(),
+            error,
+        })?;
+        if let Some(refusal) = validity.refusal(unix_now()) {
+            return Err(TlsError::OutOfValidity {
+                path: self.cert.clone(),
+                refusal,
+            });
+        }
+        let key = PrivateKeyDer::from_pem_slice(&bytes.key).map_err(|error| TlsError::Key {
+            path: self.key.clone(),
+            error,
+        })?;
 
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| format!("TLS configuration: {e}"))?;
+            .map_err(TlsError::Protocols)?;
         let builder = match (&self.client_ca, &bytes.client_ca) {
             (Some(path), Some(pem)) => {
                 let mut roots = rustls::RootCertStore::empty();
                 for cert in CertificateDer::pem_slice_iter(pem) {
-                    let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    let cert = cert.map_err(|error| TlsError::ClientCaPem {
+                        path: path.clone(),
+                        error,
+                    })?;
+                    roots.add(cert).map_err(|error| TlsError::ClientCa {
+                        path: path.clone(),
+                        error,
+                    })?;
                 }
                 if roots.is_empty() {
-                    return Err(format!("{}: no PEM certificate found", path.display()).into());
+                    return Err(TlsError::NoClientCa { path: path.clone() });
                 }
                 let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
                     .build()
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(|error| TlsError::ClientVerifier {
+                        path: path.clone(),
+                        error,
+                    })?;
                 builder.with_client_cert_verifier(verifier)
             }
             _ => builder.with_no_client_auth(),
@@ -232,26 +364,29 @@ impl TlsFiles {
         // certificate next to the old key fails here instead of serving a broken pair.
         let mut config = builder
             .with_single_cert(certs, key)
-            .map_err(|e| format!("{} and {}: {e}", self.cert.display(), self.key.display()))?;
+            .map_err(|error| TlsError::Pair {
+                cert: self.cert.clone(),
+                key: self.key.clone(),
+                error,
+            })?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok((Arc::new(config), validity))
     }
 }
 
-/// Reads and parses a policy file (the CLI's `.probelint.yaml` format). The YAML layer calls
-/// the text `<input>` in its snippet's `-->` line: the file's path replaces it there.
-fn load_policy(path: &Path, text: &str) -> Result<Policy, String> {
-    Policy::with_user_yaml(text).map_err(|e| {
-        let shown = path.display();
-        let message = e
-            .to_string()
-            .replace("--> <input>:", &format!("--> {shown}:"));
-        format!("{shown}: {message}")
+/// Parses a policy file (the CLI's `.probelint.yaml` format).
+fn load_policy(path: &Path, text: &str) -> Result<Policy, PolicyFileError> {
+    Policy::with_user_yaml(text).map_err(|error| PolicyFileError::Invalid {
+        path: path.to_owned(),
+        error,
     })
 }
 
-fn read_text(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+fn read_text(path: &Path) -> Result<String, PolicyFileError> {
+    std::fs::read_to_string(path).map_err(|error| PolicyFileError::Read {
+        path: path.to_owned(),
+        error,
+    })
 }
 
 /// Watches the files and swaps in what they hold.
@@ -285,18 +420,9 @@ impl Reloader {
         files: TlsFiles,
         policy_path: Option<PathBuf>,
         state: Arc<AppState>,
-    ) -> Result<(Self, Arc<TlsConfig>), String> {
-        let tls_seen = files.read()?;
-        let (config, served) = files.server_config(&tls_seen).map_err(|e| {
-            if e.out_of_validity {
-                format!(
-                    "{}; refusing to start without a valid certificate",
-                    e.message
-                )
-            } else {
-                e.message
-            }
-        })?;
+    ) -> Result<(Self, Arc<TlsConfig>), StartupError> {
+        let tls_seen = files.read().map_err(StartupError::Tls)?;
+        let (config, served) = files.server_config(&tls_seen)?;
         let tls = Arc::new(TlsConfig::new(config));
         state.metrics.set_certificate_expiry(served.not_after);
         tracing::info!(
@@ -312,7 +438,7 @@ impl Reloader {
                 Some(text)
             }
             None => {
-                let policy = Policy::builtin().map_err(|e| format!("built-in policy: {e}"))?;
+                let policy = Policy::builtin().map_err(StartupError::BuiltinPolicy)?;
                 state.set_policy(policy, "built-in".to_owned());
                 None
             }
@@ -334,12 +460,12 @@ impl Reloader {
     }
 
     /// Starts watching the directories of every file and reloading on change.
-    pub fn spawn(self) -> Result<(), String> {
+    pub fn spawn(self) -> Result<(), WatchError> {
         let (tx, rx) = mpsc::unbounded_channel();
         // SIGHUP re-reads the files at once, as daemons do (its default action would kill the
         // process outright, without draining the reviews in flight).
         let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-            .map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
+            .map_err(WatchError::Hangup)?;
         let on_hangup = tx.clone();
         tokio::spawn(async move {
             while hangup.recv().await.is_some() {
@@ -358,7 +484,7 @@ impl Reloader {
                     let _ = tx.send(());
                 }
             })
-            .map_err(|e| format!("cannot watch files: {e}"))?;
+            .map_err(WatchError::Watcher)?;
         let files = [&self.files.cert, &self.files.key]
             .into_iter()
             .chain(self.files.client_ca.as_ref())
@@ -372,7 +498,10 @@ impl Reloader {
         for dir in &dirs {
             watcher
                 .watch(dir, RecursiveMode::NonRecursive)
-                .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+                .map_err(|error| WatchError::Directory {
+                    dir: dir.clone(),
+                    error,
+                })?;
             tracing::info!(dir = %dir.display(), "watching for certificate and policy changes");
         }
         tokio::spawn(self.run(rx, watcher));
@@ -409,7 +538,7 @@ impl Reloader {
         let bytes = match self.files.read() {
             Ok(bytes) => bytes,
             Err(e) => {
-                self.tls_error(e.into());
+                self.tls_error(e);
                 return false;
             }
         };
@@ -449,19 +578,19 @@ impl Reloader {
         }
     }
 
-    fn tls_error(&mut self, error: LoadError) {
+    fn tls_error(&mut self, error: TlsError) {
         self.tls_failed = true;
-        self.tls_valid_from = error.valid_from;
+        self.tls_valid_from = error.valid_from();
         Metrics::reload(&self.state.metrics.certificate_reloads, false);
         self.state.metrics.set_certificate_files_refused(true);
         // An error, not a warning: the certificate on disk is what cert-manager (or the operator)
         // meant to serve, and the one still served will expire in its turn.
         tracing::error!(
-            error = %error.message,
+            %error,
             served_not_after = %utc(self.served.not_after),
             "TLS reload refused; still serving the previous certificate"
         );
-        self.state.set_tls_error(Some(error.message));
+        self.state.set_tls_error(Some(error.to_string()));
     }
 
     /// Says so, once, when the certificate being served expires with no valid one on disk.
@@ -514,11 +643,11 @@ impl Reloader {
         }
     }
 
-    fn policy_error(&mut self, error: String) {
+    fn policy_error(&mut self, error: PolicyFileError) {
         self.policy_failed = true;
         Metrics::reload(&self.state.metrics.policy_reloads, false);
         tracing::error!(%error, "policy reload failed; still enforcing the last good policy");
-        self.state.set_policy_error(error);
+        self.state.set_policy_error(error.to_string());
     }
 }
 
@@ -532,6 +661,7 @@ mod tests {
         let Err(error) = load_policy(path, "rules:\n  no-such-rule: error\nunknownKey: 1\n") else {
             panic!("an invalid policy loaded");
         };
+        let error = error.to_string();
         assert!(error.starts_with("/etc/probelint/policy.yaml: "), "{error}");
         assert!(!error.contains("<input>"), "{error}");
     }
@@ -552,14 +682,14 @@ mod tests {
         };
         assert_eq!(validity.refusal(1_000), None);
         assert_eq!(validity.refusal(2_000), None);
-        let early = validity.refusal(999).expect("not valid yet");
+        let early = validity.refusal(999).expect("not valid yet").to_string();
         assert!(
             early.starts_with(
                 "the certificate is not valid yet: valid from 1970-01-01T00:16:40Z (in 1 s)"
             ),
             "{early}"
         );
-        let late = validity.refusal(2_001).expect("expired");
+        let late = validity.refusal(2_001).expect("expired").to_string();
         assert!(
             late.starts_with("the certificate expired at 1970-01-01T00:33:20Z"),
             "{late}"

@@ -480,18 +480,29 @@ async fn discard_then(mut body: Body, error: (StatusCode, String)) -> (StatusCod
     error
 }
 
+/// A review whose body is not declared JSON (answered 415). Displays as what it declared, after
+/// `expected Content-Type: application/json (an AdmissionReview), got `.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum NotJson {
+    #[error("no Content-Type")]
+    Missing,
+    /// The `Content-Type` header as sent (empty when it is not visible ASCII).
+    #[error("{0:?}")]
+    Declared(String),
+}
+
 /// `Ok` when the request declares JSON (`application/json`, any parameters); otherwise the
 /// content type it declared, for the error message.
-fn check_json(headers: &HeaderMap) -> Result<(), String> {
+fn check_json(headers: &HeaderMap) -> Result<(), NotJson> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Err("no Content-Type".to_owned());
+        return Err(NotJson::Missing);
     };
     let text = value.to_str().unwrap_or("");
     let media_type = text.split(';').next().unwrap_or("").trim();
     if media_type.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else {
-        Err(format!("{text:?}"))
+        Err(NotJson::Declared(text.to_owned()))
     }
 }
 
@@ -501,32 +512,45 @@ fn check_json(headers: &HeaderMap) -> Result<(), String> {
 /// huge object cannot stall the other connections of its thread.
 pub const INLINE_BODY_LIMIT: usize = 256 * 1024;
 
+/// An evaluation that did not return (answered 500, in parentheses after `internal error while
+/// evaluating the review`).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EvaluationError {
+    /// The evaluation panicked, with this message: a probelint bug.
+    #[error("panic: {0}")]
+    Panic(String),
+    /// The blocking pool dropped the evaluation before it ran (the runtime is shutting down).
+    #[error("the evaluation was cancelled")]
+    Cancelled,
+}
+
 /// Runs the evaluation and turns a panic into an error, so that no input can take the server
 /// down (a panic would otherwise only kill one connection's task, silently). `inline` work runs
 /// here; the rest off the async threads.
-pub async fn guarded<T, F>(inline: bool, work: F) -> Result<T, String>
+pub async fn guarded<T, F>(inline: bool, work: F) -> Result<T, EvaluationError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
     if inline {
         return std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-            .map_err(|payload| format!("panic: {}", panic_text(payload.as_ref())));
+            .map_err(|payload| EvaluationError::Panic(panic_text(payload.as_ref())));
     }
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| match error.try_into_panic() {
-            Ok(payload) => format!("panic: {}", panic_text(payload.as_ref())),
-            Err(_) => "the evaluation was cancelled".to_owned(),
+            Ok(payload) => EvaluationError::Panic(panic_text(payload.as_ref())),
+            Err(_) => EvaluationError::Cancelled,
         })
 }
 
-fn panic_text(payload: &(dyn Any + Send)) -> &str {
+fn panic_text(payload: &(dyn Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
+        .to_owned()
 }
 
 fn record(metrics: &Metrics, endpoint: &'static str, outcome: &Outcome) {
@@ -678,13 +702,13 @@ mod tests {
             let err = guarded(inline, || -> u32 { panic!("rule exploded") })
                 .await
                 .expect_err("the panic is caught");
-            assert_eq!(err, "panic: rule exploded");
+            assert_eq!(err.to_string(), "panic: rule exploded");
             let err = guarded(inline, || -> u32 {
                 panic!("{}", String::from("formatted"))
             })
             .await
             .expect_err("the panic is caught");
-            assert_eq!(err, "panic: formatted");
+            assert_eq!(err.to_string(), "panic: formatted");
             assert_eq!(guarded(inline, || 7).await, Ok(7));
         }
     }
@@ -753,13 +777,9 @@ mod tests {
         };
         assert_eq!(with("application/json"), Ok(()));
         assert_eq!(with("Application/JSON; charset=utf-8"), Ok(()));
-        assert_eq!(
-            with("application/x-www-form-urlencoded"),
-            Err("\"application/x-www-form-urlencoded\"".to_owned())
-        );
-        assert_eq!(
-            check_json(&HeaderMap::new()),
-            Err("no Content-Type".to_owned())
-        );
+        let refused = with("application/x-www-form-urlencoded").expect_err("not JSON");
+        assert_eq!(refused.to_string(), "\"application/x-www-form-urlencoded\"");
+        let missing = check_json(&HeaderMap::new()).expect_err("no Content-Type");
+        assert_eq!(missing.to_string(), "no Content-Type");
     }
 }

@@ -19,10 +19,12 @@
 //! (LeaderWorkerSet, KServe, Ray, NIM, Knative, Argo Rollouts, JobSet) and the policy's own
 //! `workloads` are found through discovery and read as dynamic objects.
 
+mod error;
 pub mod evidence;
 pub mod render;
 pub mod timeline;
 
+pub use error::AuditError;
 use evidence::{Support, WorkloadEvidence};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -178,20 +180,15 @@ impl Audit {
 
 /// Runs an audit to the end. `Err` only when nothing can be audited: no configuration, an
 /// unreachable cluster, rejected credentials.
-pub fn run(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> {
+pub fn run(request: &Request<'_>, policy: &Policy) -> Result<Audit, AuditError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(AuditError::Runtime)?;
     runtime.block_on(async {
         match tokio::time::timeout(request.deadline, audit(request, policy)).await {
             Ok(result) => result,
-            Err(_) => Err(format!(
-                "the audit did not finish within --deadline ({} s, the whole run's limit): the \
-                 apiserver answers too slowly or without end; audit one namespace at a time \
-                 (-n), with a --selector, or with a longer --deadline",
-                request.deadline.as_secs()
-            )),
+            Err(_) => Err(AuditError::Deadline(request.deadline)),
         }
     })
 }
@@ -205,7 +202,7 @@ enum Origin {
 
 /// Loads the client configuration the way kubectl does: `--kubeconfig`, else `KUBECONFIG`
 /// (several paths merged), else `~/.kube/config`, else the pod's service account.
-async fn load_config(request: &Request<'_>) -> Result<(Config, String), String> {
+async fn load_config(request: &Request<'_>) -> Result<(Config, String), AuditError> {
     let options = KubeConfigOptions {
         context: request.context.map(str::to_owned),
         cluster: None,
@@ -219,12 +216,7 @@ async fn load_config(request: &Request<'_>) -> Result<(Config, String), String> 
         (None, None, Some(home)) if home.exists() => Origin::File(home.clone()),
         _ if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => Origin::InCluster,
         _ => {
-            return Err(
-                "no kubeconfig: --kubeconfig is not given, KUBECONFIG is not set, \
-                 ~/.kube/config does not exist, and this is not a pod with a service account \
-                 (KUBERNETES_SERVICE_HOST is not set); pass --kubeconfig FILE or set KUBECONFIG"
-                    .to_owned(),
-            );
+            return Err(AuditError::NoKubeconfig);
         }
     };
     let context_name = |kubeconfig: &Kubeconfig| {
@@ -236,37 +228,37 @@ async fn load_config(request: &Request<'_>) -> Result<(Config, String), String> 
     };
     match origin {
         Origin::File(path) => {
-            let kubeconfig = Kubeconfig::read_from(&path)
-                .map_err(|e| format!("cannot read kubeconfig {}: {}", path.display(), chain(&e)))?;
+            let kubeconfig = match Kubeconfig::read_from(&path) {
+                Ok(kubeconfig) => kubeconfig,
+                Err(error) => return Err(AuditError::ReadKubeconfig { path, error }),
+            };
             let name = context_name(&kubeconfig);
-            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| format!("kubeconfig {}: {}", path.display(), chain(&e)))?;
+            let config = match Config::from_custom_kubeconfig(kubeconfig, &options).await {
+                Ok(config) => config,
+                Err(error) => return Err(AuditError::Kubeconfig { path, error }),
+            };
             Ok((config, name))
         }
         Origin::Env(paths) => {
-            let kubeconfig = Kubeconfig::from_env()
-                .map_err(|e| format!("cannot read KUBECONFIG={paths}: {}", chain(&e)))?
-                .ok_or_else(|| format!("KUBECONFIG={paths} names no readable file"))?;
+            let kubeconfig = match Kubeconfig::from_env() {
+                Ok(Some(kubeconfig)) => kubeconfig,
+                Ok(None) => return Err(AuditError::KubeconfigEnvEmpty { paths }),
+                Err(error) => return Err(AuditError::ReadKubeconfigEnv { paths, error }),
+            };
             let name = context_name(&kubeconfig);
-            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| format!("KUBECONFIG={paths}: {}", chain(&e)))?;
+            let config = match Config::from_custom_kubeconfig(kubeconfig, &options).await {
+                Ok(config) => config,
+                Err(error) => return Err(AuditError::KubeconfigEnv { paths, error }),
+            };
             Ok((config, name))
         }
         Origin::InCluster => {
             if let Some(context) = request.context {
-                return Err(format!(
-                    "--context {context} needs a kubeconfig, and there is none (in a pod, \
-                     probelint uses the pod's service account)"
-                ));
+                return Err(AuditError::ContextWithoutKubeconfig {
+                    context: context.to_owned(),
+                });
             }
-            let config = Config::incluster().map_err(|e| {
-                format!(
-                    "cannot use the pod's service account (in-cluster config): {}",
-                    chain(&e)
-                )
-            })?;
+            let config = Config::incluster().map_err(AuditError::InCluster)?;
             Ok((config, "in-cluster".to_owned()))
         }
     }
@@ -296,18 +288,18 @@ enum Failure {
     /// Reported; the audit carries on.
     Partial(String),
     /// Unreachable, timed out, or credentials rejected.
-    Fatal(String),
+    Fatal(AuditError),
 }
 
 fn classify(error: &kube::Error, what: &str, server: &str) -> Failure {
     match error {
         kube::Error::Api(status) if status.code == 404 => Failure::Missing,
-        kube::Error::Api(status) if status.code == 401 => Failure::Fatal(format!(
-            "the cluster at {server} rejected the credentials (401 Unauthorized: {}); the \
-             token or client certificate has expired or is not accepted: refresh the \
-             kubeconfig (e.g. your cloud's `get-credentials`) and run again",
-            status.message
-        )),
+        kube::Error::Api(status) if status.code == 401 => {
+            Failure::Fatal(AuditError::Unauthorized {
+                server: server.to_owned(),
+                message: status.message.clone(),
+            })
+        }
         kube::Error::Api(status) if status.code == 403 => Failure::Partial(format!(
             "forbidden: {} (the audit needs `list` on it; see the ClusterRole in the README)",
             status.message
@@ -329,10 +321,10 @@ fn classify(error: &kube::Error, what: &str, server: &str) -> Failure {
             } else {
                 detail.to_owned()
             };
-            Failure::Fatal(format!(
-                "cannot reach the cluster at {server}: {what} (is the cluster up, and is this the \
-                 right context? `kubectl cluster-info` shows what kubectl reaches)"
-            ))
+            Failure::Fatal(AuditError::Unreachable {
+                server: server.to_owned(),
+                what,
+            })
         }
     }
 }
@@ -539,7 +531,7 @@ impl Lister<'_> {
     }
 
     /// Records a failed list; `Err` when the audit cannot go on.
-    fn failed(&mut self, resource: &str, error: &ListFailure) -> Result<(), String> {
+    fn failed(&mut self, resource: &str, error: &ListFailure) -> Result<(), AuditError> {
         let failure = match error {
             ListFailure::Kube(error) => classify(error, &format!("list {resource}"), &self.server),
             ListFailure::Slow { page, timeout } => Failure::Partial(format!(
@@ -572,11 +564,15 @@ impl Lister<'_> {
                 });
                 Ok(())
             }
-            Failure::Fatal(message) => Err(message),
+            Failure::Fatal(error) => Err(error),
         }
     }
 
-    async fn typed<K>(&mut self, resource: &str, params: &ListParams) -> Result<Vec<Value>, String>
+    async fn typed<K>(
+        &mut self,
+        resource: &str,
+        params: &ListParams,
+    ) -> Result<Vec<Value>, AuditError>
     where
         K: Typed,
     {
@@ -590,7 +586,7 @@ impl Lister<'_> {
         resource: &str,
         params: &ListParams,
         keep: &mut dyn FnMut(Value) -> Option<Value>,
-    ) -> Result<Vec<Value>, String>
+    ) -> Result<Vec<Value>, AuditError>
     where
         K: Typed,
     {
@@ -609,7 +605,7 @@ impl Lister<'_> {
         resource: &ApiResource,
         scope: &ApiScope,
         params: &ListParams,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, AuditError> {
         let api: Api<DynamicObject> = match (scope, self.scope) {
             (ApiScope::Namespaced, Scope::Namespace(ns)) => {
                 Api::namespaced_with(self.client.clone(), ns, resource)
@@ -639,7 +635,7 @@ impl Lister<'_> {
     }
 }
 
-async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> {
+async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, AuditError> {
     let (mut config, context) = load_config(request).await?;
     let server = config
         .cluster_url
@@ -659,10 +655,17 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
                 .unwrap_or_else(|| config.default_namespace.clone()),
         )
     };
-    let client = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| format!("cannot build a client for {server}: {}", chain(&e)))?
-        .with_layer(&tower::util::MapResponseLayer::new(limit_answer))
-        .build();
+    let client = match kube::client::ClientBuilder::try_from(config) {
+        Ok(builder) => builder,
+        Err(error) => {
+            return Err(AuditError::Client {
+                server: server.clone(),
+                error,
+            });
+        }
+    }
+    .with_layer(&tower::util::MapResponseLayer::new(limit_answer))
+    .build();
 
     // Discovery first: any authenticated user may read it, so it is where an unreachable
     // cluster or a rejected credential shows, before anything is listed.
@@ -692,7 +695,7 @@ async fn audit(request: &Request<'_>, policy: &Policy) -> Result<Audit, String> 
             Some(info.git_version)
         }
         Err(e) => match classify(&e, "get /version", &server) {
-            Failure::Fatal(message) => return Err(message),
+            Failure::Fatal(error) => return Err(error),
             _ => None,
         },
     };
@@ -1160,12 +1163,13 @@ fn first_start(pod: &timeline::PodRecord, container: &str) -> (f64, String) {
     }
 }
 
-fn fatal(error: &kube::Error, server: &str) -> String {
+fn fatal(error: &kube::Error, server: &str) -> AuditError {
     match classify(error, "discovery", server) {
-        Failure::Fatal(message) | Failure::Partial(message) => message,
-        Failure::Missing => {
-            format!("{server} serves no API discovery (/api, /apis): is it a Kubernetes apiserver?")
-        }
+        Failure::Fatal(error) => error,
+        Failure::Partial(message) => AuditError::Discovery { message },
+        Failure::Missing => AuditError::NoDiscovery {
+            server: server.to_owned(),
+        },
     }
 }
 

@@ -1181,7 +1181,7 @@ pub fn human(timeline: &Timeline, out: &mut String) {
 
 /// Every timeline of the audit as one picture: per workload, its pods and, paler, the
 /// predictions, on its own axis.
-pub fn svg(audit: &super::Audit) -> Result<String, String> {
+pub fn svg(audit: &super::Audit) -> Result<String, crate::simulate_svg::DrawError> {
     let blocks: Vec<crate::simulate_svg::Block<'_>> = audit
         .workloads
         .iter()

@@ -1,7 +1,0 @@
-//! `probelint --fix` (engine fixes as text edits) on arbitrary manifest text. What is checked: `fuzz/checks.rs`, `textfix_engine`.
-#![no_main]
-
-#[path = "../checks.rs"]
-mod checks;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::textfix_engine(data));

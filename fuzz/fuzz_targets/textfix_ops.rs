@@ -1,7 +1,0 @@
-//! `probelint_yaml::patch::apply` with arbitrary operations on arbitrary text. What is checked: `fuzz/checks.rs`, `textfix_ops`.
-#![no_main]
-
-#[path = "../checks.rs"]
-mod checks;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::textfix_ops(data));
