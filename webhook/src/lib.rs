@@ -196,7 +196,7 @@ pub fn run_router(
             client_ca: None,
         };
         // Loaded as the webhook loads it; the reloader itself is not started.
-        let (_, tls) = Reloader::load(files, None, state.clone())?;
+        let (_, tls) = Reloader::load(files, None, state.clone()).map_err(|e| e.to_string())?;
         let caps = server::connection_caps(fd_limit);
         server::serve_router(listen, router, None, tls, state, caps)
             .await
@@ -206,9 +206,10 @@ pub fn run_router(
 
 /// Raises the open file limit, installs ring as the crypto provider, builds the runtime and
 /// runs `serve` (given the open file limit) on it; `name` says what failed in the error line.
-fn on_runtime<F>(name: &str, serve: impl FnOnce(u64) -> F) -> ExitCode
+fn on_runtime<F, E>(name: &str, serve: impl FnOnce(u64) -> F) -> ExitCode
 where
-    F: std::future::Future<Output = Result<(), String>>,
+    F: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
 {
     let fd_limit = raise_fd_limit();
     // Every rustls configuration names ring explicitly; installing it as the process default as
