@@ -9,6 +9,19 @@ use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Both echo servers' command line: `--listen ADDR --tls-cert FILE --tls-key FILE`.
+#[derive(clap::Parser)]
+pub struct Args {
+    #[arg(long)]
+    pub listen: SocketAddr,
+    #[arg(long)]
+    pub tls_cert: PathBuf,
+    #[arg(long)]
+    pub tls_key: PathBuf,
+}
 
 async fn echo(body: Bytes) -> Response {
     match review::echo_response(&body) {

@@ -46,14 +46,14 @@ pub enum DrawError {
     #[error("{0}")]
     Background(Plot),
     /// A column's timeline chart (probe results, container runs, Ready).
-    #[error("{error}")]
-    Timeline { title: String, error: Plot },
+    #[error("{0}")]
+    Timeline(Plot),
     /// A column's serving-capacity chart (rollouts and drains).
-    #[error("{error}")]
-    Capacity { title: String, error: Plot },
+    #[error("{0}")]
+    Capacity(Plot),
     /// One workload's block of lanes in the audit's picture.
-    #[error("{error}")]
-    Block { title: String, error: Plot },
+    #[error("{0}")]
+    Block(Plot),
     /// Finishing the SVG document.
     #[error("{0}")]
     Present(Plot),
@@ -79,15 +79,9 @@ pub fn render(panels: &[Panel<'_>], duration: f64) -> Result<String, DrawError> 
             } else {
                 (area.clone(), area.clone())
             };
-            timeline(&top, panel, duration).map_err(|error| DrawError::Timeline {
-                title: panel.title.clone(),
-                error,
-            })?;
+            timeline(&top, panel, duration).map_err(DrawError::Timeline)?;
             if let Some(f) = panel.fleet {
-                capacity(&bottom, f, duration).map_err(|error| DrawError::Capacity {
-                    title: panel.title.clone(),
-                    error,
-                })?;
+                capacity(&bottom, f, duration).map_err(DrawError::Capacity)?;
             }
         }
         root.present().map_err(DrawError::Present)?;
@@ -337,10 +331,7 @@ pub fn lanes(blocks: &[Block<'_>]) -> Result<String, DrawError> {
         let mut rest = root.clone();
         for (i, (block, h)) in blocks.iter().zip(&heights).enumerate() {
             let (area, below) = rest.split_vertically(*h);
-            block_chart(&area, block, i == 0).map_err(|error| DrawError::Block {
-                title: block.title.clone(),
-                error,
-            })?;
+            block_chart(&area, block, i == 0).map_err(DrawError::Block)?;
             rest = below;
         }
         root.present().map_err(DrawError::Present)?;

@@ -193,14 +193,13 @@ mod tests {
             let mut fixed = 0;
             for example in [meta.bad_example, meta.good_example] {
                 let findings = crate::rules::testing::lint_example(meta, example);
-                for finding in findings.iter().filter(|f| f.rule == meta.id) {
-                    let Some(fix) = &finding.fix else { continue };
-                    let declared = meta.fix.as_ref().unwrap_or_else(|| {
-                        panic!("{}: declares no fix, attached {fix:?}", meta.id)
-                    });
-                    assert_eq!(fix.applicability, declared.applicability, "{}", meta.id);
-                    fixed += 1;
-                }
+                // The applicability is the declared one by construction (`Draft::fix`), and
+                // an undeclared fix panics there in tests: what is left to check is that a
+                // declared fix is produced at all.
+                fixed += findings
+                    .iter()
+                    .filter(|f| f.rule == meta.id && f.fix.is_some())
+                    .count();
             }
             // A rule that declares a fix shows it on its bad example.
             assert_eq!(

@@ -1,8 +1,11 @@
 //! Every rule's declared fix ([`probelint_policies::FixMeta`]) against what its check attaches,
-//! over the real corpus, the repository's examples and every rule's own examples: a rule that declares no fix never attaches
-//! one, and every fix a rule attaches has the applicability it declares. `probelint --fix` and
-//! the mutating webhook apply only safe fixes, so a declaration that lies would change what a
-//! cluster gets without `probelint explain` saying so.
+//! over the real corpus, the repository's examples and every rule's own examples. A finding takes
+//! its fix's applicability from the declaration (the rule engine's `Draft::fix`), and in a debug
+//! build, as tests run, a rule that attaches a fix it does not declare panics there; this runs
+//! every rule over every manifest we have so that such a rule is found, and checks that every
+//! declared fix is produced somewhere. `probelint --fix` and the mutating webhook apply only
+//! safe fixes, so a declaration that lies would change what a cluster gets without
+//! `probelint explain` saying so.
 
 use probelint_policies::{Finding, Policy, evaluate, find};
 use serde_json::Value;
@@ -14,25 +17,8 @@ fn check_declarations(findings: &[Finding], seen: &mut BTreeMap<String, usize>) 
             continue; // a custom rule: the policy's, with no fix
         };
         let meta = rule.meta();
-        match (&meta.fix, &finding.fix) {
-            (None, Some(fix)) => panic!(
-                "{} declares no fix but attached one to {} {}: {}",
-                meta.id, finding.object, finding.pointer, fix.description
-            ),
-            (Some(declared), Some(fix)) => {
-                assert_eq!(
-                    fix.applicability,
-                    declared.applicability,
-                    "{}: the fix for {} {} is {:?}, the rule declares {:?}",
-                    meta.id,
-                    finding.object,
-                    finding.pointer,
-                    fix.applicability,
-                    declared.applicability
-                );
-                *seen.entry(meta.id.to_owned()).or_default() += 1;
-            }
-            _ => {}
+        if meta.fix.is_some() && finding.fix.is_some() {
+            *seen.entry(meta.id.to_owned()).or_default() += 1;
         }
     }
 }

@@ -7,19 +7,8 @@
 //! until SIGTERM or Ctrl-C; logs to stdout. The webhook's allocator (mimalloc), as echo-server.
 
 use clap::Parser;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use probelint_bench::echo::Args;
 use std::process::ExitCode;
-
-#[derive(Parser)]
-struct Args {
-    #[arg(long)]
-    listen: SocketAddr,
-    #[arg(long)]
-    tls_cert: PathBuf,
-    #[arg(long)]
-    tls_key: PathBuf,
-}
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -9,19 +9,8 @@
 
 use axum_server::tls_rustls::RustlsConfig;
 use clap::Parser;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use probelint_bench::echo::Args;
 use std::process::ExitCode;
-
-#[derive(Parser)]
-struct Args {
-    #[arg(long)]
-    listen: SocketAddr,
-    #[arg(long)]
-    tls_cert: PathBuf,
-    #[arg(long)]
-    tls_key: PathBuf,
-}
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

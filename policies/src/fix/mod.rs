@@ -1,6 +1,7 @@
 //! Fix building blocks: JSON Patch operations ([`patch`]) and the probes fixes add or change
-//! ([`probes`]). A rule builds its own fix from these and chooses its applicability
-//! ([`Change::fix`]); merging the fixes of an object into one patch is [`crate::mutate`]'s.
+//! ([`probes`]). A rule builds its own [`Change`] from these and hands it to its finding, which
+//! gives it the applicability the rule declares ([`crate::rules::rule::Draft::fix`]); merging the
+//! fixes of an object into one patch is [`crate::mutate`]'s.
 
 pub mod helper;
 pub mod patch;
@@ -22,7 +23,7 @@ impl Change {
     }
 
     /// The fix a rule offers, with the applicability the rule declares for it.
-    pub fn fix(self, applicability: Applicability) -> Fix {
+    pub(crate) fn fix(self, applicability: Applicability) -> Fix {
         Fix {
             description: self.description,
             applicability,

@@ -245,8 +245,10 @@ impl Draft<'_> {
         self
     }
 
-    /// The fix, when there is one, with the applicability the rule declares for its fixes. A
-    /// rule that declares no fix attaches none (checked over every rule's examples).
+    /// The fix, when there is one, with the applicability the rule declares for its fixes, so
+    /// that no call site can give it another. A rule that declares no fix must attach none
+    /// (tests panic on it, over every rule's examples and the corpus); were one to slip through,
+    /// it is shown and never applied.
     pub fn fix(mut self, change: impl Into<Option<Change>>) -> Self {
         let change = change.into();
         debug_assert!(
@@ -254,10 +256,16 @@ impl Draft<'_> {
             "{} attaches a fix it does not declare",
             self.meta.id
         );
-        self.finding.fix = match (change, &self.meta.fix) {
-            (Some(change), Some(declared)) => Some(change.fix(declared.applicability)),
-            _ => None,
-        };
+        self.finding.fix = change.map(|change| {
+            change.fix(
+                self.meta
+                    .fix
+                    .as_ref()
+                    .map_or(Applicability::DisplayOnly, |declared| {
+                        declared.applicability
+                    }),
+            )
+        });
         self
     }
 
