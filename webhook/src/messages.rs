@@ -206,47 +206,80 @@ fn continued(first: &str, further: &str, text: &str) -> Vec<String> {
     } else {
         further
     };
-    let widest = wrapped(first, further, &text, MAX_WARNING_CHARS);
-    // The narrowest width that needs no more lines, found from the widest down.
-    let mut best = widest;
+    // The narrowest width that needs no more lines, found from the widest down on line counts
+    // alone: only the chosen width's lines are built.
+    let mut fewest = wrapped(first, further, &text, MAX_WARNING_CHARS, None);
+    let mut best = MAX_WARNING_CHARS;
     for width in (MAX_WARNING_CHARS / 2..MAX_WARNING_CHARS).rev() {
-        let lines = wrapped(first, further, &text, width);
-        if lines.len() > best.len() {
+        let lines = wrapped(first, further, &text, width, None);
+        if lines > fewest {
             break;
         }
-        best = lines;
+        (fewest, best) = (lines, width);
     }
-    best
+    let mut lines = Vec::with_capacity(fewest);
+    wrapped(first, further, &text, best, Some(&mut lines));
+    lines
 }
 
-/// [`continued`] at lines of at most `width` characters, filled word by word.
-fn wrapped(first: &str, further: &str, text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = first.to_owned();
+/// [`continued`] at lines of at most `width` characters, filled word by word: how many lines
+/// it takes, and the lines themselves into `out` when given. Lengths are counted in
+/// characters as the lines grow, so counting alone builds nothing.
+fn wrapped(
+    first: &str,
+    further: &str,
+    text: &str,
+    width: usize,
+    mut out: Option<&mut Vec<String>>,
+) -> usize {
+    // A continuation line starts with `further` and `…`.
+    let continuation = further.chars().count() + 1;
+    let mut count = 0;
+    let mut line = String::new();
+    if out.is_some() {
+        line.push_str(first);
+    }
+    let mut chars = first.chars().count();
     let mut empty = true;
     for word in text.split_whitespace() {
-        let needed = line.chars().count() + usize::from(!empty) + word.chars().count();
-        if !empty && needed > width {
-            lines.push(std::mem::replace(&mut line, format!("{further}…")));
+        let word_chars = word.chars().count();
+        if !empty && chars + 1 + word_chars > width {
+            count += 1;
+            if let Some(out) = out.as_deref_mut() {
+                out.push(std::mem::replace(&mut line, format!("{further}…")));
+            }
+            chars = continuation;
             empty = true;
         }
-        if !empty {
-            line.push(' ');
+        if out.is_some() {
+            if !empty {
+                line.push(' ');
+            }
+            line.push_str(word);
         }
-        line.push_str(word);
+        chars += usize::from(!empty) + word_chars;
         empty = false;
-        while line.chars().count() > MAX_WARNING_CHARS {
+        while chars > MAX_WARNING_CHARS {
             // One word longer than a line: cut it, the rest on the next.
-            let cut: String = line.chars().take(MAX_WARNING_CHARS).collect();
-            let rest: String = line.chars().skip(MAX_WARNING_CHARS).collect();
-            lines.push(cut);
-            line = format!("{further}…{rest}");
+            count += 1;
+            if let Some(out) = out.as_deref_mut() {
+                let cut = line
+                    .char_indices()
+                    .nth(MAX_WARNING_CHARS)
+                    .map_or(line.len(), |(at, _)| at);
+                let rest = line.split_off(cut);
+                out.push(std::mem::replace(&mut line, format!("{further}…{rest}")));
+            }
+            chars = continuation + (chars - MAX_WARNING_CHARS);
         }
     }
-    if !empty || lines.is_empty() {
-        lines.push(line);
+    if !empty || count == 0 {
+        count += 1;
+        if let Some(out) = out {
+            out.push(line);
+        }
     }
-    lines
+    count
 }
 
 /// The warnings of each finding ([`finding_warnings`]), for at most [`MAX_LISTED`] findings,
@@ -322,6 +355,43 @@ mod tests {
             rule: rule.into(),
             container: container.map(Into::into),
             description: "added a startupProbe".into(),
+        }
+    }
+
+    /// Line counts decide the width without building lines: the count must be the number of
+    /// lines built at every width, for short and long words, heads and continuations (a word
+    /// longer than a line, a head longer than half of one), and the lines must hold the text.
+    #[test]
+    fn counted_lines_are_the_lines_built() {
+        let long_word = "x".repeat(300);
+        let long_head = format!("  fix in {}: ", "c".repeat(90));
+        let texts = [
+            String::new(),
+            "one".to_owned(),
+            "add a startupProbe on the server's health check with a budget beyond the slowest \
+             plausible load: it holds liveness and readiness off until the model is loaded"
+                .repeat(3),
+            format!("before {long_word} after é ü {long_word}"),
+        ];
+        for text in &texts {
+            for (first, further) in [("  fix: ", "  fix: "), (long_head.as_str(), "  ")] {
+                for width in MAX_WARNING_CHARS / 2..=MAX_WARNING_CHARS {
+                    let mut lines = Vec::new();
+                    let counted = wrapped(first, further, text, width, None);
+                    assert_eq!(
+                        wrapped(first, further, text, width, Some(&mut lines)),
+                        counted
+                    );
+                    assert_eq!(lines.len(), counted, "{first:?} {text:?} at {width}");
+                    assert!(lines.iter().all(|l| l.chars().count() <= MAX_WARNING_CHARS));
+                    let words: String = lines
+                        .concat()
+                        .replace(['…', ' '], "")
+                        .replacen(&first.replace(' ', ""), "", 1)
+                        .replace(&further.replace(' ', ""), "");
+                    assert_eq!(words, text.replace(' ', ""), "{first:?} at {width}");
+                }
+            }
         }
     }
 
