@@ -212,3 +212,112 @@ fn every_scenario_of_the_corpus_agrees_with_its_own_timeline_table_and_events() 
     // The corpus holds real serving workloads: most of them are simulated, not refused.
     assert!(pods >= 100 && fleets >= 60, "{pods} pods, {fleets} fleets");
 }
+
+/// `namespace/name` as the rules' messages write an object (`name` without a namespace).
+fn named(object: &Value) -> String {
+    let name = object["name"].as_str().unwrap_or("");
+    match object["namespace"].as_str() {
+        Some(namespace) => format!(
+            "{} {namespace}/{name}",
+            object["kind"].as_str().unwrap_or("")
+        ),
+        None => format!("{} {name}", object["kind"].as_str().unwrap_or("")),
+    }
+}
+
+/// The drain simulation and the PDB rules read the same budgets over the same pod labels
+/// (`PodSpec::labels`, `selector::selects`): where `gpu-serving-without-pdb` says no budget
+/// selects a workload's pods, its drain holds no eviction back; where `pdb-blocks-gpu-drains`
+/// says a budget allows no eviction of them, its drain is refused. Over the two rules' fixtures
+/// (a selector of expressions only, a budget in another namespace, a LeaderWorkerSet's leader
+/// pods) and every real manifest with a budget.
+#[test]
+fn the_drain_simulation_and_the_pdb_rules_agree_on_every_fixture() {
+    let rules =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/resources/rules");
+    let mut files: Vec<std::path::PathBuf> = ["pdb-blocks-gpu-drains", "gpu-serving-without-pdb"]
+        .iter()
+        .flat_map(|rule| std::fs::read_dir(rules.join(rule)).expect("fixtures"))
+        .map(|entry| entry.expect("fixture").path())
+        .collect();
+    files.extend(
+        probelint_testkit::corpus::real_manifests()
+            .into_iter()
+            .filter(|file| {
+                std::fs::read_to_string(file).is_ok_and(|text| text.contains("PodDisruptionBudget"))
+            }),
+    );
+    files.sort();
+    let mut problems = Vec::new();
+    let (mut unbudgeted, mut blocked) = (0, 0);
+    for file in &files {
+        let lint = probelint()
+            .args(["--format", "json"])
+            .arg(file)
+            .output()
+            .unwrap();
+        let lint: Value = serde_json::from_slice(&lint.stdout)
+            .unwrap_or_else(|e| panic!("{}: no JSON from the lint ({e})", file.display()));
+        let findings = lint["findings"].as_array().cloned().unwrap_or_default();
+        let drain = probelint()
+            .args(["simulate", "--format", "json", "--scenario", "drain"])
+            .arg(file)
+            .output()
+            .unwrap();
+        if !drain.status.success() {
+            continue;
+        }
+        let drain: Value = serde_json::from_slice(&drain.stdout)
+            .unwrap_or_else(|e| panic!("{}: no JSON from the drain ({e})", file.display()));
+        // Per workload: whether the drain of some container's pods holds to no budget, and
+        // whether that of some container's pods is refused. The rules judge one pod template of a
+        // workload (a LeaderWorkerSet's leader), the drain each container's own pods.
+        let mut drains: Vec<(&Value, bool, bool)> = Vec::new();
+        for c in drain["containers"].as_array().into_iter().flatten() {
+            let events = c["drain"]["events"].as_array().into_iter().flatten();
+            let no_budget = events
+                .filter_map(|e| e[1].as_str())
+                .any(|e| e.starts_with("no PodDisruptionBudget selects the pods"));
+            let refused = !no_budget && c["drain"]["evictions_refused"].as_u64() > Some(0);
+            match drains
+                .iter_mut()
+                .find(|(object, ..)| **object == c["object"])
+            {
+                Some(seen) => (seen.1, seen.2) = (seen.1 || no_budget, seen.2 || refused),
+                None => drains.push((&c["object"], no_budget, refused)),
+            }
+        }
+        for (object, no_budget, refused) in drains {
+            let at = format!("{}, {}", file.display(), named(object));
+            let workload_pods = format!(
+                "{}'s GPU serving pods and allows no eviction",
+                named(object)
+            );
+            for f in &findings {
+                if f["rule"] == "gpu-serving-without-pdb" && f["object"] == *object {
+                    unbudgeted += 1;
+                    if !no_budget {
+                        problems.push(format!(
+                            "{at}: the rule sees no budget, every drain holds to one"
+                        ));
+                    }
+                }
+                if f["rule"] == "pdb-blocks-gpu-drains"
+                    && f["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains(&workload_pods))
+                {
+                    blocked += 1;
+                    if !refused {
+                        problems.push(format!(
+                            "{at}: the rule says {} allows no eviction, every drain evicts",
+                            named(&f["object"])
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(blocked >= 3, "{unbudgeted} unbudgeted, {blocked} blocked");
+}

@@ -413,10 +413,8 @@ fn fleet_of(
         }
         ScenarioKind::Drain => {
             let replicas = replicas(object, &cx.workload.object_ref)?;
-            let labels = object
-                .pointer("/spec/template/metadata/labels")
-                .or_else(|| object.pointer("/metadata/labels"))
-                .and_then(Value::as_object);
+            // The labels of the pods this container runs in, as the PDB rules read them.
+            let labels = cx.pod.labels;
             let namespace = object.pointer("/metadata/namespace");
             let pdb = objects.iter().find(|o| {
                 o.get("kind").and_then(Value::as_str) == Some("PodDisruptionBudget")

@@ -304,19 +304,25 @@ fn only_cpu_or_memory(hpa: &Value) -> bool {
     })
 }
 
-/// Replica count (default 1) and pod template labels of the kinds that replicate one template.
+/// Replica count (default 1) and pod labels of the kinds that replicate one template. The
+/// labels are those of the workload's first pod spec ([`PodSpec::labels`](crate::analysis::object::PodSpec::labels)): a LeaderWorkerSet's
+/// leader template, or its worker template where it has none (the leader is then made from it).
 fn replicated(w: &Workload<'_>) -> Option<Replicated> {
-    let template = match w.object_ref.kind.as_str() {
-        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" | "Rollout" => {
-            "/spec/template/metadata/labels"
-        }
-        "LeaderWorkerSet" => "/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
-        _ => return None,
-    };
+    if !matches!(
+        w.object_ref.kind.as_str(),
+        "Deployment"
+            | "StatefulSet"
+            | "ReplicaSet"
+            | "ReplicationController"
+            | "Rollout"
+            | "LeaderWorkerSet"
+    ) {
+        return None;
+    }
     let replicas = w.object.pointer("/spec/replicas");
     Some(Replicated {
         replicas: replicas.and_then(Value::as_i64).unwrap_or(1),
-        labels: w.object.pointer(template)?.as_object()?.clone(),
+        labels: w.pod_specs.first()?.labels?.clone(),
         pointer: if replicas.is_some() {
             "/spec/replicas"
         } else {

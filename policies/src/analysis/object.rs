@@ -244,6 +244,11 @@ pub struct PodSpec<'a> {
     pub value: &'a Value,
     /// The annotations that apply to this pod spec's template, if it has its own.
     pub template_annotations: Option<&'a serde_json::Map<String, Value>>,
+    /// The labels the pods made from this spec carry, as written: a template's
+    /// `metadata.labels` (`/spec/template/metadata/labels`), a Pod's own, a KServe component's
+    /// `labels`. The one answer to "which labels do this workload's pods have" that PDB
+    /// selection reads, in the rules and in `probelint simulate --scenario drain` alike.
+    pub labels: Option<&'a serde_json::Map<String, Value>>,
     /// Serves traffic (false for Jobs, CronJobs, JobSets, run-to-completion Pods).
     pub serving: bool,
     /// A core PodSpec (Pod, Deployment, ..., CronJob), which the apiserver decodes and validates
@@ -366,6 +371,7 @@ fn analyse_pod_spec<'a>(
         restart_policy,
         grace,
         annotations,
+        labels,
     ] = pick(
         spec,
         [
@@ -375,17 +381,30 @@ fn analyse_pod_spec<'a>(
             "restartPolicy",
             "terminationGracePeriodSeconds",
             "annotations",
+            "labels",
         ],
     );
-    // A template's metadata sits beside its spec (`/spec/template/metadata`); KServe components
-    // carry `annotations` on the component itself.
-    let template_annotations = match pointer.strip_suffix("/spec") {
-        Some("") => None,
-        Some(prefix) => pointer::resolve(object, prefix)
-            .and_then(|template| fields::get(template, "metadata"))
-            .and_then(|metadata| fields::get(metadata, "annotations"))
-            .and_then(Value::as_object),
-        None => annotations.and_then(Value::as_object),
+    // A template's metadata sits beside its spec (`/spec/template/metadata`); a Pod's is its
+    // own; KServe components carry `annotations` and `labels` on the component itself.
+    let map = |metadata: Option<&'a Value>, key: &str| {
+        metadata
+            .and_then(|metadata| fields::get(metadata, key))
+            .and_then(Value::as_object)
+    };
+    let (template_annotations, labels) = match pointer.strip_suffix("/spec") {
+        Some("") if object_ref.kind == "Pod" => {
+            (None, map(fields::get(object, "metadata"), "labels"))
+        }
+        Some("") => (None, None),
+        Some(prefix) => {
+            let metadata = pointer::resolve(object, prefix)
+                .and_then(|template| fields::get(template, "metadata"));
+            (map(metadata, "annotations"), map(metadata, "labels"))
+        }
+        None => (
+            annotations.and_then(Value::as_object),
+            labels.and_then(Value::as_object),
+        ),
     };
     let declared = declared_load(template_annotations, object_annotations);
 
@@ -508,6 +527,7 @@ fn analyse_pod_spec<'a>(
         pointer,
         value: spec,
         template_annotations,
+        labels,
         serving: !batch,
         core,
         containers,
