@@ -305,8 +305,10 @@ fn only_cpu_or_memory(hpa: &Value) -> bool {
 }
 
 /// Replica count (default 1) and pod labels of the kinds that replicate one template. The
-/// labels are those of the workload's first pod spec ([`PodSpec::labels`](crate::analysis::object::PodSpec::labels)): a LeaderWorkerSet's
+/// labels are those of the workload's first pod spec ([`PodSpec::labels`]): a LeaderWorkerSet's
 /// leader template, or its worker template where it has none (the leader is then made from it).
+///
+/// [`PodSpec::labels`]: crate::analysis::object::PodSpec::labels
 fn replicated(w: &Workload<'_>) -> Option<Replicated> {
     if !matches!(
         w.object_ref.kind.as_str(),
